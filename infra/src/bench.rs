@@ -1,0 +1,147 @@
+//! `chronicle bench webhook`: the webhook's figures, measured, never asserted in tests.
+//!
+//! 1. handler time without the DynamoDB call (size cap, signature, parse, classify, item build)
+//!    on the real 25 KB merged delivery from `events/`;
+//! 2. the full HTTP round trip against the local stack (emulator included);
+//! 3. the stored item's size and write units for every recorded `pull_request` example.
+
+use std::time::Instant;
+
+use anyhow::Context;
+use bytes::Bytes;
+use http::{HeaderMap, HeaderName, HeaderValue};
+use shared::config::TableConfig;
+use shared::domain::Delivery;
+use shared::payload::{classify_pull_request, Classified};
+use shared::secret::Secret;
+use shared::store::{item_size, new_item, pending_index_projection, write_units, PrStore};
+use shared::webhook::{Decision, RequestLog, Verifier, WebhookHandler, WebhookRequest};
+use time::OffsetDateTime;
+
+use crate::dev::{DevOptions, DevStack, DEV_SECRET};
+use crate::emulator::repo_root;
+use crate::replay::{self, RecordedDelivery};
+use crate::samples;
+
+pub struct Figures {
+    pub median: f64,
+    pub p99: f64,
+    pub samples: usize,
+}
+
+pub fn figures(mut durations: Vec<f64>) -> Figures {
+    durations.sort_by(f64::total_cmp);
+    let at = |q: f64| durations[((durations.len() as f64 - 1.0) * q).round() as usize];
+    Figures { median: at(0.5), p99: at(0.99), samples: durations.len() }
+}
+
+fn merged_delivery() -> anyhow::Result<RecordedDelivery> {
+    RecordedDelivery::load(&repo_root().join("events/deliveries/02-merged.delivery.json"))
+}
+
+/// Median/p99 in microseconds of everything the handler does before its DynamoDB write.
+pub fn handler_without_dynamodb(iterations: usize) -> anyhow::Result<Figures> {
+    let delivery = merged_delivery()?;
+    let secret = Secret::new(DEV_SECRET);
+    let mut headers = HeaderMap::new();
+    for (k, v) in delivery.headers_for(Some(&secret)) {
+        headers.insert(HeaderName::try_from(k.to_ascii_lowercase())?, HeaderValue::try_from(v)?);
+    }
+    let request = WebhookRequest { headers, body: Bytes::from(delivery.body.clone()) };
+    // A client that is never called: this measures the handler, not the network.
+    let sdk = aws_config::SdkConfig::builder().behavior_version(aws_config::BehaviorVersion::latest()).build();
+    let store = PrStore::new(aws_sdk_dynamodb::Client::new(&sdk), TableConfig { table_name: "bench".into(), pending_shards: 4 });
+    let handler = WebhookHandler::new(store, Verifier::Secret(secret), 1024 * 1024);
+    let run = || {
+        let started = Instant::now();
+        let mut log = RequestLog::default();
+        match handler.decide(&request, OffsetDateTime::now_utc(), &mut log) {
+            Decision::Store(pr, delivery) => std::hint::black_box(new_item(&pr, &delivery, 4)),
+            Decision::Respond(r, _) => panic!("the merged delivery was not accepted: {r:?}"),
+        };
+        started.elapsed().as_secs_f64() * 1e6
+    };
+    for _ in 0..iterations / 10 {
+        run();
+    }
+    Ok(figures((0..iterations).map(|_| run()).collect()))
+}
+
+/// Median/p99 in milliseconds of `POST /webhook` through the local stack, each a new merged PR.
+pub async fn round_trips(stack: &DevStack, count: usize) -> anyhow::Result<Figures> {
+    let delivery = merged_delivery()?;
+    let mut payload: serde_json::Value = serde_json::from_str(&delivery.body)?;
+    let client = reqwest::Client::new();
+    let url = stack.webhook_url();
+    let mut durations = Vec::with_capacity(count);
+    for i in 0..count {
+        payload["pull_request"]["number"] = serde_json::json!(100_000 + i);
+        let sample = RecordedDelivery { headers: delivery.headers.clone(), body: payload.to_string() };
+        let started = Instant::now();
+        let (status, answer) = replay::send(&client, &url, &sample, stack.secret()).await?;
+        durations.push(started.elapsed().as_secs_f64() * 1e3);
+        anyhow::ensure!(status == 200 && answer["stored"] == "inserted", "unexpected answer {status} {answer}");
+    }
+    Ok(figures(durations))
+}
+
+pub struct ItemCost {
+    pub example: String,
+    pub payload_bytes: usize,
+    pub body_bytes: usize,
+    pub item_bytes: usize,
+    pub table_wcu: usize,
+    pub index_bytes: usize,
+    pub index_wcu: usize,
+}
+
+/// What storing each recorded `pull_request` example (made merged) costs.
+pub fn item_costs() -> Vec<ItemCost> {
+    samples::pull_request_examples()
+        .into_iter()
+        .map(|name| {
+            let payload = samples::merged(samples::webhook(&name)).to_string();
+            let Ok(Classified::Merged(pr)) = classify_pull_request(payload.as_bytes()) else {
+                panic!("{name}, made merged, was not accepted");
+            };
+            let delivery = Delivery { id: "72d3162e-cc78-11e3-81ab-4c9367dc0958".into(), received_at: OffsetDateTime::now_utc() };
+            let item = new_item(&pr, &delivery, 4);
+            let item_bytes = item_size(&item);
+            let index_bytes = item_size(&pending_index_projection(&item));
+            ItemCost {
+                example: name,
+                payload_bytes: payload.len(),
+                body_bytes: pr.body.as_deref().map_or(0, str::len),
+                item_bytes,
+                table_wcu: write_units(item_bytes),
+                index_bytes,
+                index_wcu: write_units(index_bytes),
+            }
+        })
+        .collect()
+}
+
+pub async fn run_webhook(iterations: usize, round_trip_count: usize) -> anyhow::Result<()> {
+    let body_len = merged_delivery()?.body.len();
+    let handler = handler_without_dynamodb(iterations)?;
+    println!("webhook handler without DynamoDB ({body_len}-byte merged delivery, {} runs):", handler.samples);
+    println!("  median {:.1} µs   p99 {:.1} µs", handler.median, handler.p99);
+
+    let options = DevOptions::from_env(0, None);
+    let stack = DevStack::start(options).await.context("starting the local stack")?;
+    let rt = round_trips(&stack, round_trip_count).await;
+    stack.shutdown().await;
+    let rt = rt?;
+    println!("HTTP round trip through the local stack (moto), {} inserts:", rt.samples);
+    println!("  median {:.2} ms   p99 {:.2} ms", rt.median, rt.p99);
+
+    println!("stored item per recorded example (made merged):");
+    println!("  {:<42} {:>8} {:>6} {:>6} {:>4} {:>6} {:>4}", "example", "payload", "body", "item", "WCU", "index", "WCU");
+    for c in item_costs() {
+        println!(
+            "  {:<42} {:>8} {:>6} {:>6} {:>4} {:>6} {:>4}",
+            c.example, c.payload_bytes, c.body_bytes, c.item_bytes, c.table_wcu, c.index_bytes, c.index_wcu
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,121 @@
+//! `chronicle dev`: the local stack. The emulator (or `AWS_ENDPOINT_URL`), the table created from
+//! `template.yaml`, and the webhook handler served over HTTP on loopback: the same code as Lambda.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+
+use aws_config::SdkConfig;
+use shared::config::{TableConfig, WebhookConfig, TABLE_NAME};
+use shared::secret::{Secret, SecretSource};
+use shared::store::PrStore;
+use shared::webhook::{Verifier, WebhookHandler};
+
+use crate::emulator::{self, Emulator};
+use crate::http_server::{self, ServerHandle};
+use crate::template::{Template, PR_TABLE};
+
+/// The secret `chronicle dev` uses when none is configured; `events/` is signed with it.
+pub const DEV_SECRET: &str = "chronicle-local-dev-secret";
+pub const DEFAULT_TABLE: &str = "chronicle-dev";
+
+#[derive(Debug, Clone)]
+pub struct DevOptions {
+    /// Webhook port on 127.0.0.1; 0 picks a free one.
+    pub port: u16,
+    /// An emulator to use; `None` starts one.
+    pub endpoint: Option<String>,
+    /// Port for the emulator this starts; `None` picks a free one.
+    pub emulator_port: Option<u16>,
+}
+
+impl DevOptions {
+    /// `AWS_ENDPOINT_URL` from the environment, if set.
+    pub fn from_env(port: u16, emulator_port: Option<u16>) -> Self {
+        let endpoint = std::env::var("AWS_ENDPOINT_URL").ok().filter(|v| !v.is_empty());
+        DevOptions { port, endpoint, emulator_port }
+    }
+}
+
+pub struct DevStack {
+    emulator: Option<Emulator>,
+    sdk: SdkConfig,
+    endpoint: String,
+    handler: Arc<WebhookHandler>,
+    server: ServerHandle,
+    secret: Option<Secret>,
+}
+
+impl DevStack {
+    /// Starts everything. Configuration is the functions' own (`WebhookConfig`), with local
+    /// defaults for the table name and the secret.
+    pub async fn start(options: DevOptions) -> anyhow::Result<Self> {
+        let lookup = |k: &str| {
+            std::env::var(k).ok().or_else(|| (k == TABLE_NAME).then(|| DEFAULT_TABLE.to_string()))
+        };
+        let mut config = WebhookConfig::from_lookup(&lookup)?;
+        if config.secret == SecretSource::Unset && !config.insecure_no_signature {
+            config.secret = SecretSource::Plain(Secret::new(DEV_SECRET));
+        }
+
+        let (emulator, endpoint) = match options.endpoint {
+            Some(endpoint) => (None, endpoint),
+            None => {
+                let emulator = Emulator::start(options.emulator_port).await?;
+                let endpoint = emulator.endpoint().to_string();
+                (Some(emulator), endpoint)
+            }
+        };
+        let sdk = emulator::sdk_config(&endpoint).await;
+        let client = aws_sdk_dynamodb::Client::new(&sdk);
+        let created = Template::bundled()?.table(PR_TABLE)?.create_if_missing(&client, &config.table.table_name).await?;
+        tracing::info!(table = %config.table.table_name, created, "PR table ready (definition from template.yaml)");
+
+        let secret = config.secret.resolve(&sdk).await?;
+        let verifier = match &secret {
+            Some(s) => Verifier::Secret(s.clone()),
+            None => Verifier::InsecureNoSignature,
+        };
+        let store = PrStore::new(client, config.table.clone());
+        let handler = Arc::new(WebhookHandler::new(store, verifier, config.max_body_bytes));
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, options.port));
+        let server = http_server::serve(handler.clone(), addr).await?;
+        Ok(DevStack { emulator, sdk, endpoint, handler, server, secret })
+    }
+
+    pub fn webhook_url(&self) -> String {
+        self.server.webhook_url()
+    }
+
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    pub fn started_emulator(&self) -> bool {
+        self.emulator.is_some()
+    }
+
+    pub fn sdk(&self) -> &SdkConfig {
+        &self.sdk
+    }
+
+    pub fn store(&self) -> &PrStore {
+        self.handler.store()
+    }
+
+    pub fn table(&self) -> &TableConfig {
+        self.handler.store().table()
+    }
+
+    /// The secret deliveries must be signed with (`None` when signatures are off).
+    pub fn secret(&self) -> Option<&Secret> {
+        self.secret.as_ref()
+    }
+
+    /// Stops the HTTP server, then the emulator if this stack started it.
+    pub async fn shutdown(self) {
+        self.server.shutdown().await;
+        if let Some(emulator) = self.emulator {
+            emulator.stop().await;
+        }
+    }
+}

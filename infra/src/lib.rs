@@ -1,0 +1,10 @@
+//! What runs the infrastructure on one machine: the emulator, the table from `template.yaml`,
+//! the local stack that serves the same handlers as Lambda, and the operator CLI's commands.
+
+pub mod bench;
+pub mod dev;
+pub mod emulator;
+pub mod http_server;
+pub mod replay;
+pub mod samples;
+pub mod template;

@@ -1,0 +1,138 @@
+//! Configuration from environment variables. SAM sets them from `template.yaml`; the local stack
+//! sets them itself. Every variable is listed in the README's configuration table.
+
+use crate::secret::SecretSource;
+
+pub const TABLE_NAME: &str = "TABLE_NAME";
+pub const PENDING_SHARDS: &str = "PENDING_SHARDS";
+pub const MAX_BODY_BYTES: &str = "MAX_BODY_BYTES";
+pub const GITHUB_WEBHOOK_SECRET: &str = "GITHUB_WEBHOOK_SECRET";
+pub const GITHUB_WEBHOOK_SECRET_ARN: &str = "GITHUB_WEBHOOK_SECRET_ARN";
+pub const GITHUB_WEBHOOK_SECRET_PARAM: &str = "GITHUB_WEBHOOK_SECRET_PARAM";
+pub const INSECURE_NO_SIGNATURE: &str = "CHRONICLE_INSECURE_NO_SIGNATURE";
+
+pub const DEFAULT_PENDING_SHARDS: u16 = 4;
+pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("environment variable {0} is required but not set")]
+    Missing(&'static str),
+    #[error("environment variable {var}={value:?} is invalid: expected {expected}")]
+    Invalid { var: &'static str, value: String, expected: &'static str },
+}
+
+/// Settings of the PR table every function shares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableConfig {
+    pub table_name: String,
+    /// How many values the sparse pending marker takes (`"0"`..`"N-1"`), spreading the GSI's writes.
+    pub pending_shards: u16,
+}
+
+/// Settings of the webhook function.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookConfig {
+    pub table: TableConfig,
+    pub max_body_bytes: usize,
+    pub secret: SecretSource,
+    /// `CHRONICLE_INSECURE_NO_SIGNATURE=1`: accept unsigned deliveries. Local development only.
+    pub insecure_no_signature: bool,
+}
+
+impl TableConfig {
+    pub fn from_lookup(get: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let table_name = get(TABLE_NAME).filter(|v| !v.trim().is_empty()).ok_or(ConfigError::Missing(TABLE_NAME))?;
+        let pending_shards = parse_or(get, PENDING_SHARDS, DEFAULT_PENDING_SHARDS, "an integer from 1 to 32")?;
+        if !(1..=32).contains(&pending_shards) {
+            return Err(invalid(PENDING_SHARDS, pending_shards.to_string(), "an integer from 1 to 32"));
+        }
+        Ok(TableConfig { table_name, pending_shards })
+    }
+}
+
+impl WebhookConfig {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(&|k| std::env::var(k).ok())
+    }
+
+    pub fn from_lookup(get: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let max_body_bytes = parse_or(get, MAX_BODY_BYTES, DEFAULT_MAX_BODY_BYTES, "a positive number of bytes")?;
+        if max_body_bytes == 0 {
+            return Err(invalid(MAX_BODY_BYTES, "0".into(), "a positive number of bytes"));
+        }
+        Ok(WebhookConfig {
+            table: TableConfig::from_lookup(get)?,
+            max_body_bytes,
+            secret: SecretSource::from_vars(
+                get(GITHUB_WEBHOOK_SECRET),
+                get(GITHUB_WEBHOOK_SECRET_ARN),
+                get(GITHUB_WEBHOOK_SECRET_PARAM),
+            ),
+            insecure_no_signature: flag(get, INSECURE_NO_SIGNATURE)?,
+        })
+    }
+}
+
+fn invalid(var: &'static str, value: String, expected: &'static str) -> ConfigError {
+    ConfigError::Invalid { var, value, expected }
+}
+
+fn parse_or<T: std::str::FromStr>(
+    get: &impl Fn(&str) -> Option<String>,
+    var: &'static str,
+    default: T,
+    expected: &'static str,
+) -> Result<T, ConfigError> {
+    match get(var).filter(|v| !v.trim().is_empty()) {
+        None => Ok(default),
+        Some(v) => v.trim().parse().map_err(|_| invalid(var, v, expected)),
+    }
+}
+
+fn flag(get: &impl Fn(&str) -> Option<String>, var: &'static str) -> Result<bool, ConfigError> {
+    match get(var).as_deref().map(str::trim) {
+        None | Some("") | Some("0") | Some("false") => Ok(false),
+        Some("1") | Some("true") => Ok(true),
+        Some(other) => Err(invalid(var, other.to_string(), "1/true or 0/false")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn lookup(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        move |k| map.get(k).cloned()
+    }
+
+    #[test]
+    fn defaults_and_overrides() {
+        let c = WebhookConfig::from_lookup(&lookup(&[("TABLE_NAME", "t")])).unwrap();
+        assert_eq!(c.table.pending_shards, 4);
+        assert_eq!(c.max_body_bytes, 1024 * 1024);
+        assert_eq!(c.secret, SecretSource::Unset);
+        assert!(!c.insecure_no_signature);
+        let c = WebhookConfig::from_lookup(&lookup(&[
+            ("TABLE_NAME", "t"),
+            ("MAX_BODY_BYTES", "2048"),
+            ("PENDING_SHARDS", "8"),
+            ("CHRONICLE_INSECURE_NO_SIGNATURE", "1"),
+        ]))
+        .unwrap();
+        assert_eq!((c.max_body_bytes, c.table.pending_shards, c.insecure_no_signature), (2048, 8, true));
+    }
+
+    #[test]
+    fn errors_name_the_variable() {
+        assert_eq!(WebhookConfig::from_lookup(&lookup(&[])), Err(ConfigError::Missing("TABLE_NAME")));
+        let e = WebhookConfig::from_lookup(&lookup(&[("TABLE_NAME", "t"), ("MAX_BODY_BYTES", "lots")])).unwrap_err();
+        assert!(e.to_string().contains("MAX_BODY_BYTES=\"lots\""), "{e}");
+        let e = WebhookConfig::from_lookup(&lookup(&[("TABLE_NAME", "t"), ("PENDING_SHARDS", "0")])).unwrap_err();
+        assert!(e.to_string().contains("PENDING_SHARDS"), "{e}");
+        let e = WebhookConfig::from_lookup(&lookup(&[("TABLE_NAME", "t"), ("CHRONICLE_INSECURE_NO_SIGNATURE", "yes")]));
+        assert!(e.is_err());
+    }
+}

@@ -1,0 +1,16 @@
+//! Chronicle's library: everything the Lambda functions and the local stack share.
+//!
+//! Each behaviour lives in a small module named after it, so a reader can find it by name:
+//! the GitHub payload model ([`payload`]), the domain types ([`domain`]), the webhook signature
+//! check ([`signature`]), the DynamoDB store ([`store`]), the webhook ingest handler
+//! ([`webhook`]), configuration ([`config`]), secrets ([`secret`]) and telemetry ([`telemetry`]).
+
+pub mod aws;
+pub mod config;
+pub mod domain;
+pub mod payload;
+pub mod secret;
+pub mod signature;
+pub mod store;
+pub mod telemetry;
+pub mod webhook;

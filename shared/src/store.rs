@@ -1,0 +1,306 @@
+//! The PR table in DynamoDB: one item per (repo, prNumber), written with conditional writes so
+//! duplicates, races and stale events can never reset or roll back what is stored.
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
+use aws_sdk_dynamodb::Client;
+
+use crate::config::TableConfig;
+use crate::domain::{rfc3339_millis, rfc3339_seconds, Delivery, MergedPullRequest, RepoName};
+
+/// Attribute names. They are a contract: later stages, the CLI and operators rely on them.
+pub mod attr {
+    // Key.
+    pub const REPO: &str = "repo";
+    pub const PR_NUMBER: &str = "prNumber";
+    // The PR's own fields, written by the webhook.
+    pub const TITLE: &str = "title";
+    pub const BODY: &str = "body";
+    pub const AUTHOR: &str = "author";
+    pub const LABELS: &str = "labels";
+    pub const URL: &str = "url";
+    pub const BASE_REF: &str = "baseRef";
+    pub const MERGE_COMMIT_SHA: &str = "mergeCommitSha";
+    pub const MERGED_AT: &str = "mergedAt";
+    pub const SOURCE_UPDATED_AT: &str = "sourceUpdatedAt";
+    pub const DELIVERY_ID: &str = "deliveryId";
+    // Written once, on insert.
+    pub const RECEIVED_AT: &str = "receivedAt";
+    /// The sparse "pending summary" marker: present only while the row awaits its summary.
+    pub const PENDING_SHARD: &str = "pendingShard";
+    // Pipeline state, owned by the later stages; the webhook never writes these.
+    pub const ENRICHED_AT: &str = "enrichedAt";
+    pub const SUMMARIZED_AT: &str = "summarizedAt";
+    pub const FAILED_AT: &str = "failedAt";
+    pub const FAILED_REASON: &str = "failedReason";
+    pub const ATTEMPTS: &str = "attempts";
+    pub const LEASE_OWNER: &str = "leaseOwner";
+    pub const LEASE_UNTIL: &str = "leaseUntil";
+    pub const ENQUEUED_UNTIL: &str = "enqueuedUntil";
+    /// TTL attribute (epoch seconds) for short-lived records.
+    pub const EXPIRES_AT: &str = "expiresAt";
+
+    /// Every pipeline-owned attribute, for tests and audits of invariant 3.
+    pub const PIPELINE: &[&str] =
+        &[ENRICHED_AT, SUMMARIZED_AT, FAILED_AT, FAILED_REASON, ATTEMPTS, LEASE_OWNER, LEASE_UNTIL, ENQUEUED_UNTIL];
+}
+
+/// The sparse GSI over rows awaiting a summary (hash `pendingShard`, range `mergedAt`).
+pub const PENDING_INDEX: &str = "pending";
+
+pub type Item = HashMap<String, AttributeValue>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("DynamoDB {operation} on table {table} failed: {message}")]
+    Dynamo { operation: &'static str, table: String, message: String },
+    #[error("PR {repo}#{number} kept changing under concurrent writes; giving up after {attempts} attempts")]
+    Contention { repo: String, number: u64, attempts: u32 },
+}
+
+/// What an upsert did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UpsertOutcome {
+    /// First delivery: the item was created, pending its summary.
+    Inserted,
+    /// A newer event: the PR's own fields were updated, pipeline state untouched.
+    Updated,
+    /// Stale or equal `updated_at` (a redelivery, or an older event): nothing was written.
+    Unchanged { stored_updated_at: Option<String> },
+}
+
+enum FieldUpdate {
+    Updated,
+    NotNewer(Option<String>),
+    Missing,
+}
+
+#[derive(Clone, Debug)]
+pub struct PrStore {
+    client: Client,
+    table: TableConfig,
+}
+
+impl PrStore {
+    pub fn new(client: Client, table: TableConfig) -> Self {
+        PrStore { client, table }
+    }
+
+    pub fn table_name(&self) -> &str {
+        &self.table.table_name
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    pub fn table(&self) -> &TableConfig {
+        &self.table
+    }
+
+    /// Stores a merged PR: a conditional insert for the first delivery, otherwise a conditional
+    /// update of the PR's own fields applied only if this event is newer than the stored one.
+    pub async fn upsert(&self, pr: &MergedPullRequest, delivery: &Delivery) -> Result<UpsertOutcome, StoreError> {
+        const ATTEMPTS: u32 = 3;
+        for _ in 0..ATTEMPTS {
+            if self.insert(pr, delivery).await? {
+                return Ok(UpsertOutcome::Inserted);
+            }
+            match self.update_fields(pr, delivery).await? {
+                FieldUpdate::Updated => return Ok(UpsertOutcome::Updated),
+                FieldUpdate::NotNewer(stored) => return Ok(UpsertOutcome::Unchanged { stored_updated_at: stored }),
+                // Deleted between our two writes (an operator action): insert it again.
+                FieldUpdate::Missing => continue,
+            }
+        }
+        Err(StoreError::Contention { repo: pr.repo.to_string(), number: pr.number, attempts: ATTEMPTS })
+    }
+
+    /// `true` if the item was created, `false` if one already existed.
+    async fn insert(&self, pr: &MergedPullRequest, delivery: &Delivery) -> Result<bool, StoreError> {
+        let item = new_item(pr, delivery, self.table.pending_shards);
+        let result = self
+            .client
+            .put_item()
+            .table_name(self.table_name())
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(#repo)")
+            .expression_attribute_names("#repo", attr::REPO)
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_conditional_check_failed_exception()) => Ok(false),
+            Err(e) => Err(self.dynamo_error("PutItem", &e)),
+        }
+    }
+
+    async fn update_fields(&self, pr: &MergedPullRequest, delivery: &Delivery) -> Result<FieldUpdate, StoreError> {
+        let fields = pr_fields(pr, delivery);
+        let mut request = self
+            .client
+            .update_item()
+            .table_name(self.table_name())
+            .set_key(Some(key(&pr.repo, pr.number)))
+            .condition_expression("attribute_exists(#repo) AND #sourceUpdatedAt < :sourceUpdatedAt")
+            .expression_attribute_names("#repo", attr::REPO)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        let mut sets = Vec::with_capacity(fields.len());
+        for (name, value) in fields {
+            sets.push(format!("#{name} = :{name}"));
+            request = request.expression_attribute_names(format!("#{name}"), name).expression_attribute_values(format!(":{name}"), value);
+        }
+        let result = request.update_expression(format!("SET {}", sets.join(", "))).send().await;
+        match result {
+            Ok(_) => Ok(FieldUpdate::Updated),
+            Err(e) => match e.as_service_error() {
+                Some(aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(c)) => {
+                    let old = match c.item().cloned() {
+                        Some(item) => Some(item),
+                        // Not every DynamoDB implementation returns ALL_OLD here; ask directly.
+                        None => self.get(&pr.repo, pr.number).await?,
+                    };
+                    Ok(match old {
+                        Some(item) => FieldUpdate::NotNewer(string(&item, attr::SOURCE_UPDATED_AT).map(str::to_string)),
+                        None => FieldUpdate::Missing,
+                    })
+                }
+                _ => Err(self.dynamo_error("UpdateItem", &e)),
+            },
+        }
+    }
+
+    /// Reads one PR item with a strongly consistent read.
+    pub async fn get(&self, repo: &RepoName, number: u64) -> Result<Option<Item>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(self.table_name())
+            .set_key(Some(key(repo, number)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| self.dynamo_error("GetItem", &e))?;
+        Ok(out.item)
+    }
+
+    fn dynamo_error<E>(&self, operation: &'static str, err: &aws_sdk_dynamodb::error::SdkError<E>) -> StoreError
+    where
+        E: std::error::Error + aws_sdk_dynamodb::error::ProvideErrorMetadata + 'static,
+    {
+        StoreError::Dynamo { operation, table: self.table_name().to_string(), message: crate::aws::error_message(err) }
+    }
+}
+
+pub fn key(repo: &RepoName, number: u64) -> Item {
+    HashMap::from([
+        (attr::REPO.to_string(), AttributeValue::S(repo.to_string())),
+        (attr::PR_NUMBER.to_string(), AttributeValue::N(number.to_string())),
+    ])
+}
+
+/// The PR's own fields: written on insert, and the only attributes a later event may change.
+fn pr_fields(pr: &MergedPullRequest, delivery: &Delivery) -> Vec<(&'static str, AttributeValue)> {
+    let s = |v: &str| AttributeValue::S(v.to_string());
+    vec![
+        (attr::TITLE, s(&pr.title)),
+        (attr::BODY, s(pr.body.as_deref().unwrap_or_default())),
+        (attr::AUTHOR, s(&pr.author)),
+        (attr::LABELS, AttributeValue::L(pr.labels.iter().map(|l| s(l)).collect())),
+        (attr::URL, s(&pr.url)),
+        (attr::BASE_REF, s(&pr.base_ref)),
+        (attr::MERGE_COMMIT_SHA, s(&pr.merge_commit_sha)),
+        (attr::MERGED_AT, s(&rfc3339_seconds(pr.merged_at))),
+        (attr::SOURCE_UPDATED_AT, s(&rfc3339_seconds(pr.source_updated_at))),
+        (attr::DELIVERY_ID, s(&delivery.id)),
+    ]
+}
+
+/// The item a first delivery creates: key, PR fields, `receivedAt` and the pending marker.
+/// Pipeline attributes are absent: their absence *is* the state "not done yet".
+pub fn new_item(pr: &MergedPullRequest, delivery: &Delivery, pending_shards: u16) -> Item {
+    let mut item = key(&pr.repo, pr.number);
+    item.extend(pr_fields(pr, delivery).into_iter().map(|(k, v)| (k.to_string(), v)));
+    item.insert(attr::RECEIVED_AT.into(), AttributeValue::S(rfc3339_millis(delivery.received_at)));
+    item.insert(attr::PENDING_SHARD.into(), AttributeValue::S(pending_shard(pr.number, pending_shards)));
+    item
+}
+
+/// Spreads pending rows over `shards` GSI partitions, deterministically per PR.
+pub fn pending_shard(number: u64, shards: u16) -> String {
+    (number % u64::from(shards.max(1))).to_string()
+}
+
+pub fn string<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
+    item.get(name).and_then(|v| v.as_s().ok()).map(String::as_str)
+}
+
+/// An item's size as DynamoDB bills it: attribute names plus values, numbers at about one byte
+/// per two digits, lists and maps with 3 bytes overhead plus 1 per element.
+pub fn item_size(item: &Item) -> usize {
+    item.iter().map(|(k, v)| k.len() + value_size(v)).sum()
+}
+
+fn value_size(v: &AttributeValue) -> usize {
+    match v {
+        AttributeValue::S(s) => s.len(),
+        AttributeValue::N(n) => {
+            let digits = n.chars().filter(char::is_ascii_digit).count();
+            digits.div_ceil(2) + 1
+        }
+        AttributeValue::B(b) => b.as_ref().len(),
+        AttributeValue::Bool(_) | AttributeValue::Null(_) => 1,
+        AttributeValue::L(l) => 3 + l.iter().map(|e| 1 + value_size(e)).sum::<usize>(),
+        AttributeValue::M(m) => 3 + m.iter().map(|(k, e)| 1 + k.len() + value_size(e)).sum::<usize>(),
+        AttributeValue::Ss(ss) => 3 + ss.iter().map(String::len).sum::<usize>(),
+        AttributeValue::Ns(ns) => 3 + ns.iter().map(|n| n.len().div_ceil(2) + 1).sum::<usize>(),
+        AttributeValue::Bs(bs) => 3 + bs.iter().map(|b| b.as_ref().len()).sum::<usize>(),
+        _ => 0,
+    }
+}
+
+/// Write capacity units for writing an item of `bytes` (1 WCU per started KB).
+pub fn write_units(bytes: usize) -> usize {
+    bytes.div_ceil(1024).max(1)
+}
+
+/// The attributes the pending GSI holds for an item (its projection: keys plus `INCLUDE`d ones),
+/// to price the index write that accompanies an insert.
+pub fn pending_index_projection(item: &Item) -> Item {
+    const PROJECTED: &[&str] = &[
+        attr::REPO,
+        attr::PR_NUMBER,
+        attr::PENDING_SHARD,
+        attr::MERGED_AT,
+        attr::RECEIVED_AT,
+        attr::ENRICHED_AT,
+        attr::ENQUEUED_UNTIL,
+    ];
+    item.iter().filter(|(k, _)| PROJECTED.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_follow_dynamodb_rules() {
+        let item: Item = HashMap::from([
+            ("a".to_string(), AttributeValue::S("xyz".into())),
+            ("n".to_string(), AttributeValue::N("1234".into())),
+            ("l".to_string(), AttributeValue::L(vec![AttributeValue::S("ab".into())])),
+        ]);
+        assert_eq!(item_size(&item), (1 + 3) + (1 + 3) + (1 + 3 + 1 + 2));
+        assert_eq!(write_units(1), 1);
+        assert_eq!(write_units(1024), 1);
+        assert_eq!(write_units(1025), 2);
+    }
+
+    #[test]
+    fn shards_are_stable_and_bounded() {
+        assert_eq!(pending_shard(7, 4), "3");
+        assert_eq!(pending_shard(7, 1), "0");
+        assert!((0..1000).all(|n| pending_shard(n, 4).parse::<u16>().unwrap() < 4));
+    }
+}
