@@ -32,7 +32,11 @@ pub struct Figures {
 pub fn figures(mut durations: Vec<f64>) -> Figures {
     durations.sort_by(f64::total_cmp);
     let at = |q: f64| durations[((durations.len() as f64 - 1.0) * q).round() as usize];
-    Figures { median: at(0.5), p99: at(0.99), samples: durations.len() }
+    Figures {
+        median: at(0.5),
+        p99: at(0.99),
+        samples: durations.len(),
+    }
 }
 
 fn merged_delivery() -> anyhow::Result<RecordedDelivery> {
@@ -45,12 +49,26 @@ pub fn handler_without_dynamodb(iterations: usize) -> anyhow::Result<Figures> {
     let secret = Secret::new(DEV_SECRET);
     let mut headers = HeaderMap::new();
     for (k, v) in delivery.headers_for(Some(&secret)) {
-        headers.insert(HeaderName::try_from(k.to_ascii_lowercase())?, HeaderValue::try_from(v)?);
+        headers.insert(
+            HeaderName::try_from(k.to_ascii_lowercase())?,
+            HeaderValue::try_from(v)?,
+        );
     }
-    let request = WebhookRequest { headers, body: Bytes::from(delivery.body.clone()) };
+    let request = WebhookRequest {
+        headers,
+        body: Bytes::from(delivery.body.clone()),
+    };
     // A client that is never called: this measures the handler, not the network.
-    let sdk = aws_config::SdkConfig::builder().behavior_version(aws_config::BehaviorVersion::latest()).build();
-    let store = PrStore::new(aws_sdk_dynamodb::Client::new(&sdk), TableConfig { table_name: "bench".into(), pending_shards: 4 });
+    let sdk = aws_config::SdkConfig::builder()
+        .behavior_version(aws_config::BehaviorVersion::latest())
+        .build();
+    let store = PrStore::new(
+        aws_sdk_dynamodb::Client::new(&sdk),
+        TableConfig {
+            table_name: "bench".into(),
+            pending_shards: 4,
+        },
+    );
     let handler = WebhookHandler::new(store, Verifier::Secret(secret), 1024 * 1024);
     let run = || {
         let started = Instant::now();
@@ -76,11 +94,17 @@ pub async fn round_trips(stack: &DevStack, count: usize) -> anyhow::Result<Figur
     let mut durations = Vec::with_capacity(count);
     for i in 0..count {
         payload["pull_request"]["number"] = serde_json::json!(100_000 + i);
-        let sample = RecordedDelivery { headers: delivery.headers.clone(), body: payload.to_string() };
+        let sample = RecordedDelivery {
+            headers: delivery.headers.clone(),
+            body: payload.to_string(),
+        };
         let started = Instant::now();
         let (status, answer) = replay::send(&client, &url, &sample, stack.secret()).await?;
         durations.push(started.elapsed().as_secs_f64() * 1e3);
-        anyhow::ensure!(status == 200 && answer["stored"] == "inserted", "unexpected answer {status} {answer}");
+        anyhow::ensure!(
+            status == 200 && answer["stored"] == "inserted",
+            "unexpected answer {status} {answer}"
+        );
     }
     Ok(figures(durations))
 }
@@ -104,7 +128,10 @@ pub fn item_costs() -> Vec<ItemCost> {
             let Ok(Classified::Merged(pr)) = classify_pull_request(payload.as_bytes()) else {
                 panic!("{name}, made merged, was not accepted");
             };
-            let delivery = Delivery { id: "72d3162e-cc78-11e3-81ab-4c9367dc0958".into(), received_at: OffsetDateTime::now_utc() };
+            let delivery = Delivery {
+                id: "72d3162e-cc78-11e3-81ab-4c9367dc0958".into(),
+                received_at: OffsetDateTime::now_utc(),
+            };
             let item = new_item(&pr, &delivery, 4);
             let item_bytes = item_size(&item);
             let index_bytes = item_size(&pending_index_projection(&item));
@@ -124,23 +151,43 @@ pub fn item_costs() -> Vec<ItemCost> {
 pub async fn run_webhook(iterations: usize, round_trip_count: usize) -> anyhow::Result<()> {
     let body_len = merged_delivery()?.body.len();
     let handler = handler_without_dynamodb(iterations)?;
-    println!("webhook handler without DynamoDB ({body_len}-byte merged delivery, {} runs):", handler.samples);
-    println!("  median {:.1} µs   p99 {:.1} µs", handler.median, handler.p99);
+    println!(
+        "webhook handler without DynamoDB ({body_len}-byte merged delivery, {} runs):",
+        handler.samples
+    );
+    println!(
+        "  median {:.1} µs   p99 {:.1} µs",
+        handler.median, handler.p99
+    );
 
     let options = DevOptions::from_env(0, None);
-    let stack = DevStack::start(options).await.context("starting the local stack")?;
+    let stack = DevStack::start(options)
+        .await
+        .context("starting the local stack")?;
     let rt = round_trips(&stack, round_trip_count).await;
     stack.shutdown().await;
     let rt = rt?;
-    println!("HTTP round trip through the local stack (moto), {} inserts:", rt.samples);
+    println!(
+        "HTTP round trip through the local stack (moto), {} inserts:",
+        rt.samples
+    );
     println!("  median {:.2} ms   p99 {:.2} ms", rt.median, rt.p99);
 
     println!("stored item per recorded example (made merged):");
-    println!("  {:<42} {:>8} {:>6} {:>6} {:>4} {:>6} {:>4}", "example", "payload", "body", "item", "WCU", "index", "WCU");
+    println!(
+        "  {:<42} {:>8} {:>6} {:>6} {:>4} {:>6} {:>4}",
+        "example", "payload", "body", "item", "WCU", "index", "WCU"
+    );
     for c in item_costs() {
         println!(
             "  {:<42} {:>8} {:>6} {:>6} {:>4} {:>6} {:>4}",
-            c.example, c.payload_bytes, c.body_bytes, c.item_bytes, c.table_wcu, c.index_bytes, c.index_wcu
+            c.example,
+            c.payload_bytes,
+            c.body_bytes,
+            c.item_bytes,
+            c.table_wcu,
+            c.index_bytes,
+            c.index_wcu
         );
     }
     Ok(())

@@ -26,13 +26,22 @@ pub struct DevOptions {
     pub endpoint: Option<String>,
     /// Port for the emulator this starts; `None` picks a free one.
     pub emulator_port: Option<u16>,
+    /// Table name; `None` means `TABLE_NAME`, else `chronicle-dev`.
+    pub table_name: Option<String>,
 }
 
 impl DevOptions {
     /// `AWS_ENDPOINT_URL` from the environment, if set.
     pub fn from_env(port: u16, emulator_port: Option<u16>) -> Self {
-        let endpoint = std::env::var("AWS_ENDPOINT_URL").ok().filter(|v| !v.is_empty());
-        DevOptions { port, endpoint, emulator_port }
+        let endpoint = std::env::var("AWS_ENDPOINT_URL")
+            .ok()
+            .filter(|v| !v.is_empty());
+        DevOptions {
+            port,
+            endpoint,
+            emulator_port,
+            table_name: None,
+        }
     }
 }
 
@@ -49,8 +58,12 @@ impl DevStack {
     /// Starts everything. Configuration is the functions' own (`WebhookConfig`), with local
     /// defaults for the table name and the secret.
     pub async fn start(options: DevOptions) -> anyhow::Result<Self> {
-        let lookup = |k: &str| {
-            std::env::var(k).ok().or_else(|| (k == TABLE_NAME).then(|| DEFAULT_TABLE.to_string()))
+        let lookup = |k: &str| match (k, &options.table_name) {
+            (TABLE_NAME, Some(name)) => Some(name.clone()),
+            (TABLE_NAME, None) => {
+                Some(std::env::var(k).unwrap_or_else(|_| DEFAULT_TABLE.to_string()))
+            }
+            _ => std::env::var(k).ok(),
         };
         let mut config = WebhookConfig::from_lookup(&lookup)?;
         if config.secret == SecretSource::Unset && !config.insecure_no_signature {
@@ -67,7 +80,10 @@ impl DevStack {
         };
         let sdk = emulator::sdk_config(&endpoint).await;
         let client = aws_sdk_dynamodb::Client::new(&sdk);
-        let created = Template::bundled()?.table(PR_TABLE)?.create_if_missing(&client, &config.table.table_name).await?;
+        let created = Template::bundled()?
+            .table(PR_TABLE)?
+            .create_if_missing(&client, &config.table.table_name)
+            .await?;
         tracing::info!(table = %config.table.table_name, created, "PR table ready (definition from template.yaml)");
 
         let secret = config.secret.resolve(&sdk).await?;
@@ -79,7 +95,14 @@ impl DevStack {
         let handler = Arc::new(WebhookHandler::new(store, verifier, config.max_body_bytes));
         let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, options.port));
         let server = http_server::serve(handler.clone(), addr).await?;
-        Ok(DevStack { emulator, sdk, endpoint, handler, server, secret })
+        Ok(DevStack {
+            emulator,
+            sdk,
+            endpoint,
+            handler,
+            server,
+            secret,
+        })
     }
 
     pub fn webhook_url(&self) -> String {

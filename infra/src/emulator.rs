@@ -15,7 +15,10 @@ pub enum EmulatorError {
     #[error("installing the emulator failed ({script} install exited with {status}); see its output above")]
     Install { script: String, status: String },
     #[error("could not run {what}: {source}")]
-    Spawn { what: String, source: std::io::Error },
+    Spawn {
+        what: String,
+        source: std::io::Error,
+    },
     #[error("moto_server exited before answering (status {0}); is port {1} already in use?")]
     Exited(String, u16),
     #[error("moto_server did not answer at {0} within {1:?}")]
@@ -24,7 +27,10 @@ pub enum EmulatorError {
 
 /// The repository root (this crate lives in `<root>/infra`).
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("infra/ has a parent").to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("infra/ has a parent")
+        .to_path_buf()
 }
 
 /// A running moto server, killed when this value is dropped or [`Emulator::stop`]ped.
@@ -44,14 +50,23 @@ impl Emulator {
                 .arg("install")
                 .status()
                 .await
-                .map_err(|source| EmulatorError::Spawn { what: script.display().to_string(), source })?;
+                .map_err(|source| EmulatorError::Spawn {
+                    what: script.display().to_string(),
+                    source,
+                })?;
             if !status.success() {
-                return Err(EmulatorError::Install { script: script.display().to_string(), status: status.to_string() });
+                return Err(EmulatorError::Install {
+                    script: script.display().to_string(),
+                    status: status.to_string(),
+                });
             }
         }
         let port = match port {
             Some(p) => p,
-            None => free_port().map_err(|source| EmulatorError::Spawn { what: "a free port".into(), source })?,
+            None => free_port().map_err(|source| EmulatorError::Spawn {
+                what: "a free port".into(),
+                source,
+            })?,
         };
         let mut child = Command::new(&moto)
             .args(["-H", "127.0.0.1", "-p", &port.to_string()])
@@ -60,16 +75,27 @@ impl Emulator {
             .stderr(Stdio::null())
             .kill_on_drop(true)
             .spawn()
-            .map_err(|source| EmulatorError::Spawn { what: moto.display().to_string(), source })?;
+            .map_err(|source| EmulatorError::Spawn {
+                what: moto.display().to_string(),
+                source,
+            })?;
         let endpoint = format!("http://127.0.0.1:{port}");
         let limit = Duration::from_secs(20);
         let started = Instant::now();
-        let probe = reqwest::Client::builder().timeout(Duration::from_secs(1)).build().expect("a plain HTTP client builds");
+        let probe = reqwest::Client::builder()
+            .timeout(Duration::from_secs(1))
+            .build()
+            .expect("a plain HTTP client builds");
         loop {
             if let Some(status) = child.try_wait().ok().flatten() {
                 return Err(EmulatorError::Exited(status.to_string(), port));
             }
-            if probe.get(format!("{endpoint}/moto-api/")).send().await.is_ok() {
+            if probe
+                .get(format!("{endpoint}/moto-api/"))
+                .send()
+                .await
+                .is_ok()
+            {
                 break;
             }
             if started.elapsed() > limit {
@@ -90,16 +116,28 @@ impl Emulator {
 }
 
 fn free_port() -> std::io::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
 }
 
 /// SDK configuration for an emulator endpoint: region and credentials from the environment if
 /// set, else `us-east-1` and dummy keys (moto accepts any).
 pub async fn sdk_config(endpoint: &str) -> SdkConfig {
-    let region = std::env::var("AWS_REGION").or_else(|_| std::env::var("AWS_DEFAULT_REGION")).unwrap_or_else(|_| "us-east-1".into());
-    let mut loader = aws_config::defaults(BehaviorVersion::latest()).endpoint_url(endpoint).region(Region::new(region));
+    let region = std::env::var("AWS_REGION")
+        .or_else(|_| std::env::var("AWS_DEFAULT_REGION"))
+        .unwrap_or_else(|_| "us-east-1".into());
+    let mut loader = aws_config::defaults(BehaviorVersion::latest())
+        .endpoint_url(endpoint)
+        .region(Region::new(region));
     if std::env::var("AWS_ACCESS_KEY_ID").is_err() {
-        loader = loader.credentials_provider(Credentials::new("test", "test", None, None, "chronicle-local"));
+        loader = loader.credentials_provider(Credentials::new(
+            "test",
+            "test",
+            None,
+            None,
+            "chronicle-local",
+        ));
     }
     loader.load().await
 }

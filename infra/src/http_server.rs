@@ -43,7 +43,10 @@ impl ServerHandle {
 }
 
 /// Binds `addr` (use port 0 for any free port) and serves until shut down.
-pub async fn serve(handler: Arc<WebhookHandler>, addr: SocketAddr) -> std::io::Result<ServerHandle> {
+pub async fn serve(
+    handler: Arc<WebhookHandler>,
+    addr: SocketAddr,
+) -> std::io::Result<ServerHandle> {
     let listener = TcpListener::bind(addr).await?;
     let addr = listener.local_addr()?;
     let (stop, mut stopped) = watch::channel(false);
@@ -69,24 +72,46 @@ pub async fn serve(handler: Arc<WebhookHandler>, addr: SocketAddr) -> std::io::R
     Ok(ServerHandle { addr, stop, task })
 }
 
-async fn route(handler: Arc<WebhookHandler>, req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+async fn route(
+    handler: Arc<WebhookHandler>,
+    req: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
     if req.uri().path() != WEBHOOK_PATH {
-        return Ok(respond(&WebhookResponse::error(404, format!("no route; POST {WEBHOOK_PATH}"))));
+        return Ok(respond(&WebhookResponse::error(
+            404,
+            format!("no route; POST {WEBHOOK_PATH}"),
+        )));
     }
     if req.method() != Method::POST {
-        return Ok(respond(&WebhookResponse::error(405, format!("use POST {WEBHOOK_PATH}"))));
+        return Ok(respond(&WebhookResponse::error(
+            405,
+            format!("use POST {WEBHOOK_PATH}"),
+        )));
     }
     let (parts, body) = req.into_parts();
     let limit = handler.max_body_bytes();
     // Read at most one byte past the cap, so an oversized body is refused without buffering it.
     let body = match Limited::new(body, limit + 1).collect().await {
         Ok(collected) => collected.to_bytes(),
-        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
+        Err(e)
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some() =>
+        {
             return Ok(respond(&WebhookResponse::too_large(limit + 1, limit)));
         }
-        Err(e) => return Ok(respond(&WebhookResponse::error(400, format!("reading the request body failed: {e}")))),
+        Err(e) => {
+            return Ok(respond(&WebhookResponse::error(
+                400,
+                format!("reading the request body failed: {e}"),
+            )))
+        }
     };
-    let response = handler.handle(WebhookRequest { headers: parts.headers, body }).await;
+    let response = handler
+        .handle(WebhookRequest {
+            headers: parts.headers,
+            body,
+        })
+        .await;
     Ok(respond(&response))
 }
 

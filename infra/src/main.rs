@@ -6,7 +6,11 @@ use clap::{Parser, Subcommand};
 use infra::dev::{DevOptions, DevStack};
 
 #[derive(Parser)]
-#[command(name = "chronicle", version, about = "Chronicle: merged pull requests -> onboarding narratives")]
+#[command(
+    name = "chronicle",
+    version,
+    about = "Chronicle: merged pull requests -> onboarding narratives"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -51,26 +55,51 @@ enum BenchTarget {
 async fn main() -> anyhow::Result<()> {
     shared::telemetry::init_cli();
     match Cli::parse().command {
-        Command::Dev { port, emulator_port, replay, once } => dev(port, emulator_port, replay, once).await,
-        Command::Bench { target: BenchTarget::Webhook { iterations, round_trips } } => {
-            infra::bench::run_webhook(iterations, round_trips).await
-        }
+        Command::Dev {
+            port,
+            emulator_port,
+            replay,
+            once,
+        } => dev(port, emulator_port, replay, once).await,
+        Command::Bench {
+            target:
+                BenchTarget::Webhook {
+                    iterations,
+                    round_trips,
+                },
+        } => infra::bench::run_webhook(iterations, round_trips).await,
     }
 }
 
-async fn dev(port: u16, emulator_port: Option<u16>, replay: Option<PathBuf>, once: bool) -> anyhow::Result<()> {
+async fn dev(
+    port: u16,
+    emulator_port: Option<u16>,
+    replay: Option<PathBuf>,
+    once: bool,
+) -> anyhow::Result<()> {
     let stack = DevStack::start(DevOptions::from_env(port, emulator_port)).await?;
-    let origin = if stack.started_emulator() { "started by chronicle dev" } else { "from AWS_ENDPOINT_URL" };
+    let origin = if stack.started_emulator() {
+        "started by chronicle dev"
+    } else {
+        "from AWS_ENDPOINT_URL"
+    };
     println!("chronicle dev");
     println!("  emulator  {} ({origin})", stack.endpoint());
-    println!("  table     {} (from template.yaml)", stack.table().table_name);
+    println!(
+        "  table     {} (from template.yaml)",
+        stack.table().table_name
+    );
     println!("  webhook   POST {}", stack.webhook_url());
     match stack.secret() {
-        Some(_) => println!("  signature checked with GITHUB_WEBHOOK_SECRET (default: {:?})", infra::dev::DEV_SECRET),
+        Some(_) => println!(
+            "  signature checked with GITHUB_WEBHOOK_SECRET (default: {:?})",
+            infra::dev::DEV_SECRET
+        ),
         None => println!("  signature NOT checked (CHRONICLE_INSECURE_NO_SIGNATURE=1)"),
     }
     if let Some(dir) = replay {
-        let lines = infra::replay::replay(&dir, &stack.webhook_url(), stack.secret(), stack.store()).await;
+        let lines =
+            infra::replay::replay(&dir, &stack.webhook_url(), stack.secret(), stack.store()).await;
         match lines {
             Ok(lines) => infra::replay::print(&lines),
             Err(e) => {

@@ -22,17 +22,30 @@ pub struct RecordedDelivery {
 
 impl RecordedDelivery {
     pub fn load(path: &Path) -> anyhow::Result<Self> {
-        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        serde_json::from_str(&text).with_context(|| format!("{} is not a {{\"headers\", \"body\"}} delivery", path.display()))
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        serde_json::from_str(&text).with_context(|| {
+            format!(
+                "{} is not a {{\"headers\", \"body\"}} delivery",
+                path.display()
+            )
+        })
     }
 
     /// Headers to send: the recorded ones with the signature recomputed for `secret`
     /// (or removed when signatures are off), so a replay works whatever secret the stack uses.
     pub fn headers_for(&self, secret: Option<&Secret>) -> Vec<(String, String)> {
-        let mut headers: Vec<(String, String)> =
-            self.headers.iter().filter(|(k, _)| !k.eq_ignore_ascii_case("x-hub-signature-256")).map(|(k, v)| (k.clone(), v.clone())).collect();
+        let mut headers: Vec<(String, String)> = self
+            .headers
+            .iter()
+            .filter(|(k, _)| !k.eq_ignore_ascii_case("x-hub-signature-256"))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         if let Some(secret) = secret {
-            headers.push(("X-Hub-Signature-256".into(), signature::sign(secret.expose().as_bytes(), self.body.as_bytes())));
+            headers.push((
+                "X-Hub-Signature-256".into(),
+                signature::sign(secret.expose().as_bytes(), self.body.as_bytes()),
+            ));
         }
         headers
     }
@@ -42,26 +55,45 @@ impl RecordedDelivery {
 pub fn delivery_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for candidate in [dir.to_path_buf(), dir.join("deliveries")] {
-        let Ok(entries) = std::fs::read_dir(&candidate) else { continue };
+        let Ok(entries) = std::fs::read_dir(&candidate) else {
+            continue;
+        };
         for entry in entries {
             let path = entry?.path();
-            if path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.ends_with(".delivery.json")) {
+            if path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.ends_with(".delivery.json"))
+            {
                 files.push(path);
             }
         }
     }
     files.sort();
-    anyhow::ensure!(!files.is_empty(), "no *.delivery.json files in {} or {}/deliveries", dir.display(), dir.display());
+    anyhow::ensure!(
+        !files.is_empty(),
+        "no *.delivery.json files in {} or {}/deliveries",
+        dir.display(),
+        dir.display()
+    );
     Ok(files)
 }
 
 /// POSTs one delivery; returns the status and JSON answer.
-pub async fn send(client: &reqwest::Client, url: &str, delivery: &RecordedDelivery, secret: Option<&Secret>) -> anyhow::Result<(u16, Value)> {
+pub async fn send(
+    client: &reqwest::Client,
+    url: &str,
+    delivery: &RecordedDelivery,
+    secret: Option<&Secret>,
+) -> anyhow::Result<(u16, Value)> {
     let mut request = client.post(url).body(delivery.body.clone());
     for (k, v) in delivery.headers_for(secret) {
         request = request.header(k, v);
     }
-    let response = request.send().await.with_context(|| format!("POST {url}"))?;
+    let response = request
+        .send()
+        .await
+        .with_context(|| format!("POST {url}"))?;
     let status = response.status().as_u16();
     let body = response.json::<Value>().await.unwrap_or(Value::Null);
     Ok((status, body))
@@ -75,18 +107,39 @@ pub struct ReplayLine {
     pub stored: Option<Value>,
 }
 
-pub async fn replay(dir: &Path, url: &str, secret: Option<&Secret>, store: &PrStore) -> anyhow::Result<Vec<ReplayLine>> {
+pub async fn replay(
+    dir: &Path,
+    url: &str,
+    secret: Option<&Secret>,
+    store: &PrStore,
+) -> anyhow::Result<Vec<ReplayLine>> {
     let client = reqwest::Client::new();
     let mut lines = Vec::new();
     for path in delivery_files(dir)? {
         let delivery = RecordedDelivery::load(&path)?;
         let (status, answer) = send(&client, url, &delivery, secret).await?;
-        let stored = match (answer.get("repo").and_then(Value::as_str), answer.get("prNumber").and_then(Value::as_u64)) {
-            (Some(repo), Some(number)) => store.get(&RepoName::parse(repo)?, number).await?.map(|i| item_json(&i)),
+        let stored = match (
+            answer.get("repo").and_then(Value::as_str),
+            answer.get("prNumber").and_then(Value::as_u64),
+        ) {
+            (Some(repo), Some(number)) => store
+                .get(&RepoName::parse(repo)?, number)
+                .await?
+                .map(|i| item_json(&i)),
             _ => None,
         };
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().trim_end_matches(".delivery.json").to_string();
-        lines.push(ReplayLine { name, status, answer, stored });
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .trim_end_matches(".delivery.json")
+            .to_string();
+        lines.push(ReplayLine {
+            name,
+            status,
+            answer,
+            stored,
+        });
     }
     Ok(lines)
 }
@@ -102,15 +155,26 @@ pub fn print(lines: &[ReplayLine]) {
 
 /// An item as plain JSON for people to read; long strings are shortened.
 pub fn item_json(item: &Item) -> Value {
-    let map: serde_json::Map<String, Value> = item.iter().map(|(k, v)| (k.clone(), value_json(v))).collect::<BTreeMap<_, _>>().into_iter().collect();
+    let map: serde_json::Map<String, Value> = item
+        .iter()
+        .map(|(k, v)| (k.clone(), value_json(v)))
+        .collect::<BTreeMap<_, _>>()
+        .into_iter()
+        .collect();
     Value::Object(map)
 }
 
 fn value_json(v: &AttributeValue) -> Value {
     match v {
-        AttributeValue::S(s) if s.chars().count() > 60 => json!(format!("{}…", s.chars().take(60).collect::<String>())),
+        AttributeValue::S(s) if s.chars().count() > 60 => {
+            json!(format!("{}…", s.chars().take(60).collect::<String>()))
+        }
         AttributeValue::S(s) => json!(s),
-        AttributeValue::N(n) => n.parse::<i64>().map(|i| json!(i)).or_else(|_| n.parse::<f64>().map(|f| json!(f))).unwrap_or_else(|_| json!(n)),
+        AttributeValue::N(n) => n
+            .parse::<i64>()
+            .map(|i| json!(i))
+            .or_else(|_| n.parse::<f64>().map(|f| json!(f)))
+            .unwrap_or_else(|_| json!(n)),
         AttributeValue::Bool(b) => json!(b),
         AttributeValue::Null(_) => Value::Null,
         AttributeValue::L(l) => Value::Array(l.iter().map(value_json).collect()),

@@ -14,7 +14,8 @@ pub fn fixtures_dir() -> PathBuf {
 /// A recorded webhook payload, e.g. `webhook("pull_request.closed.1")`.
 pub fn webhook(name: &str) -> Value {
     let path = fixtures_dir().join("webhooks").join(format!("{name}.json"));
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
 }
 
@@ -35,7 +36,12 @@ pub fn pull_request_examples() -> Vec<String> {
 /// `merged_by`, `merge_commit_sha`, not a draft. Everything else stays as recorded.
 pub fn merged(mut payload: Value) -> Value {
     let pr = &mut payload["pull_request"];
-    let merged_at = pr.get("closed_at").filter(|v| !v.is_null()).or_else(|| pr.get("updated_at")).cloned().unwrap_or(Value::Null);
+    let merged_at = pr
+        .get("closed_at")
+        .filter(|v| !v.is_null())
+        .or_else(|| pr.get("updated_at"))
+        .cloned()
+        .unwrap_or(Value::Null);
     pr["merged"] = json!(true);
     pr["merged_at"] = merged_at;
     pr["merged_by"] = pr["user"].clone();

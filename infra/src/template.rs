@@ -5,8 +5,9 @@ use serde::Deserialize;
 use serde_yaml::Value;
 
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection, ProjectionType,
-    ScalarAttributeType, StreamSpecification, StreamViewType, TimeToLiveSpecification,
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
+    ProjectionType, ScalarAttributeType, StreamSpecification, StreamViewType,
+    TimeToLiveSpecification,
 };
 use aws_sdk_dynamodb::Client;
 
@@ -93,7 +94,9 @@ impl Template {
     }
 
     pub fn parse(yaml: &str) -> Result<Self, TemplateError> {
-        Ok(Template { doc: serde_yaml::from_str(yaml)? })
+        Ok(Template {
+            doc: serde_yaml::from_str(yaml)?,
+        })
     }
 
     fn properties(&self, id: &str) -> Result<&Value, TemplateError> {
@@ -105,16 +108,24 @@ impl Template {
     }
 
     pub fn table(&self, id: &str) -> Result<TableDefinition, TemplateError> {
-        serde_yaml::from_value(self.properties(id)?.clone())
-            .map_err(|e| TemplateError::Invalid { id: id.to_string(), message: e.to_string() })
+        serde_yaml::from_value(self.properties(id)?.clone()).map_err(|e| TemplateError::Invalid {
+            id: id.to_string(),
+            message: e.to_string(),
+        })
     }
 }
 
 impl TableDefinition {
     /// Creates the table under `name` (and its TTL setting) as CloudFormation would.
     pub async fn create(&self, client: &Client, name: &str) -> Result<(), TemplateError> {
-        let err = |message: String| TemplateError::Create { table: name.to_string(), message };
-        let mut request = client.create_table().table_name(name).billing_mode(BillingMode::from(self.billing_mode.as_str()));
+        let err = |message: String| TemplateError::Create {
+            table: name.to_string(),
+            message,
+        };
+        let mut request = client
+            .create_table()
+            .table_name(name)
+            .billing_mode(BillingMode::from(self.billing_mode.as_str()));
         for a in &self.attribute_definitions {
             request = request.attribute_definitions(
                 AttributeDefinition::builder()
@@ -127,9 +138,12 @@ impl TableDefinition {
         request = request.set_key_schema(Some(key_schema(&self.key_schema).map_err(err)?));
         for index in &self.global_secondary_indexes {
             let projection = Projection::builder()
-                .projection_type(ProjectionType::from(index.projection.projection_type.as_str()))
+                .projection_type(ProjectionType::from(
+                    index.projection.projection_type.as_str(),
+                ))
                 .set_non_key_attributes(
-                    (!index.projection.non_key_attributes.is_empty()).then(|| index.projection.non_key_attributes.clone()),
+                    (!index.projection.non_key_attributes.is_empty())
+                        .then(|| index.projection.non_key_attributes.clone()),
                 )
                 .build();
             request = request.global_secondary_indexes(
@@ -150,8 +164,15 @@ impl TableDefinition {
                     .map_err(|e| err(e.to_string()))?,
             );
         }
-        request.send().await.map_err(|e| err(shared::aws::error_message(&e)))?;
-        if let Some(ttl) = self.time_to_live_specification.as_ref().filter(|t| t.enabled) {
+        request
+            .send()
+            .await
+            .map_err(|e| err(shared::aws::error_message(&e)))?;
+        if let Some(ttl) = self
+            .time_to_live_specification
+            .as_ref()
+            .filter(|t| t.enabled)
+        {
             client
                 .update_time_to_live()
                 .table_name(name)
@@ -170,13 +191,23 @@ impl TableDefinition {
     }
 
     /// Creates the table unless it exists. Returns whether it was created.
-    pub async fn create_if_missing(&self, client: &Client, name: &str) -> Result<bool, TemplateError> {
+    pub async fn create_if_missing(
+        &self,
+        client: &Client,
+        name: &str,
+    ) -> Result<bool, TemplateError> {
         match client.describe_table().table_name(name).send().await {
             Ok(_) => Ok(false),
-            Err(e) if e.as_service_error().is_some_and(|s| s.is_resource_not_found_exception()) => {
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_resource_not_found_exception()) =>
+            {
                 self.create(client, name).await.map(|()| true)
             }
-            Err(e) => Err(TemplateError::Create { table: name.to_string(), message: shared::aws::error_message(&e) }),
+            Err(e) => Err(TemplateError::Create {
+                table: name.to_string(),
+                message: shared::aws::error_message(&e),
+            }),
         }
     }
 }
@@ -201,13 +232,31 @@ mod tests {
     #[test]
     fn bundled_table_matches_the_store_contract() {
         let table = Template::bundled().unwrap().table(PR_TABLE).unwrap();
-        let keys: Vec<_> = table.key_schema.iter().map(|k| (k.attribute_name.as_str(), k.key_type.as_str())).collect();
+        let keys: Vec<_> = table
+            .key_schema
+            .iter()
+            .map(|k| (k.attribute_name.as_str(), k.key_type.as_str()))
+            .collect();
         assert_eq!(keys, [(attr::REPO, "HASH"), (attr::PR_NUMBER, "RANGE")]);
-        let pending = table.global_secondary_indexes.iter().find(|i| i.index_name == PENDING_INDEX).unwrap();
-        let keys: Vec<_> = pending.key_schema.iter().map(|k| k.attribute_name.as_str()).collect();
+        let pending = table
+            .global_secondary_indexes
+            .iter()
+            .find(|i| i.index_name == PENDING_INDEX)
+            .unwrap();
+        let keys: Vec<_> = pending
+            .key_schema
+            .iter()
+            .map(|k| k.attribute_name.as_str())
+            .collect();
         assert_eq!(keys, [attr::PENDING_SHARD, attr::MERGED_AT]);
         assert_eq!(table.billing_mode, "PAY_PER_REQUEST");
-        assert_eq!(table.stream_specification.unwrap().stream_view_type, "NEW_AND_OLD_IMAGES");
-        assert_eq!(table.time_to_live_specification.unwrap().attribute_name, attr::EXPIRES_AT);
+        assert_eq!(
+            table.stream_specification.unwrap().stream_view_type,
+            "NEW_AND_OLD_IMAGES"
+        );
+        assert_eq!(
+            table.time_to_live_specification.unwrap().attribute_name,
+            attr::EXPIRES_AT
+        );
     }
 }

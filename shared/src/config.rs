@@ -19,7 +19,11 @@ pub enum ConfigError {
     #[error("environment variable {0} is required but not set")]
     Missing(&'static str),
     #[error("environment variable {var}={value:?} is invalid: expected {expected}")]
-    Invalid { var: &'static str, value: String, expected: &'static str },
+    Invalid {
+        var: &'static str,
+        value: String,
+        expected: &'static str,
+    },
 }
 
 /// Settings of the PR table every function shares.
@@ -42,12 +46,26 @@ pub struct WebhookConfig {
 
 impl TableConfig {
     pub fn from_lookup(get: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let table_name = get(TABLE_NAME).filter(|v| !v.trim().is_empty()).ok_or(ConfigError::Missing(TABLE_NAME))?;
-        let pending_shards = parse_or(get, PENDING_SHARDS, DEFAULT_PENDING_SHARDS, "an integer from 1 to 32")?;
+        let table_name = get(TABLE_NAME)
+            .filter(|v| !v.trim().is_empty())
+            .ok_or(ConfigError::Missing(TABLE_NAME))?;
+        let pending_shards = parse_or(
+            get,
+            PENDING_SHARDS,
+            DEFAULT_PENDING_SHARDS,
+            "an integer from 1 to 32",
+        )?;
         if !(1..=32).contains(&pending_shards) {
-            return Err(invalid(PENDING_SHARDS, pending_shards.to_string(), "an integer from 1 to 32"));
+            return Err(invalid(
+                PENDING_SHARDS,
+                pending_shards.to_string(),
+                "an integer from 1 to 32",
+            ));
         }
-        Ok(TableConfig { table_name, pending_shards })
+        Ok(TableConfig {
+            table_name,
+            pending_shards,
+        })
     }
 }
 
@@ -57,9 +75,18 @@ impl WebhookConfig {
     }
 
     pub fn from_lookup(get: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let max_body_bytes = parse_or(get, MAX_BODY_BYTES, DEFAULT_MAX_BODY_BYTES, "a positive number of bytes")?;
+        let max_body_bytes = parse_or(
+            get,
+            MAX_BODY_BYTES,
+            DEFAULT_MAX_BODY_BYTES,
+            "a positive number of bytes",
+        )?;
         if max_body_bytes == 0 {
-            return Err(invalid(MAX_BODY_BYTES, "0".into(), "a positive number of bytes"));
+            return Err(invalid(
+                MAX_BODY_BYTES,
+                "0".into(),
+                "a positive number of bytes",
+            ));
         }
         Ok(WebhookConfig {
             table: TableConfig::from_lookup(get)?,
@@ -75,7 +102,11 @@ impl WebhookConfig {
 }
 
 fn invalid(var: &'static str, value: String, expected: &'static str) -> ConfigError {
-    ConfigError::Invalid { var, value, expected }
+    ConfigError::Invalid {
+        var,
+        value,
+        expected,
+    }
 }
 
 fn parse_or<T: std::str::FromStr>(
@@ -104,7 +135,10 @@ mod tests {
     use std::collections::HashMap;
 
     fn lookup(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let map: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         move |k| map.get(k).cloned()
     }
 
@@ -122,17 +156,34 @@ mod tests {
             ("CHRONICLE_INSECURE_NO_SIGNATURE", "1"),
         ]))
         .unwrap();
-        assert_eq!((c.max_body_bytes, c.table.pending_shards, c.insecure_no_signature), (2048, 8, true));
+        assert_eq!(
+            (
+                c.max_body_bytes,
+                c.table.pending_shards,
+                c.insecure_no_signature
+            ),
+            (2048, 8, true)
+        );
     }
 
     #[test]
     fn errors_name_the_variable() {
-        assert_eq!(WebhookConfig::from_lookup(&lookup(&[])), Err(ConfigError::Missing("TABLE_NAME")));
-        let e = WebhookConfig::from_lookup(&lookup(&[("TABLE_NAME", "t"), ("MAX_BODY_BYTES", "lots")])).unwrap_err();
+        assert_eq!(
+            WebhookConfig::from_lookup(&lookup(&[])),
+            Err(ConfigError::Missing("TABLE_NAME"))
+        );
+        let e =
+            WebhookConfig::from_lookup(&lookup(&[("TABLE_NAME", "t"), ("MAX_BODY_BYTES", "lots")]))
+                .unwrap_err();
         assert!(e.to_string().contains("MAX_BODY_BYTES=\"lots\""), "{e}");
-        let e = WebhookConfig::from_lookup(&lookup(&[("TABLE_NAME", "t"), ("PENDING_SHARDS", "0")])).unwrap_err();
+        let e =
+            WebhookConfig::from_lookup(&lookup(&[("TABLE_NAME", "t"), ("PENDING_SHARDS", "0")]))
+                .unwrap_err();
         assert!(e.to_string().contains("PENDING_SHARDS"), "{e}");
-        let e = WebhookConfig::from_lookup(&lookup(&[("TABLE_NAME", "t"), ("CHRONICLE_INSECURE_NO_SIGNATURE", "yes")]));
+        let e = WebhookConfig::from_lookup(&lookup(&[
+            ("TABLE_NAME", "t"),
+            ("CHRONICLE_INSECURE_NO_SIGNATURE", "yes"),
+        ]));
         assert!(e.is_err());
     }
 }

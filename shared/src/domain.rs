@@ -69,19 +69,24 @@ pub struct Delivery {
     pub received_at: OffsetDateTime,
 }
 
-const SECONDS: &[FormatItem<'static>] = format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]Z");
+const SECONDS: &[FormatItem<'static>] =
+    format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]Z");
 const MILLIS: &[FormatItem<'static>] =
     format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z");
 
 /// RFC 3339 in UTC with whole seconds (`2019-05-15T15:20:33Z`), GitHub's own form. A fixed width
 /// makes the strings order like the instants, which the conditional writes rely on.
 pub fn rfc3339_seconds(t: OffsetDateTime) -> String {
-    t.to_offset(time::UtcOffset::UTC).format(SECONDS).expect("a UTC timestamp always formats")
+    t.to_offset(time::UtcOffset::UTC)
+        .format(SECONDS)
+        .expect("a UTC timestamp always formats")
 }
 
 /// RFC 3339 in UTC with milliseconds, for the times Chronicle itself records.
 pub fn rfc3339_millis(t: OffsetDateTime) -> String {
-    t.to_offset(time::UtcOffset::UTC).format(MILLIS).expect("a UTC timestamp always formats")
+    t.to_offset(time::UtcOffset::UTC)
+        .format(MILLIS)
+        .expect("a UTC timestamp always formats")
 }
 
 #[cfg(test)]
@@ -100,7 +105,13 @@ mod tests {
 
     #[test]
     fn timestamps_are_fixed_width_utc() {
-        assert_eq!(rfc3339_seconds(datetime!(2019-05-15 17:20:33 +2)), "2019-05-15T15:20:33Z");
-        assert_eq!(rfc3339_millis(datetime!(2019-05-15 15:20:33.5 UTC)), "2019-05-15T15:20:33.500Z");
+        assert_eq!(
+            rfc3339_seconds(datetime!(2019-05-15 17:20:33 +2)),
+            "2019-05-15T15:20:33Z"
+        );
+        assert_eq!(
+            rfc3339_millis(datetime!(2019-05-15 15:20:33.5 UTC)),
+            "2019-05-15T15:20:33.500Z"
+        );
     }
 }

@@ -97,24 +97,35 @@ pub fn classify_pull_request(json: &[u8]) -> Result<Classified, PayloadError> {
 /// As [`classify_pull_request`], for a caller that has already read the `action`.
 pub fn classify_action(action: &str, json: &[u8]) -> Result<Classified, PayloadError> {
     if !OUR_ACTIONS.contains(&action) {
-        return Ok(Classified::Ignored(format!("pull_request action `{action}` is not tracked")));
+        return Ok(Classified::Ignored(format!(
+            "pull_request action `{action}` is not tracked"
+        )));
     }
     let event: PullRequestEvent = parse(json)?;
     let pr = event.pull_request;
     if !pr.merged {
-        let why = if action == "closed" { "pull request closed without merging" } else { "pull request is not merged" };
+        let why = if action == "closed" {
+            "pull request closed without merging"
+        } else {
+            "pull request is not merged"
+        };
         return Ok(Classified::Ignored(why.into()));
     }
     if pr.draft {
         return Ok(Classified::Ignored("pull request is a draft".into()));
     }
-    let merged_at = pr.merged_at.ok_or_else(|| PayloadError::MissingField("pull_request.merged_at".into()))?;
+    let merged_at = pr
+        .merged_at
+        .ok_or_else(|| PayloadError::MissingField("pull_request.merged_at".into()))?;
     let merge_commit_sha = pr
         .merge_commit_sha
         .filter(|s| !s.is_empty())
         .ok_or_else(|| PayloadError::MissingField("pull_request.merge_commit_sha".into()))?;
     let repo = RepoName::parse(&event.repository.full_name).map_err(|InvalidRepoName(name)| {
-        PayloadError::InvalidField { field: "repository.full_name".into(), message: format!("{name:?} is not owner/name") }
+        PayloadError::InvalidField {
+            field: "repository.full_name".into(),
+            message: format!("{name:?} is not owner/name"),
+        }
     })?;
     Ok(Classified::Merged(Box::new(MergedPullRequest {
         repo,
@@ -135,7 +146,8 @@ pub fn classify_action(action: &str, json: &[u8]) -> Result<Classified, PayloadE
 fn parse<'de, T: Deserialize<'de>>(json: &'de [u8]) -> Result<T, PayloadError> {
     let mut de = serde_json::Deserializer::from_slice(json);
     let value = serde_path_to_error::deserialize(&mut de).map_err(|e| to_payload_error(&e))?;
-    de.end().map_err(|e| PayloadError::MalformedJson(e.to_string()))?;
+    de.end()
+        .map_err(|e| PayloadError::MalformedJson(e.to_string()))?;
     Ok(value)
 }
 
@@ -149,15 +161,26 @@ fn to_payload_error(err: &serde_path_to_error::Error<serde_json::Error>) -> Payl
     // serde reports a missing field as "missing field `x`" at the parent's path.
     if let Some(rest) = message.strip_prefix("missing field `") {
         let name = rest.split('`').next().unwrap_or_default();
-        let full = if path == "." || path.is_empty() { name.to_string() } else { format!("{path}.{name}") };
+        let full = if path == "." || path.is_empty() {
+            name.to_string()
+        } else {
+            format!("{path}.{name}")
+        };
         return PayloadError::MissingField(full);
     }
     // `null` where a value is required reads as a missing field to a webhook sender.
     if message.starts_with("invalid type: null") {
         return PayloadError::MissingField(path);
     }
-    let message = message.split(" at line ").next().unwrap_or(&message).to_string();
-    PayloadError::InvalidField { field: path, message }
+    let message = message
+        .split(" at line ")
+        .next()
+        .unwrap_or(&message)
+        .to_string();
+    PayloadError::InvalidField {
+        field: path,
+        message,
+    }
 }
 
 #[cfg(test)]
@@ -185,8 +208,13 @@ mod tests {
 
     #[test]
     fn merged_pr_is_ours() {
-        let Classified::Merged(pr) = classify(&merged()).unwrap() else { panic!("not merged") };
-        assert_eq!((pr.repo.as_str(), pr.number, pr.body.as_deref()), ("o/r", 7, None));
+        let Classified::Merged(pr) = classify(&merged()).unwrap() else {
+            panic!("not merged")
+        };
+        assert_eq!(
+            (pr.repo.as_str(), pr.number, pr.body.as_deref()),
+            ("o/r", 7, None)
+        );
         assert_eq!(pr.labels, vec!["bug".to_string()]);
     }
 
@@ -194,26 +222,46 @@ mod tests {
     fn missing_and_invalid_fields_are_named() {
         let mut v = merged();
         v["pull_request"].as_object_mut().unwrap().remove("title");
-        assert_eq!(classify(&v), Err(PayloadError::MissingField("pull_request.title".into())));
+        assert_eq!(
+            classify(&v),
+            Err(PayloadError::MissingField("pull_request.title".into()))
+        );
 
         let mut v = merged();
         v["pull_request"]["merged_at"] = json!(null);
-        assert_eq!(classify(&v), Err(PayloadError::MissingField("pull_request.merged_at".into())));
+        assert_eq!(
+            classify(&v),
+            Err(PayloadError::MissingField("pull_request.merged_at".into()))
+        );
 
         let mut v = merged();
         v["pull_request"]["user"]["login"] = json!(null);
-        assert_eq!(classify(&v), Err(PayloadError::MissingField("pull_request.user.login".into())));
+        assert_eq!(
+            classify(&v),
+            Err(PayloadError::MissingField("pull_request.user.login".into()))
+        );
 
         let mut v = merged();
         v["pull_request"]["updated_at"] = json!("yesterday");
-        assert!(matches!(classify(&v), Err(PayloadError::InvalidField { field, .. }) if field == "pull_request.updated_at"));
+        assert!(
+            matches!(classify(&v), Err(PayloadError::InvalidField { field, .. }) if field == "pull_request.updated_at")
+        );
 
         let mut v = merged();
         v.as_object_mut().unwrap().remove("action");
-        assert_eq!(classify(&v), Err(PayloadError::MissingField("action".into())));
+        assert_eq!(
+            classify(&v),
+            Err(PayloadError::MissingField("action".into()))
+        );
 
-        assert!(matches!(classify_pull_request(b"{\"action\": "), Err(PayloadError::MalformedJson(_))));
-        assert!(matches!(classify_pull_request(b"{} trailing"), Err(PayloadError::MalformedJson(_))));
+        assert!(matches!(
+            classify_pull_request(b"{\"action\": "),
+            Err(PayloadError::MalformedJson(_))
+        ));
+        assert!(matches!(
+            classify_pull_request(b"{} trailing"),
+            Err(PayloadError::MalformedJson(_))
+        ));
     }
 
     #[test]
@@ -223,7 +271,9 @@ mod tests {
         assert!(matches!(classify(&v), Ok(Classified::Ignored(r)) if r.contains("opened")));
         let mut v = merged();
         v["pull_request"]["merged"] = json!(false);
-        assert!(matches!(classify(&v), Ok(Classified::Ignored(r)) if r.contains("without merging")));
+        assert!(
+            matches!(classify(&v), Ok(Classified::Ignored(r)) if r.contains("without merging"))
+        );
         let mut v = merged();
         v["pull_request"]["draft"] = json!(true);
         assert!(matches!(classify(&v), Ok(Classified::Ignored(r)) if r.contains("draft")));

@@ -42,7 +42,9 @@ pub enum SecretSource {
 pub enum SecretError {
     #[error("reading secret {id} from Secrets Manager failed: {message}")]
     SecretsManager { id: String, message: String },
-    #[error("secret {id} in Secrets Manager has no SecretString (binary secrets are not supported)")]
+    #[error(
+        "secret {id} in Secrets Manager has no SecretString (binary secrets are not supported)"
+    )]
     NotAString { id: String },
     #[error("reading SSM parameter {name} failed: {message}")]
     Ssm { name: String, message: String },
@@ -53,7 +55,11 @@ pub enum SecretError {
 impl SecretSource {
     /// Picks the source from three variables: a plain value wins (local), then a Secrets
     /// Manager reference, then an SSM parameter name. Empty values count as unset.
-    pub fn from_vars(plain: Option<String>, secrets_manager: Option<String>, ssm: Option<String>) -> Self {
+    pub fn from_vars(
+        plain: Option<String>,
+        secrets_manager: Option<String>,
+        ssm: Option<String>,
+    ) -> Self {
         let non_empty = |v: Option<String>| v.filter(|s| !s.trim().is_empty());
         if let Some(v) = non_empty(plain) {
             SecretSource::Plain(Secret::new(v))
@@ -73,17 +79,32 @@ impl SecretSource {
             SecretSource::Plain(secret) => Ok(Some(secret.clone())),
             SecretSource::SecretsManager(id) => {
                 let client = aws_sdk_secretsmanager::Client::new(sdk);
-                let out = client.get_secret_value().secret_id(id).send().await.map_err(|e| {
-                    SecretError::SecretsManager { id: id.clone(), message: crate::aws::error_message(&e) }
-                })?;
-                let value = out.secret_string().ok_or_else(|| SecretError::NotAString { id: id.clone() })?;
+                let out = client
+                    .get_secret_value()
+                    .secret_id(id)
+                    .send()
+                    .await
+                    .map_err(|e| SecretError::SecretsManager {
+                        id: id.clone(),
+                        message: crate::aws::error_message(&e),
+                    })?;
+                let value = out
+                    .secret_string()
+                    .ok_or_else(|| SecretError::NotAString { id: id.clone() })?;
                 Ok(Some(Secret::new(value)))
             }
             SecretSource::Ssm(name) => {
                 let client = aws_sdk_ssm::Client::new(sdk);
-                let out = client.get_parameter().name(name).with_decryption(true).send().await.map_err(|e| {
-                    SecretError::Ssm { name: name.clone(), message: crate::aws::error_message(&e) }
-                })?;
+                let out = client
+                    .get_parameter()
+                    .name(name)
+                    .with_decryption(true)
+                    .send()
+                    .await
+                    .map_err(|e| SecretError::Ssm {
+                        name: name.clone(),
+                        message: crate::aws::error_message(&e),
+                    })?;
                 let value = out
                     .parameter()
                     .and_then(|p| p.value())
@@ -110,9 +131,21 @@ mod tests {
     #[test]
     fn plain_wins_then_secrets_manager_then_ssm() {
         let s = |v: &str| Some(v.to_string());
-        assert_eq!(SecretSource::from_vars(s("a"), s("arn"), s("/p")), SecretSource::Plain(Secret::new("a")));
-        assert_eq!(SecretSource::from_vars(s(" "), s("arn"), s("/p")), SecretSource::SecretsManager("arn".into()));
-        assert_eq!(SecretSource::from_vars(None, s(""), s("/p")), SecretSource::Ssm("/p".into()));
-        assert_eq!(SecretSource::from_vars(None, None, None), SecretSource::Unset);
+        assert_eq!(
+            SecretSource::from_vars(s("a"), s("arn"), s("/p")),
+            SecretSource::Plain(Secret::new("a"))
+        );
+        assert_eq!(
+            SecretSource::from_vars(s(" "), s("arn"), s("/p")),
+            SecretSource::SecretsManager("arn".into())
+        );
+        assert_eq!(
+            SecretSource::from_vars(None, s(""), s("/p")),
+            SecretSource::Ssm("/p".into())
+        );
+        assert_eq!(
+            SecretSource::from_vars(None, None, None),
+            SecretSource::Unset
+        );
     }
 }

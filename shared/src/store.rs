@@ -42,8 +42,16 @@ pub mod attr {
     pub const EXPIRES_AT: &str = "expiresAt";
 
     /// Every pipeline-owned attribute, for tests and audits of invariant 3.
-    pub const PIPELINE: &[&str] =
-        &[ENRICHED_AT, SUMMARIZED_AT, FAILED_AT, FAILED_REASON, ATTEMPTS, LEASE_OWNER, LEASE_UNTIL, ENQUEUED_UNTIL];
+    pub const PIPELINE: &[&str] = &[
+        ENRICHED_AT,
+        SUMMARIZED_AT,
+        FAILED_AT,
+        FAILED_REASON,
+        ATTEMPTS,
+        LEASE_OWNER,
+        LEASE_UNTIL,
+        ENQUEUED_UNTIL,
+    ];
 }
 
 /// The sparse GSI over rows awaiting a summary (hash `pendingShard`, range `mergedAt`).
@@ -54,9 +62,17 @@ pub type Item = HashMap<String, AttributeValue>;
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("DynamoDB {operation} on table {table} failed: {message}")]
-    Dynamo { operation: &'static str, table: String, message: String },
+    Dynamo {
+        operation: &'static str,
+        table: String,
+        message: String,
+    },
     #[error("PR {repo}#{number} kept changing under concurrent writes; giving up after {attempts} attempts")]
-    Contention { repo: String, number: u64, attempts: u32 },
+    Contention {
+        repo: String,
+        number: u64,
+        attempts: u32,
+    },
 }
 
 /// What an upsert did.
@@ -101,7 +117,11 @@ impl PrStore {
 
     /// Stores a merged PR: a conditional insert for the first delivery, otherwise a conditional
     /// update of the PR's own fields applied only if this event is newer than the stored one.
-    pub async fn upsert(&self, pr: &MergedPullRequest, delivery: &Delivery) -> Result<UpsertOutcome, StoreError> {
+    pub async fn upsert(
+        &self,
+        pr: &MergedPullRequest,
+        delivery: &Delivery,
+    ) -> Result<UpsertOutcome, StoreError> {
         const ATTEMPTS: u32 = 3;
         for _ in 0..ATTEMPTS {
             if self.insert(pr, delivery).await? {
@@ -109,16 +129,28 @@ impl PrStore {
             }
             match self.update_fields(pr, delivery).await? {
                 FieldUpdate::Updated => return Ok(UpsertOutcome::Updated),
-                FieldUpdate::NotNewer(stored) => return Ok(UpsertOutcome::Unchanged { stored_updated_at: stored }),
+                FieldUpdate::NotNewer(stored) => {
+                    return Ok(UpsertOutcome::Unchanged {
+                        stored_updated_at: stored,
+                    })
+                }
                 // Deleted between our two writes (an operator action): insert it again.
                 FieldUpdate::Missing => continue,
             }
         }
-        Err(StoreError::Contention { repo: pr.repo.to_string(), number: pr.number, attempts: ATTEMPTS })
+        Err(StoreError::Contention {
+            repo: pr.repo.to_string(),
+            number: pr.number,
+            attempts: ATTEMPTS,
+        })
     }
 
     /// `true` if the item was created, `false` if one already existed.
-    async fn insert(&self, pr: &MergedPullRequest, delivery: &Delivery) -> Result<bool, StoreError> {
+    async fn insert(
+        &self,
+        pr: &MergedPullRequest,
+        delivery: &Delivery,
+    ) -> Result<bool, StoreError> {
         let item = new_item(pr, delivery, self.table.pending_shards);
         let result = self
             .client
@@ -131,12 +163,21 @@ impl PrStore {
             .await;
         match result {
             Ok(_) => Ok(true),
-            Err(e) if e.as_service_error().is_some_and(|s| s.is_conditional_check_failed_exception()) => Ok(false),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
+            {
+                Ok(false)
+            }
             Err(e) => Err(self.dynamo_error("PutItem", &e)),
         }
     }
 
-    async fn update_fields(&self, pr: &MergedPullRequest, delivery: &Delivery) -> Result<FieldUpdate, StoreError> {
+    async fn update_fields(
+        &self,
+        pr: &MergedPullRequest,
+        delivery: &Delivery,
+    ) -> Result<FieldUpdate, StoreError> {
         let fields = pr_fields(pr, delivery);
         let mut request = self
             .client
@@ -149,9 +190,14 @@ impl PrStore {
         let mut sets = Vec::with_capacity(fields.len());
         for (name, value) in fields {
             sets.push(format!("#{name} = :{name}"));
-            request = request.expression_attribute_names(format!("#{name}"), name).expression_attribute_values(format!(":{name}"), value);
+            request = request
+                .expression_attribute_names(format!("#{name}"), name)
+                .expression_attribute_values(format!(":{name}"), value);
         }
-        let result = request.update_expression(format!("SET {}", sets.join(", "))).send().await;
+        let result = request
+            .update_expression(format!("SET {}", sets.join(", ")))
+            .send()
+            .await;
         match result {
             Ok(_) => Ok(FieldUpdate::Updated),
             Err(e) => match e.as_service_error() {
@@ -185,18 +231,29 @@ impl PrStore {
         Ok(out.item)
     }
 
-    fn dynamo_error<E>(&self, operation: &'static str, err: &aws_sdk_dynamodb::error::SdkError<E>) -> StoreError
+    fn dynamo_error<E>(
+        &self,
+        operation: &'static str,
+        err: &aws_sdk_dynamodb::error::SdkError<E>,
+    ) -> StoreError
     where
         E: std::error::Error + aws_sdk_dynamodb::error::ProvideErrorMetadata + 'static,
     {
-        StoreError::Dynamo { operation, table: self.table_name().to_string(), message: crate::aws::error_message(err) }
+        StoreError::Dynamo {
+            operation,
+            table: self.table_name().to_string(),
+            message: crate::aws::error_message(err),
+        }
     }
 }
 
 pub fn key(repo: &RepoName, number: u64) -> Item {
     HashMap::from([
         (attr::REPO.to_string(), AttributeValue::S(repo.to_string())),
-        (attr::PR_NUMBER.to_string(), AttributeValue::N(number.to_string())),
+        (
+            attr::PR_NUMBER.to_string(),
+            AttributeValue::N(number.to_string()),
+        ),
     ])
 }
 
@@ -207,12 +264,18 @@ fn pr_fields(pr: &MergedPullRequest, delivery: &Delivery) -> Vec<(&'static str, 
         (attr::TITLE, s(&pr.title)),
         (attr::BODY, s(pr.body.as_deref().unwrap_or_default())),
         (attr::AUTHOR, s(&pr.author)),
-        (attr::LABELS, AttributeValue::L(pr.labels.iter().map(|l| s(l)).collect())),
+        (
+            attr::LABELS,
+            AttributeValue::L(pr.labels.iter().map(|l| s(l)).collect()),
+        ),
         (attr::URL, s(&pr.url)),
         (attr::BASE_REF, s(&pr.base_ref)),
         (attr::MERGE_COMMIT_SHA, s(&pr.merge_commit_sha)),
         (attr::MERGED_AT, s(&rfc3339_seconds(pr.merged_at))),
-        (attr::SOURCE_UPDATED_AT, s(&rfc3339_seconds(pr.source_updated_at))),
+        (
+            attr::SOURCE_UPDATED_AT,
+            s(&rfc3339_seconds(pr.source_updated_at)),
+        ),
         (attr::DELIVERY_ID, s(&delivery.id)),
     ]
 }
@@ -221,9 +284,19 @@ fn pr_fields(pr: &MergedPullRequest, delivery: &Delivery) -> Vec<(&'static str, 
 /// Pipeline attributes are absent: their absence *is* the state "not done yet".
 pub fn new_item(pr: &MergedPullRequest, delivery: &Delivery, pending_shards: u16) -> Item {
     let mut item = key(&pr.repo, pr.number);
-    item.extend(pr_fields(pr, delivery).into_iter().map(|(k, v)| (k.to_string(), v)));
-    item.insert(attr::RECEIVED_AT.into(), AttributeValue::S(rfc3339_millis(delivery.received_at)));
-    item.insert(attr::PENDING_SHARD.into(), AttributeValue::S(pending_shard(pr.number, pending_shards)));
+    item.extend(
+        pr_fields(pr, delivery)
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v)),
+    );
+    item.insert(
+        attr::RECEIVED_AT.into(),
+        AttributeValue::S(rfc3339_millis(delivery.received_at)),
+    );
+    item.insert(
+        attr::PENDING_SHARD.into(),
+        AttributeValue::S(pending_shard(pr.number, pending_shards)),
+    );
     item
 }
 
@@ -233,7 +306,9 @@ pub fn pending_shard(number: u64, shards: u16) -> String {
 }
 
 pub fn string<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
-    item.get(name).and_then(|v| v.as_s().ok()).map(String::as_str)
+    item.get(name)
+        .and_then(|v| v.as_s().ok())
+        .map(String::as_str)
 }
 
 /// An item's size as DynamoDB bills it: attribute names plus values, numbers at about one byte
@@ -252,7 +327,12 @@ fn value_size(v: &AttributeValue) -> usize {
         AttributeValue::B(b) => b.as_ref().len(),
         AttributeValue::Bool(_) | AttributeValue::Null(_) => 1,
         AttributeValue::L(l) => 3 + l.iter().map(|e| 1 + value_size(e)).sum::<usize>(),
-        AttributeValue::M(m) => 3 + m.iter().map(|(k, e)| 1 + k.len() + value_size(e)).sum::<usize>(),
+        AttributeValue::M(m) => {
+            3 + m
+                .iter()
+                .map(|(k, e)| 1 + k.len() + value_size(e))
+                .sum::<usize>()
+        }
         AttributeValue::Ss(ss) => 3 + ss.iter().map(String::len).sum::<usize>(),
         AttributeValue::Ns(ns) => 3 + ns.iter().map(|n| n.len().div_ceil(2) + 1).sum::<usize>(),
         AttributeValue::Bs(bs) => 3 + bs.iter().map(|b| b.as_ref().len()).sum::<usize>(),
@@ -277,7 +357,10 @@ pub fn pending_index_projection(item: &Item) -> Item {
         attr::ENRICHED_AT,
         attr::ENQUEUED_UNTIL,
     ];
-    item.iter().filter(|(k, _)| PROJECTED.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect()
+    item.iter()
+        .filter(|(k, _)| PROJECTED.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
 }
 
 #[cfg(test)]
@@ -289,7 +372,10 @@ mod tests {
         let item: Item = HashMap::from([
             ("a".to_string(), AttributeValue::S("xyz".into())),
             ("n".to_string(), AttributeValue::N("1234".into())),
-            ("l".to_string(), AttributeValue::L(vec![AttributeValue::S("ab".into())])),
+            (
+                "l".to_string(),
+                AttributeValue::L(vec![AttributeValue::S("ab".into())]),
+            ),
         ]);
         assert_eq!(item_size(&item), (1 + 3) + (1 + 3) + (1 + 3 + 1 + 2));
         assert_eq!(write_units(1), 1);

@@ -22,5 +22,9 @@ pub fn init_lambda() {
 
 /// Human-readable lines on stderr, for `chronicle` commands.
 pub fn init_cli() {
-    let _ = tracing_subscriber::fmt().with_env_filter(filter()).with_target(false).with_writer(std::io::stderr).try_init();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter())
+        .with_target(false)
+        .with_writer(std::io::stderr)
+        .try_init();
 }

@@ -52,7 +52,10 @@ impl WebhookResponse {
 
     /// 413, for a body over the cap (`received` may be a lower bound when reading stopped early).
     pub fn too_large(received: usize, limit: usize) -> Self {
-        Self::error(413, format!("body of {received} bytes or more exceeds the limit of {limit} bytes"))
+        Self::error(
+            413,
+            format!("body of {received} bytes or more exceeds the limit of {limit} bytes"),
+        )
     }
 }
 
@@ -92,15 +95,25 @@ pub struct WebhookHandler {
 
 impl WebhookHandler {
     pub fn new(store: PrStore, verifier: Verifier, max_body_bytes: usize) -> Self {
-        WebhookHandler { store, verifier, max_body_bytes }
+        WebhookHandler {
+            store,
+            verifier,
+            max_body_bytes,
+        }
     }
 
     /// Builds the handler from configuration, fetching the secret once (cold start).
-    pub async fn from_config(config: &WebhookConfig, sdk: &aws_config::SdkConfig) -> Result<Self, SecretError> {
+    pub async fn from_config(
+        config: &WebhookConfig,
+        sdk: &aws_config::SdkConfig,
+    ) -> Result<Self, SecretError> {
         let verifier = match config.secret.resolve(sdk).await? {
             Some(secret) => Verifier::Secret(secret),
             None if config.insecure_no_signature => {
-                tracing::warn!("{}=1: webhook signatures are NOT checked; never use this in AWS", crate::config::INSECURE_NO_SIGNATURE);
+                tracing::warn!(
+                    "{}=1: webhook signatures are NOT checked; never use this in AWS",
+                    crate::config::INSECURE_NO_SIGNATURE
+                );
                 Verifier::InsecureNoSignature
             }
             None => {
@@ -114,7 +127,11 @@ impl WebhookHandler {
             }
         };
         let client = aws_sdk_dynamodb::Client::new(sdk);
-        Ok(Self::new(PrStore::new(client, config.table.clone()), verifier, config.max_body_bytes))
+        Ok(Self::new(
+            PrStore::new(client, config.table.clone()),
+            verifier,
+            config.max_body_bytes,
+        ))
     }
 
     pub fn store(&self) -> &PrStore {
@@ -158,21 +175,41 @@ impl WebhookHandler {
     }
 
     /// Everything before the DynamoDB write: size cap, signature, decoding, classification.
-    pub fn decide(&self, request: &WebhookRequest, now: OffsetDateTime, log: &mut RequestLog) -> Decision {
+    pub fn decide(
+        &self,
+        request: &WebhookRequest,
+        now: OffsetDateTime,
+        log: &mut RequestLog,
+    ) -> Decision {
         use Decision::Respond;
-        let header = |name: &str| request.headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
+        let header = |name: &str| {
+            request
+                .headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        };
         log.delivery_id = header(DELIVERY_HEADER);
         log.event = header(EVENT_HEADER);
 
         if request.body.len() > self.max_body_bytes {
-            return Respond(WebhookResponse::too_large(request.body.len(), self.max_body_bytes), "too_large");
+            return Respond(
+                WebhookResponse::too_large(request.body.len(), self.max_body_bytes),
+                "too_large",
+            );
         }
         match &self.verifier {
             Verifier::Unconfigured => {
-                return Respond(WebhookResponse::error(500, "webhook secret is not configured"), "no_secret");
+                return Respond(
+                    WebhookResponse::error(500, "webhook secret is not configured"),
+                    "no_secret",
+                );
             }
             Verifier::Secret(secret) => {
-                let sha256 = request.headers.get(SIGNATURE_256_HEADER).map(|v| v.to_str().unwrap_or(""));
+                let sha256 = request
+                    .headers
+                    .get(SIGNATURE_256_HEADER)
+                    .map(|v| v.to_str().unwrap_or(""));
                 let sha1_present = request.headers.contains_key(SIGNATURE_SHA1_HEADER);
                 if let Err(e) = signature::verify(secret, &request.body, sha256, sha1_present) {
                     return Respond(WebhookResponse::error(401, e.to_string()), "bad_signature");
@@ -182,7 +219,10 @@ impl WebhookHandler {
         }
 
         let Some(event) = log.event.clone() else {
-            return Respond(WebhookResponse::error(400, "missing header X-GitHub-Event"), "bad_request");
+            return Respond(
+                WebhookResponse::error(400, "missing header X-GitHub-Event"),
+                "bad_request",
+            );
         };
         let json = match json_body(request) {
             Ok(json) => json,
@@ -193,7 +233,10 @@ impl WebhookHandler {
         }
         if event != "pull_request" {
             let reason = format!("event `{event}` is not tracked");
-            return Respond(WebhookResponse::new(200, json!({ "ignored": reason })), "ignored");
+            return Respond(
+                WebhookResponse::new(200, json!({ "ignored": reason })),
+                "ignored",
+            );
         }
         let classified = payload::action_of(&json).and_then(|action| {
             let classified = payload::classify_action(&action, &json);
@@ -201,34 +244,73 @@ impl WebhookHandler {
             classified
         });
         match classified {
-            Err(e) => Respond(WebhookResponse::error(400, payload_message(&e)), "bad_request"),
-            Ok(Classified::Ignored(reason)) => Respond(WebhookResponse::new(200, json!({ "ignored": reason })), "ignored"),
+            Err(e) => Respond(
+                WebhookResponse::error(400, payload_message(&e)),
+                "bad_request",
+            ),
+            Ok(Classified::Ignored(reason)) => Respond(
+                WebhookResponse::new(200, json!({ "ignored": reason })),
+                "ignored",
+            ),
             Ok(Classified::Merged(pr)) => {
                 log.repo = Some(pr.repo.to_string());
                 log.pr = Some(pr.number);
                 let Some(id) = log.delivery_id.clone() else {
-                    return Respond(WebhookResponse::error(400, "missing header X-GitHub-Delivery"), "bad_request");
+                    return Respond(
+                        WebhookResponse::error(400, "missing header X-GitHub-Delivery"),
+                        "bad_request",
+                    );
                 };
-                Decision::Store(pr, Delivery { id, received_at: now })
+                Decision::Store(
+                    pr,
+                    Delivery {
+                        id,
+                        received_at: now,
+                    },
+                )
             }
         }
     }
 
-    async fn store_pr(&self, pr: &MergedPullRequest, delivery: &Delivery) -> (WebhookResponse, &'static str) {
+    async fn store_pr(
+        &self,
+        pr: &MergedPullRequest,
+        delivery: &Delivery,
+    ) -> (WebhookResponse, &'static str) {
         let ids = json!({ "repo": pr.repo.as_str(), "prNumber": pr.number });
         match self.store.upsert(pr, delivery).await {
-            Ok(UpsertOutcome::Inserted) => (WebhookResponse::new(200, with(ids, "stored", json!("inserted"))), "inserted"),
-            Ok(UpsertOutcome::Updated) => (WebhookResponse::new(200, with(ids, "stored", json!("updated"))), "updated"),
+            Ok(UpsertOutcome::Inserted) => (
+                WebhookResponse::new(200, with(ids, "stored", json!("inserted"))),
+                "inserted",
+            ),
+            Ok(UpsertOutcome::Updated) => (
+                WebhookResponse::new(200, with(ids, "stored", json!("updated"))),
+                "updated",
+            ),
             Ok(UpsertOutcome::Unchanged { stored_updated_at }) => {
                 let why = "stored copy is as new or newer (by pull_request.updated_at)";
-                let body = with(with(ids, "unchanged", json!(why)), "storedUpdatedAt", json!(stored_updated_at));
+                let body = with(
+                    with(ids, "unchanged", json!(why)),
+                    "storedUpdatedAt",
+                    json!(stored_updated_at),
+                );
                 (WebhookResponse::new(200, body), "unchanged")
             }
             Err(e) => {
                 // The details go to the log; GitHub gets a retryable error without internals.
                 tracing::error!(error = %e, "storing the pull request failed");
-                let outcome = if matches!(e, StoreError::Contention { .. }) { "contention" } else { "store_error" };
-                (WebhookResponse::error(500, "storing the delivery failed; redeliver it from GitHub"), outcome)
+                let outcome = if matches!(e, StoreError::Contention { .. }) {
+                    "contention"
+                } else {
+                    "store_error"
+                };
+                (
+                    WebhookResponse::error(
+                        500,
+                        "storing the delivery failed; redeliver it from GitHub",
+                    ),
+                    outcome,
+                )
             }
         }
     }
@@ -237,10 +319,25 @@ impl WebhookHandler {
     /// invalid base64 body is a 400 rather than the panic `lambda_http`'s adapter would raise.
     pub async fn handle_apigw(&self, event: ApiGatewayV2httpRequest) -> ApiGatewayV2httpResponse {
         let response = match decode_apigw_body(&event) {
-            Ok(body) => self.handle(WebhookRequest { headers: event.headers, body }).await,
+            Ok(body) => {
+                self.handle(WebhookRequest {
+                    headers: event.headers,
+                    body,
+                })
+                .await
+            }
             Err(message) => {
-                let delivery = event.headers.get(DELIVERY_HEADER).and_then(|v| v.to_str().ok()).unwrap_or("-");
-                tracing::info!(delivery_id = delivery, outcome = "bad_request", status = 400, "webhook request: {message}");
+                let delivery = event
+                    .headers
+                    .get(DELIVERY_HEADER)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("-");
+                tracing::info!(
+                    delivery_id = delivery,
+                    outcome = "bad_request",
+                    status = 400,
+                    "webhook request: {message}"
+                );
                 WebhookResponse::error(400, message)
             }
         };
@@ -260,8 +357,17 @@ fn payload_message(e: &PayloadError) -> String {
 /// The JSON document of a delivery: the body itself, or the `payload` field of a form post
 /// (GitHub's "application/x-www-form-urlencoded" content type).
 fn json_body(request: &WebhookRequest) -> Result<Bytes, String> {
-    let content_type = request.headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("application/json");
-    let mime = content_type.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+    let content_type = request
+        .headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json");
+    let mime = content_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
     match mime.as_str() {
         "application/x-www-form-urlencoded" => form_urlencoded::parse(&request.body)
             .find(|(k, _)| k == "payload")
@@ -286,7 +392,8 @@ pub fn decode_apigw_body(event: &ApiGatewayV2httpRequest) -> Result<Bytes, Strin
 pub fn to_apigw(response: &WebhookResponse) -> ApiGatewayV2httpResponse {
     let mut out = ApiGatewayV2httpResponse::default();
     out.status_code = i64::from(response.status);
-    out.headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    out.headers
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     out.body = Some(Body::Text(response.body.to_string()));
     out
 }
@@ -298,18 +405,26 @@ mod tests {
     fn request(content_type: &str, body: &[u8]) -> WebhookRequest {
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_str(content_type).unwrap());
-        WebhookRequest { headers, body: Bytes::copy_from_slice(body) }
+        WebhookRequest {
+            headers,
+            body: Bytes::copy_from_slice(body),
+        }
     }
 
     #[test]
     fn form_bodies_yield_their_payload_field() {
-        let r = request("application/x-www-form-urlencoded", b"a=1&payload=%7B%22x%22%3A1%7D");
+        let r = request(
+            "application/x-www-form-urlencoded",
+            b"a=1&payload=%7B%22x%22%3A1%7D",
+        );
         assert_eq!(json_body(&r).unwrap(), Bytes::from_static(br#"{"x":1}"#));
         let r = request("application/x-www-form-urlencoded", b"a=1");
         assert!(json_body(&r).unwrap_err().contains("payload"));
         let r = request("application/json; charset=utf-8", b"{}");
         assert_eq!(json_body(&r).unwrap(), Bytes::from_static(b"{}"));
-        assert!(json_body(&request("text/plain", b"{}")).unwrap_err().contains("text/plain"));
+        assert!(json_body(&request("text/plain", b"{}"))
+            .unwrap_err()
+            .contains("text/plain"));
     }
 
     #[test]
@@ -321,6 +436,9 @@ mod tests {
         e.body = Some("%%%not base64".into());
         assert!(decode_apigw_body(&e).unwrap_err().contains("base64"));
         e.is_base64_encoded = false;
-        assert_eq!(decode_apigw_body(&e).unwrap(), Bytes::from_static(b"%%%not base64"));
+        assert_eq!(
+            decode_apigw_body(&e).unwrap(),
+            Bytes::from_static(b"%%%not base64")
+        );
     }
 }

@@ -1,0 +1,160 @@
+//! Test support: the emulator endpoint, fresh tables created from `template.yaml`, signed
+//! requests built from the real payloads in `tests/fixtures`.
+
+use std::io::BufRead;
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+use aws_config::SdkConfig;
+use aws_sdk_dynamodb::types::AttributeValue;
+use bytes::Bytes;
+use http::{HeaderMap, HeaderName, HeaderValue};
+use shared::config::TableConfig;
+use shared::secret::Secret;
+use shared::signature;
+use shared::store::{Item, PrStore};
+use shared::webhook::{Verifier, WebhookHandler, WebhookRequest};
+
+pub use infra::samples;
+
+pub const SECRET: &str = "test-webhook-secret";
+
+/// The emulator's endpoint: `AWS_ENDPOINT_URL` (what `infra/test.sh` sets), or else a moto server
+/// started once for this test process through `infra/emulator.sh run`, and stopped with it.
+pub fn endpoint() -> String {
+    static ENDPOINT: OnceLock<String> = OnceLock::new();
+    ENDPOINT
+        .get_or_init(|| match std::env::var("AWS_ENDPOINT_URL") {
+            Ok(url) if !url.is_empty() => url,
+            _ => start_private_emulator(),
+        })
+        .clone()
+}
+
+fn start_private_emulator() -> String {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let script = infra::emulator::repo_root().join("infra/emulator.sh");
+    // A watchdog: python holds moto and ends it when our end of its stdin closes (process exit).
+    let watchdog = r#"
+import subprocess, sys, threading
+p = subprocess.Popen(sys.argv[1:], stderr=subprocess.PIPE, text=True)
+for line in p.stderr:
+    if "Running on" in line:
+        print("ready", flush=True)
+        break
+# Keep draining moto's request log, or it blocks once the pipe is full.
+threading.Thread(target=lambda: [None for _ in p.stderr], daemon=True).start()
+sys.stdin.read()
+p.terminate()
+"#;
+    let mut child = Command::new("python3")
+        .args(["-c", watchdog])
+        .arg(&script)
+        .args(["run", "--port", &port.to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3 runs infra/emulator.sh");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(
+        line.trim(),
+        "ready",
+        "moto did not start (see infra/emulator.sh output above)"
+    );
+    std::mem::forget(child); // keeps stdin open until this process exits
+    format!("http://127.0.0.1:{port}")
+}
+
+/// SDK configuration for the emulator, made in the calling test's runtime.
+pub async fn sdk() -> SdkConfig {
+    infra::emulator::sdk_config(&endpoint()).await
+}
+
+/// A table of its own for one test, created from `template.yaml`'s definition.
+pub async fn fresh_table(sdk: &SdkConfig) -> PrStore {
+    let name = format!("prs-{}", uuid::Uuid::new_v4().simple());
+    let client = aws_sdk_dynamodb::Client::new(sdk);
+    infra::template::Template::bundled()
+        .unwrap()
+        .table(infra::template::PR_TABLE)
+        .unwrap()
+        .create(&client, &name)
+        .await
+        .unwrap();
+    PrStore::new(
+        client,
+        TableConfig {
+            table_name: name,
+            pending_shards: 4,
+        },
+    )
+}
+
+pub fn handler(store: PrStore) -> WebhookHandler {
+    WebhookHandler::new(store, Verifier::Secret(Secret::new(SECRET)), 1024 * 1024)
+}
+
+/// A request as GitHub sends it: JSON, with event, delivery GUID and a valid signature.
+pub fn signed(event: &str, delivery: &str, body: impl Into<Bytes>) -> WebhookRequest {
+    let body = body.into();
+    let mut request = unsigned(event, delivery, body.clone());
+    request.headers.insert(
+        "x-hub-signature-256",
+        header(&signature::sign(SECRET.as_bytes(), &body)),
+    );
+    request
+}
+
+pub fn unsigned(event: &str, delivery: &str, body: impl Into<Bytes>) -> WebhookRequest {
+    let mut headers = HeaderMap::new();
+    headers.insert(http::header::CONTENT_TYPE, header("application/json"));
+    headers.insert(HeaderName::from_static("x-github-event"), header(event));
+    headers.insert(
+        HeaderName::from_static("x-github-delivery"),
+        header(delivery),
+    );
+    WebhookRequest {
+        headers,
+        body: body.into(),
+    }
+}
+
+pub fn header(v: &str) -> HeaderValue {
+    HeaderValue::from_str(v).unwrap()
+}
+
+/// The merged-PR delivery, derived from the real `pull_request.closed.1` example (which is
+/// closed without merging) by `samples::merged`.
+pub fn merged_payload() -> serde_json::Value {
+    samples::merged(samples::webhook("pull_request.closed.1"))
+}
+
+pub async fn all_items(store: &PrStore) -> Vec<Item> {
+    // A Scan is fine in a test: it proves nothing else was written anywhere in the table.
+    let out = store
+        .client()
+        .scan()
+        .table_name(store.table_name())
+        .consistent_read(true)
+        .send()
+        .await
+        .unwrap();
+    out.items.unwrap_or_default()
+}
+
+pub fn s<'a>(item: &'a Item, name: &str) -> &'a str {
+    item.get(name)
+        .and_then(|v| v.as_s().ok())
+        .unwrap_or_else(|| panic!("no string attribute {name} in {item:?}"))
+}
+
+pub fn av_s(v: &str) -> AttributeValue {
+    AttributeValue::S(v.to_string())
+}

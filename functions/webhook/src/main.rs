@@ -17,8 +17,10 @@ async fn main() -> Result<(), Error> {
     let sdk = shared::aws::sdk_config().await;
     let handler = WebhookHandler::from_config(&config, &sdk).await?;
     let handler = &handler;
-    lambda_http::lambda_runtime::run(service_fn(move |event: LambdaEvent<ApiGatewayV2httpRequest>| async move {
-        Ok::<ApiGatewayV2httpResponse, Error>(handler.handle_apigw(event.payload).await)
-    }))
+    lambda_http::lambda_runtime::run(service_fn(
+        move |event: LambdaEvent<ApiGatewayV2httpRequest>| async move {
+            Ok::<ApiGatewayV2httpResponse, Error>(handler.handle_apigw(event.payload).await)
+        },
+    ))
     .await
 }

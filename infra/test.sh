@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The test command: starts the emulator (moto, installed into .venv-moto/ if missing), runs the
+# whole workspace's tests against it through AWS_ENDPOINT_URL, and stops it again.
+#
+#   infra/test.sh [extra cargo test args]
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+if [[ -z "${AWS_ENDPOINT_URL:-}" ]]; then
+  eval "$(infra/emulator.sh start)"
+  trap 'infra/emulator.sh stop' EXIT
+fi
+export AWS_REGION="${AWS_REGION:-us-east-1}" AWS_ACCESS_KEY_ID="${AWS_ACCESS_KEY_ID:-test}" AWS_SECRET_ACCESS_KEY="${AWS_SECRET_ACCESS_KEY:-test}"
+cargo test --workspace --all-targets "$@"
