@@ -14,6 +14,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv-moto"
 PYTHON="${PYTHON:-python3}"
 MOTO_PIN="moto[server]==5.2.5"
+# moto's server, with requests applied one at a time (see the file for why).
+LAUNCHER="$ROOT/infra/moto_server.py"
 PIDFILE="$VENV/moto.pid"
 LOGFILE="$VENV/moto.log"
 
@@ -56,12 +58,12 @@ case "$cmd" in
     install
     port=$(port_arg "$@")
     printf 'emulator: moto on http://127.0.0.1:%s (AWS_ENDPOINT_URL)\n' "$port" >&2
-    exec "$VENV/bin/moto_server" -H 127.0.0.1 -p "$port"
+    exec "$VENV/bin/python" "$LAUNCHER" -H 127.0.0.1 -p "$port"
     ;;
   start)
     install
     port=$(port_arg "$@")
-    "$VENV/bin/moto_server" -H 127.0.0.1 -p "$port" >"$LOGFILE" 2>&1 &
+    "$VENV/bin/python" "$LAUNCHER" -H 127.0.0.1 -p "$port" >"$LOGFILE" 2>&1 &
     pid=$!
     echo "$pid" >"$PIDFILE"
     wait_until_answers "http://127.0.0.1:$port" "$pid"

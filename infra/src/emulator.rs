@@ -45,6 +45,9 @@ impl Emulator {
         let root = repo_root();
         let script = root.join("infra/emulator.sh");
         let moto = root.join(".venv-moto/bin/moto_server");
+        let python = root.join(".venv-moto/bin/python");
+        // moto's server with each request applied atomically, as DynamoDB applies them.
+        let launcher = root.join("infra/moto_server.py");
         if !moto.exists() {
             let status = Command::new(&script)
                 .arg("install")
@@ -68,7 +71,8 @@ impl Emulator {
                 source,
             })?,
         };
-        let mut child = Command::new(&moto)
+        let mut child = Command::new(&python)
+            .arg(&launcher)
             .args(["-H", "127.0.0.1", "-p", &port.to_string()])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
