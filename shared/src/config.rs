@@ -10,6 +10,14 @@ pub const GITHUB_WEBHOOK_SECRET: &str = "GITHUB_WEBHOOK_SECRET";
 pub const GITHUB_WEBHOOK_SECRET_ARN: &str = "GITHUB_WEBHOOK_SECRET_ARN";
 pub const GITHUB_WEBHOOK_SECRET_PARAM: &str = "GITHUB_WEBHOOK_SECRET_PARAM";
 pub const INSECURE_NO_SIGNATURE: &str = "CHRONICLE_INSECURE_NO_SIGNATURE";
+pub const GITHUB_API_URL: &str = "GITHUB_API_URL";
+pub const GITHUB_TOKEN: &str = "GITHUB_TOKEN";
+pub const GITHUB_TOKEN_ARN: &str = "GITHUB_TOKEN_ARN";
+pub const GITHUB_TOKEN_PARAM: &str = "GITHUB_TOKEN_PARAM";
+pub const GITHUB_TIMEOUT_SECONDS: &str = "GITHUB_TIMEOUT_SECONDS";
+pub const GITHUB_MAX_RETRIES: &str = "GITHUB_MAX_RETRIES";
+pub const ENRICH_CONCURRENCY: &str = "ENRICH_CONCURRENCY";
+pub const ENRICH_MAX_PATHS: &str = "ENRICH_MAX_PATHS";
 
 pub const DEFAULT_PENDING_SHARDS: u16 = 4;
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -42,6 +50,67 @@ pub struct WebhookConfig {
     pub secret: SecretSource,
     /// `CHRONICLE_INSECURE_NO_SIGNATURE=1`: accept unsigned deliveries. Local development only.
     pub insecure_no_signature: bool,
+}
+
+/// Settings of the enrich function.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnrichConfig {
+    pub table: TableConfig,
+    /// `https://api.github.com`, or `https://HOST/api/v3` for GitHub Enterprise Server.
+    pub api_url: String,
+    /// Unset = enrichment disabled (skipped quietly).
+    pub token: SecretSource,
+    pub timeout: std::time::Duration,
+    pub max_retries: u32,
+    /// Records of one batch processed at once.
+    pub concurrency: usize,
+    /// Changed paths stored per PR (the rest are counted per top-level directory).
+    pub max_paths: usize,
+}
+
+impl EnrichConfig {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(&|k| std::env::var(k).ok())
+    }
+
+    pub fn from_lookup(get: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let api_url = get(GITHUB_API_URL)
+            .filter(|v| !v.trim().is_empty())
+            .unwrap_or_else(|| crate::github::DEFAULT_API_URL.to_string());
+        if !(api_url.starts_with("https://") || api_url.starts_with("http://")) {
+            return Err(invalid(GITHUB_API_URL, api_url, "an http(s) URL"));
+        }
+        let timeout: u64 = parse_or(get, GITHUB_TIMEOUT_SECONDS, 10, "a number of seconds")?;
+        let concurrency: usize = parse_or(get, ENRICH_CONCURRENCY, 4, "a positive integer")?;
+        let max_paths: usize = parse_or(get, ENRICH_MAX_PATHS, 500, "an integer from 1 to 3000")?;
+        if concurrency == 0 {
+            return Err(invalid(
+                ENRICH_CONCURRENCY,
+                "0".into(),
+                "a positive integer",
+            ));
+        }
+        if !(1..=3000).contains(&max_paths) {
+            return Err(invalid(
+                ENRICH_MAX_PATHS,
+                max_paths.to_string(),
+                "an integer from 1 to 3000",
+            ));
+        }
+        Ok(EnrichConfig {
+            table: TableConfig::from_lookup(get)?,
+            api_url,
+            token: SecretSource::from_vars(
+                get(GITHUB_TOKEN),
+                get(GITHUB_TOKEN_ARN),
+                get(GITHUB_TOKEN_PARAM),
+            ),
+            timeout: std::time::Duration::from_secs(timeout.max(1)),
+            max_retries: parse_or(get, GITHUB_MAX_RETRIES, 3, "a number of retries")?,
+            concurrency,
+            max_paths,
+        })
+    }
 }
 
 impl TableConfig {
@@ -164,6 +233,32 @@ mod tests {
             ),
             (2048, 8, true)
         );
+    }
+
+    #[test]
+    fn enrich_defaults_and_errors() {
+        let c = EnrichConfig::from_lookup(&lookup(&[("TABLE_NAME", "t")])).unwrap();
+        assert_eq!(c.api_url, "https://api.github.com");
+        assert_eq!(c.token, SecretSource::Unset);
+        assert_eq!((c.concurrency, c.max_paths, c.max_retries), (4, 500, 3));
+        let c = EnrichConfig::from_lookup(&lookup(&[
+            ("TABLE_NAME", "t"),
+            ("GITHUB_TOKEN_ARN", "arn:x"),
+            ("GITHUB_API_URL", "https://ghe.example/api/v3"),
+        ]))
+        .unwrap();
+        assert_eq!(c.token, SecretSource::SecretsManager("arn:x".into()));
+        assert_eq!(c.api_url, "https://ghe.example/api/v3");
+        assert!(EnrichConfig::from_lookup(&lookup(&[
+            ("TABLE_NAME", "t"),
+            ("GITHUB_API_URL", "api.github.com")
+        ]))
+        .is_err());
+        assert!(EnrichConfig::from_lookup(&lookup(&[
+            ("TABLE_NAME", "t"),
+            ("ENRICH_MAX_PATHS", "0")
+        ]))
+        .is_err());
     }
 
     #[test]

@@ -3,11 +3,13 @@
 //! Each behaviour lives in a small module named after it, so a reader can find it by name:
 //! the GitHub payload model ([`payload`]), the domain types ([`domain`]), the webhook signature
 //! check ([`signature`]), the DynamoDB store ([`store`]), the webhook ingest handler
-//! ([`webhook`]), configuration ([`config`]), secrets ([`secret`]) and telemetry ([`telemetry`]).
+//! ([`webhook`]), the GitHub REST client ([`github`]), the enrich stage ([`enrich`]), configuration ([`config`]), secrets ([`secret`]) and telemetry ([`telemetry`]).
 
 pub mod aws;
 pub mod config;
 pub mod domain;
+pub mod enrich;
+pub mod github;
 pub mod payload;
 pub mod secret;
 pub mod signature;

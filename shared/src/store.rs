@@ -3,10 +3,14 @@
 
 use std::collections::HashMap;
 
-use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
+use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
 use aws_sdk_dynamodb::Client;
 
 use crate::config::TableConfig;
+use time::OffsetDateTime;
+
 use crate::domain::{rfc3339_millis, rfc3339_seconds, Delivery, MergedPullRequest, RepoName};
 
 /// Attribute names. They are a contract: later stages, the CLI and operators rely on them.
@@ -38,6 +42,20 @@ pub mod attr {
     pub const LEASE_OWNER: &str = "leaseOwner";
     pub const LEASE_UNTIL: &str = "leaseUntil";
     pub const ENQUEUED_UNTIL: &str = "enqueuedUntil";
+    /// The enrich stage's lease: who is calling GitHub for this row, and until when.
+    pub const ENRICH_LEASE_OWNER: &str = "enrichLeaseOwner";
+    pub const ENRICH_LEASE_UNTIL: &str = "enrichLeaseUntil";
+    // Written by the enrich stage with `enrichedAt`.
+    pub const FILES: &str = "files";
+    pub const FILES_TRUNCATED: &str = "filesTruncated";
+    pub const DIRECTORIES: &str = "directories";
+    pub const ADDITIONS: &str = "additions";
+    pub const DELETIONS: &str = "deletions";
+    pub const CHANGED_FILES: &str = "changedFiles";
+    pub const COMMITS: &str = "commits";
+    pub const LINKED_ISSUES: &str = "linkedIssues";
+    /// Why enrichment was given up for good (the PR is gone, the token lost access).
+    pub const ENRICH_SKIPPED_REASON: &str = "enrichSkippedReason";
     /// TTL attribute (epoch seconds) for short-lived records.
     pub const EXPIRES_AT: &str = "expiresAt";
 
@@ -84,6 +102,11 @@ pub enum UpsertOutcome {
     Updated,
     /// Stale or equal `updated_at` (a redelivery, or an older event): nothing was written.
     Unchanged { stored_updated_at: Option<String> },
+}
+
+enum Refusal {
+    Refused(Option<Item>),
+    Failed(StoreError),
 }
 
 enum FieldUpdate {
@@ -178,42 +201,49 @@ impl PrStore {
         pr: &MergedPullRequest,
         delivery: &Delivery,
     ) -> Result<FieldUpdate, StoreError> {
-        let fields = pr_fields(pr, delivery);
-        let mut request = self
+        let mut update = Update::default();
+        for (name, value) in pr_fields(pr, delivery) {
+            update.set(name, value);
+        }
+        let condition = format!(
+            "attribute_exists({}) AND {} < {}",
+            update.name(attr::REPO),
+            update.name(attr::SOURCE_UPDATED_AT),
+            update.value("sourceUpdatedAt", None)
+        );
+        let request = self
             .client
             .update_item()
             .table_name(self.table_name())
             .set_key(Some(key(&pr.repo, pr.number)))
-            .condition_expression("attribute_exists(#repo) AND #sourceUpdatedAt < :sourceUpdatedAt")
-            .expression_attribute_names("#repo", attr::REPO)
+            .condition_expression(condition)
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
-        let mut sets = Vec::with_capacity(fields.len());
-        for (name, value) in fields {
-            sets.push(format!("#{name} = :{name}"));
-            request = request
-                .expression_attribute_names(format!("#{name}"), name)
-                .expression_attribute_values(format!(":{name}"), value);
-        }
-        let result = request
-            .update_expression(format!("SET {}", sets.join(", ")))
-            .send()
-            .await;
-        match result {
+        match update.apply(request).send().await {
             Ok(_) => Ok(FieldUpdate::Updated),
-            Err(e) => match e.as_service_error() {
-                Some(aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(c)) => {
-                    let old = match c.item().cloned() {
-                        Some(item) => Some(item),
-                        // Not every DynamoDB implementation returns ALL_OLD here; ask directly.
-                        None => self.get(&pr.repo, pr.number).await?,
-                    };
-                    Ok(match old {
-                        Some(item) => FieldUpdate::NotNewer(string(&item, attr::SOURCE_UPDATED_AT).map(str::to_string)),
-                        None => FieldUpdate::Missing,
-                    })
-                }
-                _ => Err(self.dynamo_error("UpdateItem", &e)),
+            Err(e) => match self.refused_item(&e, &pr.repo, pr.number).await? {
+                Refusal::Refused(Some(item)) => Ok(FieldUpdate::NotNewer(
+                    string(&item, attr::SOURCE_UPDATED_AT).map(str::to_string),
+                )),
+                Refusal::Refused(None) => Ok(FieldUpdate::Missing),
+                Refusal::Failed(e) => Err(e),
             },
+        }
+    }
+
+    /// For an `UpdateItem` error: the stored item if the condition refused it (from `ALL_OLD`,
+    /// or read again where an implementation does not return it), or the error as a `StoreError`.
+    async fn refused_item(
+        &self,
+        err: &aws_sdk_dynamodb::error::SdkError<UpdateItemError>,
+        repo: &RepoName,
+        number: u64,
+    ) -> Result<Refusal, StoreError> {
+        match err.as_service_error() {
+            Some(UpdateItemError::ConditionalCheckFailedException(c)) => match c.item() {
+                Some(item) => Ok(Refusal::Refused(Some(item.clone()))),
+                None => Ok(Refusal::Refused(self.get(repo, number).await?)),
+            },
+            _ => Ok(Refusal::Failed(self.dynamo_error("UpdateItem", err))),
         }
     }
 
@@ -244,6 +274,62 @@ impl PrStore {
             table: self.table_name().to_string(),
             message: crate::aws::error_message(err),
         }
+    }
+}
+
+/// An `UpdateItem` expression under construction: every attribute goes through a name
+/// placeholder (no reserved-word surprises) and every value through a value placeholder.
+#[derive(Default)]
+struct Update {
+    names: HashMap<String, String>,
+    values: HashMap<String, AttributeValue>,
+    sets: Vec<String>,
+    removes: Vec<String>,
+}
+
+impl Update {
+    fn name(&mut self, attribute: &str) -> String {
+        let placeholder = format!("#{attribute}");
+        self.names
+            .insert(placeholder.clone(), attribute.to_string());
+        placeholder
+    }
+
+    /// A value placeholder `:key`; `None` refers to one already set under that key.
+    fn value(&mut self, key: &str, value: Option<AttributeValue>) -> String {
+        let placeholder = format!(":{key}");
+        if let Some(value) = value {
+            self.values.insert(placeholder.clone(), value);
+        }
+        placeholder
+    }
+
+    fn set(&mut self, attribute: &str, value: AttributeValue) {
+        let clause = format!(
+            "{} = {}",
+            self.name(attribute),
+            self.value(attribute, Some(value))
+        );
+        self.sets.push(clause);
+    }
+
+    fn remove(&mut self, attribute: &str) {
+        let name = self.name(attribute);
+        self.removes.push(name);
+    }
+
+    fn apply(self, request: UpdateItemFluentBuilder) -> UpdateItemFluentBuilder {
+        let mut expression = Vec::new();
+        if !self.sets.is_empty() {
+            expression.push(format!("SET {}", self.sets.join(", ")));
+        }
+        if !self.removes.is_empty() {
+            expression.push(format!("REMOVE {}", self.removes.join(", ")));
+        }
+        request
+            .update_expression(expression.join(" "))
+            .set_expression_attribute_names(Some(self.names))
+            .set_expression_attribute_values((!self.values.is_empty()).then_some(self.values))
     }
 }
 
@@ -361,6 +447,144 @@ pub fn pending_index_projection(item: &Item) -> Item {
         .filter(|(k, _)| PROJECTED.contains(&k.as_str()))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect()
+}
+
+/// The enrich stage's claim on a row.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EnrichClaim {
+    /// This worker holds the lease; the row as it is now.
+    Claimed(Item),
+    /// `enrichedAt` is set: a duplicate or a redelivery after completion.
+    AlreadyEnriched,
+    /// Another worker's lease is live until the given time.
+    Held { until: Option<String> },
+    /// The row was deleted.
+    Missing,
+}
+
+impl PrStore {
+    /// Takes the enrichment lease: only if `enrichedAt` is absent and no live lease exists.
+    pub async fn claim_enrichment(
+        &self,
+        repo: &RepoName,
+        number: u64,
+        owner: &str,
+        now: OffsetDateTime,
+        until: OffsetDateTime,
+    ) -> Result<EnrichClaim, StoreError> {
+        let mut update = Update::default();
+        update.set(
+            attr::ENRICH_LEASE_OWNER,
+            AttributeValue::S(owner.to_string()),
+        );
+        update.set(
+            attr::ENRICH_LEASE_UNTIL,
+            AttributeValue::S(rfc3339_millis(until)),
+        );
+        let condition = format!(
+            "attribute_exists({repo}) AND attribute_not_exists({enriched}) AND (attribute_not_exists({lease}) OR {lease} < {now})",
+            repo = update.name(attr::REPO),
+            enriched = update.name(attr::ENRICHED_AT),
+            lease = update.name(attr::ENRICH_LEASE_UNTIL),
+            now = update.value("now", Some(AttributeValue::S(rfc3339_millis(now)))),
+        );
+        let request = self
+            .client
+            .update_item()
+            .table_name(self.table_name())
+            .set_key(Some(key(repo, number)))
+            .condition_expression(condition)
+            .return_values(ReturnValue::AllNew)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        match update.apply(request).send().await {
+            Ok(out) => Ok(EnrichClaim::Claimed(out.attributes.unwrap_or_default())),
+            Err(e) => match self.refused_item(&e, repo, number).await? {
+                Refusal::Refused(None) => Ok(EnrichClaim::Missing),
+                Refusal::Refused(Some(item)) if item.contains_key(attr::ENRICHED_AT) => {
+                    Ok(EnrichClaim::AlreadyEnriched)
+                }
+                Refusal::Refused(Some(item)) => Ok(EnrichClaim::Held {
+                    until: string(&item, attr::ENRICH_LEASE_UNTIL).map(str::to_string),
+                }),
+                Refusal::Failed(e) => Err(e),
+            },
+        }
+    }
+
+    /// Writes the enrichment and `enrichedAt` and drops the lease, only while `owner` holds it and
+    /// `enrichedAt` is absent. `false`: the lease was lost (nothing written). Never touches
+    /// `summarizedAt`, the pending marker or the webhook's fields.
+    pub async fn complete_enrichment(
+        &self,
+        repo: &RepoName,
+        number: u64,
+        owner: &str,
+        attributes: Vec<(&'static str, AttributeValue)>,
+        now: OffsetDateTime,
+    ) -> Result<bool, StoreError> {
+        let mut update = Update::default();
+        for (name, value) in attributes {
+            update.set(name, value);
+        }
+        update.set(attr::ENRICHED_AT, AttributeValue::S(rfc3339_millis(now)));
+        update.remove(attr::ENRICH_LEASE_OWNER);
+        update.remove(attr::ENRICH_LEASE_UNTIL);
+        let condition = format!(
+            "{} = {} AND attribute_not_exists({})",
+            update.name(attr::ENRICH_LEASE_OWNER),
+            update.value("owner", Some(AttributeValue::S(owner.to_string()))),
+            update.name(attr::ENRICHED_AT)
+        );
+        let request = self
+            .client
+            .update_item()
+            .table_name(self.table_name())
+            .set_key(Some(key(repo, number)))
+            .condition_expression(condition);
+        match update.apply(request).send().await {
+            Ok(_) => Ok(true),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(self.dynamo_error("UpdateItem", &e)),
+        }
+    }
+
+    /// Gives the lease back after a failure, so a retry need not wait for it to expire.
+    pub async fn release_enrichment(
+        &self,
+        repo: &RepoName,
+        number: u64,
+        owner: &str,
+    ) -> Result<(), StoreError> {
+        let mut update = Update::default();
+        update.remove(attr::ENRICH_LEASE_OWNER);
+        update.remove(attr::ENRICH_LEASE_UNTIL);
+        let condition = format!(
+            "{} = {}",
+            update.name(attr::ENRICH_LEASE_OWNER),
+            update.value("owner", Some(AttributeValue::S(owner.to_string())))
+        );
+        let request = self
+            .client
+            .update_item()
+            .table_name(self.table_name())
+            .set_key(Some(key(repo, number)))
+            .condition_expression(condition);
+        match update.apply(request).send().await {
+            Ok(_) => Ok(()),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(self.dynamo_error("UpdateItem", &e)),
+        }
+    }
 }
 
 #[cfg(test)]

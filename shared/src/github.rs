@@ -1,0 +1,485 @@
+//! The GitHub REST client the enrich stage uses: changed files, linked issues, totals.
+//!
+//! Limits are GitHub's: `per_page` ≤ 100 followed through `Link: rel="next"`, at most 3000 files
+//! per pull request. Rate limits (403/429 with `retry-after`, or `x-ratelimit-remaining: 0`
+//! until `x-ratelimit-reset`) are waited out only if the wait fits in the time left, otherwise
+//! the call fails so the stream retries the record later; 5xx and timeouts are retried with
+//! backoff a bounded number of times.
+
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use reqwest::header::{HeaderMap, ACCEPT, AUTHORIZATION, USER_AGENT};
+use reqwest::StatusCode;
+use serde::Deserialize;
+
+use crate::domain::RepoName;
+use crate::secret::Secret;
+
+pub const DEFAULT_API_URL: &str = "https://api.github.com";
+pub const API_VERSION: &str = "2022-11-28";
+/// GitHub returns at most this many files for one pull request.
+pub const MAX_FILES: usize = 3000;
+const PER_PAGE: usize = 100;
+/// Time kept back from the deadline for the write-back after the last request.
+const DEADLINE_MARGIN: Duration = Duration::from_secs(2);
+
+#[derive(Debug, thiserror::Error)]
+pub enum GitHubError {
+    #[error("GitHub answered {status} for {path}: it no longer exists or the token lost access")]
+    Gone { status: u16, path: String },
+    #[error("GitHub rate limit on {path}: must wait {wait:?}, more than the time left")]
+    RateLimited { path: String, wait: Duration },
+    #[error("GitHub answered {status} for {path} after {attempts} attempts")]
+    Server {
+        status: u16,
+        path: String,
+        attempts: u32,
+    },
+    #[error("GitHub request {path} failed after {attempts} attempts: {message}")]
+    Transport {
+        path: String,
+        attempts: u32,
+        message: String,
+    },
+    #[error("GitHub answered {status} for {path}: {message}")]
+    Refused {
+        status: u16,
+        path: String,
+        message: String,
+    },
+    #[error("GitHub's answer for {path} is not the expected JSON: {message}")]
+    Decode { path: String, message: String },
+    #[error("no time left for GitHub request {path}")]
+    OutOfTime { path: String },
+}
+
+/// Totals of a pull request (`GET /repos/{owner}/{repo}/pulls/{n}`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct PullTotals {
+    pub commits: u64,
+    pub additions: u64,
+    pub deletions: u64,
+    pub changed_files: u64,
+}
+
+/// One changed file (`GET …/pulls/{n}/files`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct ChangedFile {
+    #[serde(rename = "filename")]
+    pub path: String,
+    pub status: String,
+    pub additions: u64,
+    pub deletions: u64,
+}
+
+/// An issue a PR closes, as GitHub describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkedIssue {
+    pub repo: RepoName,
+    pub number: u64,
+    pub title: String,
+    pub state: String,
+    pub url: String,
+}
+
+#[derive(Deserialize)]
+struct IssuePayload {
+    title: String,
+    state: String,
+    html_url: String,
+}
+
+#[derive(Clone)]
+pub struct GitHubClient {
+    http: reqwest::Client,
+    base: String,
+    timeout: Duration,
+    max_retries: u32,
+}
+
+impl GitHubClient {
+    pub fn new(
+        api_url: &str,
+        token: &Secret,
+        timeout: Duration,
+        max_retries: u32,
+    ) -> Result<Self, reqwest::Error> {
+        let mut headers = HeaderMap::new();
+        let mut auth =
+            reqwest::header::HeaderValue::from_str(&format!("Bearer {}", token.expose()))
+                .unwrap_or_else(|_| {
+                    reqwest::header::HeaderValue::from_static("Bearer invalid-token")
+                });
+        auth.set_sensitive(true);
+        headers.insert(AUTHORIZATION, auth);
+        headers.insert(
+            ACCEPT,
+            reqwest::header::HeaderValue::from_static("application/vnd.github+json"),
+        );
+        headers.insert(
+            USER_AGENT,
+            reqwest::header::HeaderValue::from_static(concat!(
+                "chronicle/",
+                env!("CARGO_PKG_VERSION")
+            )),
+        );
+        headers.insert(
+            "x-github-api-version",
+            reqwest::header::HeaderValue::from_static(API_VERSION),
+        );
+        let http = reqwest::Client::builder()
+            .default_headers(headers)
+            .build()?;
+        Ok(GitHubClient {
+            http,
+            base: api_url.trim_end_matches('/').to_string(),
+            timeout,
+            max_retries,
+        })
+    }
+
+    pub async fn pull_totals(
+        &self,
+        repo: &RepoName,
+        number: u64,
+        deadline: Instant,
+    ) -> Result<PullTotals, GitHubError> {
+        let path = format!("/repos/{repo}/pulls/{number}");
+        let (body, _) = self
+            .get(&format!("{}{path}", self.base), &path, deadline)
+            .await?;
+        decode(&path, &body)
+    }
+
+    /// Every changed file, page by page through `Link: rel="next"`, at most [`MAX_FILES`].
+    pub async fn pull_files(
+        &self,
+        repo: &RepoName,
+        number: u64,
+        deadline: Instant,
+    ) -> Result<Vec<ChangedFile>, GitHubError> {
+        let path = format!("/repos/{repo}/pulls/{number}/files");
+        let mut url = Some(format!("{}{path}?per_page={PER_PAGE}", self.base));
+        let mut files = Vec::new();
+        while let Some(next) = url.take() {
+            let (body, headers) = self.get(&next, &path, deadline).await?;
+            let page: Vec<ChangedFile> = decode(&path, &body)?;
+            let empty = page.is_empty();
+            files.extend(page);
+            if files.len() >= MAX_FILES || empty {
+                break;
+            }
+            url = next_link(&headers);
+        }
+        files.truncate(MAX_FILES);
+        Ok(files)
+    }
+
+    /// The issue's title and state; `None` if it does not exist (404/410), which is not fatal.
+    pub async fn issue(
+        &self,
+        repo: &RepoName,
+        number: u64,
+        deadline: Instant,
+    ) -> Result<Option<LinkedIssue>, GitHubError> {
+        let path = format!("/repos/{repo}/issues/{number}");
+        match self
+            .get(&format!("{}{path}", self.base), &path, deadline)
+            .await
+        {
+            Ok((body, _)) => {
+                let issue: IssuePayload = decode(&path, &body)?;
+                Ok(Some(LinkedIssue {
+                    repo: repo.clone(),
+                    number,
+                    title: issue.title,
+                    state: issue.state,
+                    url: issue.html_url,
+                }))
+            }
+            Err(GitHubError::Gone { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// One GET with GitHub's retry rules. `path` names the resource in errors (never the token).
+    async fn get(
+        &self,
+        url: &str,
+        path: &str,
+        deadline: Instant,
+    ) -> Result<(bytes::Bytes, HeaderMap), GitHubError> {
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let left = deadline
+                .saturating_duration_since(Instant::now())
+                .saturating_sub(DEADLINE_MARGIN);
+            if left.is_zero() {
+                return Err(GitHubError::OutOfTime {
+                    path: path.to_string(),
+                });
+            }
+            let retry = match self
+                .http
+                .get(url)
+                .timeout(left.min(self.timeout))
+                .send()
+                .await
+            {
+                Err(e) => {
+                    let message = if e.is_timeout() {
+                        "timed out".to_string()
+                    } else {
+                        error_chain(&e)
+                    };
+                    if attempts > self.max_retries {
+                        return Err(GitHubError::Transport {
+                            path: path.to_string(),
+                            attempts,
+                            message,
+                        });
+                    }
+                    backoff(attempts)
+                }
+                Ok(response) => {
+                    let status = response.status();
+                    let headers = response.headers().clone();
+                    if status.is_success() {
+                        let body = response.bytes().await.map_err(|e| GitHubError::Transport {
+                            path: path.to_string(),
+                            attempts,
+                            message: error_chain(&e),
+                        })?;
+                        return Ok((body, headers));
+                    }
+                    if let Some(wait) = rate_limit_wait(status, &headers) {
+                        if Instant::now() + wait + DEADLINE_MARGIN >= deadline
+                            || attempts > self.max_retries + 1
+                        {
+                            return Err(GitHubError::RateLimited {
+                                path: path.to_string(),
+                                wait,
+                            });
+                        }
+                        tracing::info!(
+                            path,
+                            wait_ms = wait.as_millis() as u64,
+                            "GitHub rate limit: waiting"
+                        );
+                        wait
+                    } else if status == StatusCode::NOT_FOUND || status == StatusCode::GONE {
+                        return Err(GitHubError::Gone {
+                            status: status.as_u16(),
+                            path: path.to_string(),
+                        });
+                    } else if status.is_server_error() {
+                        if attempts > self.max_retries {
+                            return Err(GitHubError::Server {
+                                status: status.as_u16(),
+                                path: path.to_string(),
+                                attempts,
+                            });
+                        }
+                        backoff(attempts)
+                    } else {
+                        let message = response
+                            .json::<serde_json::Value>()
+                            .await
+                            .ok()
+                            .and_then(|v| {
+                                v.get("message")
+                                    .and_then(|m| m.as_str())
+                                    .map(str::to_string)
+                            })
+                            .unwrap_or_default();
+                        return Err(GitHubError::Refused {
+                            status: status.as_u16(),
+                            path: path.to_string(),
+                            message,
+                        });
+                    }
+                }
+            };
+            if Instant::now() + retry + DEADLINE_MARGIN >= deadline {
+                return Err(GitHubError::OutOfTime {
+                    path: path.to_string(),
+                });
+            }
+            tokio::time::sleep(retry).await;
+        }
+    }
+}
+
+fn decode<T: serde::de::DeserializeOwned>(path: &str, body: &[u8]) -> Result<T, GitHubError> {
+    serde_json::from_slice(body).map_err(|e| GitHubError::Decode {
+        path: path.to_string(),
+        message: e.to_string(),
+    })
+}
+
+fn backoff(attempt: u32) -> Duration {
+    Duration::from_millis(200u64.saturating_mul(1 << attempt.min(6)))
+}
+
+/// How long GitHub asks us to wait, if this is a rate-limit answer.
+fn rate_limit_wait(status: StatusCode, headers: &HeaderMap) -> Option<Duration> {
+    if status != StatusCode::FORBIDDEN && status != StatusCode::TOO_MANY_REQUESTS {
+        return None;
+    }
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
+    if let Some(secs) = header("retry-after").and_then(|v| v.parse::<u64>().ok()) {
+        return Some(Duration::from_secs(secs));
+    }
+    if header("x-ratelimit-remaining") == Some("0") {
+        let reset = header("x-ratelimit-reset").and_then(|v| v.parse::<u64>().ok())?;
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs();
+        return Some(Duration::from_secs(reset.saturating_sub(now).max(1)));
+    }
+    // GitHub's secondary limits without headers: wait at least a minute (its documentation).
+    (status == StatusCode::TOO_MANY_REQUESTS).then(|| Duration::from_secs(60))
+}
+
+/// The `rel="next"` URL of a `Link` header.
+pub fn next_link(headers: &HeaderMap) -> Option<String> {
+    let link = headers.get(reqwest::header::LINK)?.to_str().ok()?;
+    link.split(',').find_map(|part| {
+        let (url, params) = part.split_once(';')?;
+        params
+            .split(';')
+            .any(|p| p.trim() == "rel=\"next\"")
+            .then(|| {
+                url.trim()
+                    .trim_start_matches('<')
+                    .trim_end_matches('>')
+                    .to_string()
+            })
+    })
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut msg = e.to_string();
+    let mut src = e.source();
+    while let Some(s) = src {
+        msg.push_str(": ");
+        msg.push_str(&s.to_string());
+        src = s.source();
+    }
+    msg
+}
+
+/// Issues a PR body says it closes: `close[sd]?|fix(e[sd])?|resolve[sd]?` then `#N` or
+/// `owner/repo#N`, case-insensitive. De-duplicated, in order of mention, at most `limit`.
+pub fn closing_references(body: &str, this_repo: &RepoName, limit: usize) -> Vec<(RepoName, u64)> {
+    static PATTERN: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let pattern = PATTERN.get_or_init(|| {
+        regex::Regex::new(r"(?i)\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\b:?\s+(?:([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+))?#([0-9]+)\b")
+            .expect("the pattern is valid")
+    });
+    let mut refs: Vec<(RepoName, u64)> = Vec::new();
+    for caps in pattern.captures_iter(body) {
+        let repo = match caps.get(1) {
+            Some(r) => match RepoName::parse(r.as_str()) {
+                Ok(repo) => repo,
+                Err(_) => continue,
+            },
+            None => this_repo.clone(),
+        };
+        let Ok(number) = caps[2].parse::<u64>() else {
+            continue;
+        };
+        if !refs.iter().any(|(r, n)| *r == repo && *n == number) {
+            refs.push((repo, number));
+        }
+        if refs.len() == limit {
+            break;
+        }
+    }
+    refs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn closing_keywords() {
+        let repo = RepoName::parse("o/r").unwrap();
+        let body = "Fixes #12, closes octo/other#3 and RESOLVED: #12.\nfixed #7; close #8x; prefix#9; Fixes:#10\nresolves   #11";
+        let refs: Vec<(String, u64)> = closing_references(body, &repo, 10)
+            .into_iter()
+            .map(|(r, n)| (r.to_string(), n))
+            .collect();
+        assert_eq!(
+            refs,
+            [
+                ("o/r".into(), 12),
+                ("octo/other".into(), 3),
+                ("o/r".into(), 7),
+                ("o/r".into(), 11)
+            ]
+        );
+        assert_eq!(
+            closing_references("fixes #1 fixes #2 fixes #3", &repo, 2).len(),
+            2
+        );
+        assert!(closing_references("This fixes nothing. Related to #5", &repo, 10).is_empty());
+    }
+
+    #[test]
+    fn link_header_next() {
+        let mut h = HeaderMap::new();
+        h.insert(
+            reqwest::header::LINK,
+            "<https://api.github.com/x?page=2>; rel=\"next\", <https://api.github.com/x?page=3>; rel=\"last\"".parse().unwrap(),
+        );
+        assert_eq!(
+            next_link(&h).as_deref(),
+            Some("https://api.github.com/x?page=2")
+        );
+        h.insert(
+            reqwest::header::LINK,
+            "<https://api.github.com/x?page=1>; rel=\"prev\""
+                .parse()
+                .unwrap(),
+        );
+        assert_eq!(next_link(&h), None);
+    }
+
+    #[test]
+    fn rate_limit_answers() {
+        let mut h = HeaderMap::new();
+        h.insert("retry-after", "3".parse().unwrap());
+        assert_eq!(
+            rate_limit_wait(StatusCode::TOO_MANY_REQUESTS, &h),
+            Some(Duration::from_secs(3))
+        );
+        assert_eq!(rate_limit_wait(StatusCode::INTERNAL_SERVER_ERROR, &h), None);
+        let mut h = HeaderMap::new();
+        let reset = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+            + 5;
+        h.insert("x-ratelimit-remaining", "0".parse().unwrap());
+        h.insert("x-ratelimit-reset", reset.to_string().parse().unwrap());
+        let wait = rate_limit_wait(StatusCode::FORBIDDEN, &h).unwrap();
+        assert!(
+            wait <= Duration::from_secs(5) && wait >= Duration::from_secs(4),
+            "{wait:?}"
+        );
+        // A plain 403 (no rate-limit headers) is a refusal, not a wait.
+        assert_eq!(
+            rate_limit_wait(StatusCode::FORBIDDEN, &HeaderMap::new()),
+            None
+        );
+    }
+}
