@@ -2,17 +2,26 @@
 //! `template.yaml`, and the webhook handler served over HTTP on loopback: the same code as Lambda.
 
 use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use aws_config::SdkConfig;
-use shared::config::{TableConfig, WebhookConfig, TABLE_NAME};
+use shared::config::{EnrichConfig, TableConfig, WebhookConfig, TABLE_NAME};
+use shared::enrich::EnrichHandler;
 use shared::secret::{Secret, SecretSource};
 use shared::store::PrStore;
 use shared::webhook::{Verifier, WebhookHandler};
 
 use crate::emulator::{self, Emulator};
 use crate::http_server::{self, ServerHandle};
+use crate::streams::{self, BatchHandler, EventSourceSettings, StreamEventSource};
 use crate::template::{Template, PR_TABLE};
+
+/// The enrich function's `Timeout` in template.yaml: each local invocation gets as long.
+const ENRICH_TIMEOUT: Duration = Duration::from_secs(60);
+/// How often the emulated event source reads the stream.
+pub const STREAM_POLL_INTERVAL: Duration = Duration::from_millis(250);
 
 /// The secret `chronicle dev` uses when none is configured; `events/` is signed with it.
 pub const DEV_SECRET: &str = "chronicle-local-dev-secret";
@@ -52,6 +61,10 @@ pub struct DevStack {
     handler: Arc<WebhookHandler>,
     server: ServerHandle,
     secret: Option<Secret>,
+    enrich: Arc<EnrichHandler>,
+    stream_dlq_url: String,
+    stop_workers: tokio::sync::watch::Sender<bool>,
+    workers: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl DevStack {
@@ -95,6 +108,30 @@ impl DevStack {
         let handler = Arc::new(WebhookHandler::new(store, verifier, config.max_body_bytes));
         let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, options.port));
         let server = http_server::serve(handler.clone(), addr).await?;
+
+        // The stream event source moto lacks, emulated with the template's settings.
+        let mut enrich_config = EnrichConfig::from_lookup(&lookup)?;
+        enrich_config.table = config.table.clone();
+        let enrich = Arc::new(EnrichHandler::from_config(&enrich_config, &sdk).await?);
+        let template = Template::bundled()?;
+        let settings = EventSourceSettings::from_template(&template, "EnrichFunction", "PrStream")?;
+        let sqs = aws_sdk_sqs::Client::new(&sdk);
+        let dlq_name = format!("{}-enrich-stream-dlq", config.table.table_name);
+        let stream_dlq_url = streams::ensure_queue(&sqs, &dlq_name).await?;
+        let source = StreamEventSource::new(
+            &sdk,
+            &config.table.table_name,
+            stream_dlq_url.clone(),
+            settings,
+        )
+        .await?;
+        let (stop_workers, stop) = tokio::sync::watch::channel(false);
+        let handler_fn = enrich_batch_handler(enrich.clone());
+        let workers = vec![tokio::spawn(source.run(
+            handler_fn,
+            STREAM_POLL_INTERVAL,
+            stop,
+        ))];
         Ok(DevStack {
             emulator,
             sdk,
@@ -102,7 +139,21 @@ impl DevStack {
             handler,
             server,
             secret,
+            enrich,
+            stream_dlq_url,
+            stop_workers,
+            workers,
         })
+    }
+
+    /// Whether a GitHub token is configured (otherwise enrichment is skipped, quietly).
+    pub fn enrich_enabled(&self) -> bool {
+        self.enrich.enabled()
+    }
+
+    /// The local stream DLQ (the enrich event source's OnFailure destination).
+    pub fn stream_dlq_url(&self) -> &str {
+        &self.stream_dlq_url
     }
 
     pub fn webhook_url(&self) -> String {
@@ -134,11 +185,33 @@ impl DevStack {
         self.secret.as_ref()
     }
 
-    /// Stops the HTTP server, then the emulator if this stack started it.
+    /// Stops the HTTP server and the event sources, then the emulator if this stack started it.
     pub async fn shutdown(self) {
         self.server.shutdown().await;
+        let _ = self.stop_workers.send(true);
+        for worker in self.workers {
+            let _ = worker.await;
+        }
         if let Some(emulator) = self.emulator {
             emulator.stop().await;
         }
     }
+}
+
+/// The enrich handler in the event source's shape, each call a fresh "invocation" with the
+/// function's timeout as its deadline.
+pub fn enrich_batch_handler(enrich: Arc<EnrichHandler>) -> BatchHandler {
+    let invocations = Arc::new(AtomicU64::new(0));
+    Arc::new(move |event| {
+        let enrich = enrich.clone();
+        let id = format!(
+            "local-enrich-{}",
+            invocations.fetch_add(1, Ordering::Relaxed)
+        );
+        Box::pin(async move {
+            Ok(enrich
+                .handle(event, Instant::now() + ENRICH_TIMEOUT, &id)
+                .await)
+        })
+    })
 }

@@ -7,4 +7,5 @@ pub mod emulator;
 pub mod http_server;
 pub mod replay;
 pub mod samples;
+pub mod streams;
 pub mod template;

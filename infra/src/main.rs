@@ -90,6 +90,15 @@ async fn dev(
         stack.table().table_name
     );
     println!("  webhook   POST {}", stack.webhook_url());
+    println!(
+        "  enrich    {} (stream events from the emulator, DLQ {})",
+        if stack.enrich_enabled() {
+            "calls GitHub at GITHUB_API_URL"
+        } else {
+            "skipped: no GITHUB_TOKEN"
+        },
+        stack.stream_dlq_url()
+    );
     match stack.secret() {
         Some(_) => println!(
             "  signature checked with GITHUB_WEBHOOK_SECRET (default: {:?})",

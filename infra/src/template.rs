@@ -260,3 +260,250 @@ mod tests {
         );
     }
 }
+
+// -------------------------------------------------------------------------------------------------
+// Stream event sources: a function's `Type: DynamoDB` event, read so the local stack emulates the
+// same event source mapping as Lambda (batch size, retries, bisect, filter) without drifting.
+// -------------------------------------------------------------------------------------------------
+
+/// A function's `Type: DynamoDB` event (SAM `Events.<id>.Properties`), with `!Ref Param` resolved to
+/// the parameter's `Default`. Absent settings are `None`/empty (Lambda's defaults apply).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamEventDefinition {
+    pub starting_position: Option<String>,
+    pub batch_size: Option<u64>,
+    /// `-1` means infinite (Lambda's default when absent).
+    pub maximum_retry_attempts: Option<i64>,
+    /// `-1` means infinite (Lambda's default when absent).
+    pub maximum_record_age_in_seconds: Option<i64>,
+    pub bisect_batch_on_function_error: bool,
+    pub function_response_types: Vec<String>,
+    /// `FilterCriteria.Filters[].Pattern`, as written (JSON text); OR-ed by Lambda.
+    pub filter_patterns: Vec<String>,
+    /// `DestinationConfig.OnFailure.Type` (`SQS` or `SNS`), if any.
+    pub on_failure_type: Option<String>,
+}
+
+impl Template {
+    /// The `Default` of a template parameter.
+    pub fn parameter_default(&self, name: &str) -> Result<Value, TemplateError> {
+        let invalid = |message: String| TemplateError::Invalid {
+            id: name.to_string(),
+            message,
+        };
+        let parameter = self
+            .doc
+            .get("Parameters")
+            .and_then(|p| p.get(name))
+            .ok_or_else(|| invalid("is not a parameter of the template".into()))?;
+        parameter
+            .get("Default")
+            .cloned()
+            .ok_or_else(|| invalid("has no Default, so it cannot be resolved locally".into()))
+    }
+
+    /// `value` with `!Ref Param` (or `{Ref: Param}`) replaced by the parameter's `Default`; other
+    /// values are returned as they are. A `Ref` to anything but a parameter is an error: there is
+    /// no deployed resource to resolve it to locally.
+    pub fn resolve(&self, value: &Value) -> Result<Value, TemplateError> {
+        let name = match value {
+            Value::Tagged(tagged) if tagged.tag == "Ref" => tagged.value.as_str(),
+            Value::Mapping(m) if m.len() == 1 => m.get("Ref").and_then(Value::as_str),
+            _ => return Ok(value.clone()),
+        };
+        match name {
+            Some(name) => self.parameter_default(name),
+            None => Err(TemplateError::Invalid {
+                id: "Ref".into(),
+                message: format!("Ref to a non-string {value:?}"),
+            }),
+        }
+    }
+
+    /// The `Type: DynamoDB` event `event_id` of the function resource `function_id`.
+    pub fn stream_event(
+        &self,
+        function_id: &str,
+        event_id: &str,
+    ) -> Result<StreamEventDefinition, TemplateError> {
+        let id = format!("{function_id}.Events.{event_id}");
+        let invalid = |message: String| TemplateError::Invalid {
+            id: id.clone(),
+            message,
+        };
+        let event = self
+            .properties(function_id)?
+            .get("Events")
+            .and_then(|e| e.get(event_id))
+            .ok_or_else(|| invalid("no such event".into()))?;
+        let kind = event.get("Type").and_then(Value::as_str);
+        if kind != Some("DynamoDB") {
+            return Err(invalid(format!("Type is {kind:?}, not DynamoDB")));
+        }
+        let empty = Value::Mapping(Default::default());
+        let props = event.get("Properties").unwrap_or(&empty);
+        let get = |key: &str| -> Result<Option<Value>, TemplateError> {
+            props.get(key).map(|v| self.resolve(v)).transpose()
+        };
+        let integer = |key: &str| -> Result<Option<i64>, TemplateError> {
+            match get(key)? {
+                None => Ok(None),
+                Some(v) => yaml_integer(&v)
+                    .map(Some)
+                    .ok_or_else(|| invalid(format!("{key} is not an integer: {v:?}"))),
+            }
+        };
+        let string = |key: &str| -> Result<Option<String>, TemplateError> {
+            match get(key)? {
+                None => Ok(None),
+                Some(Value::String(s)) => Ok(Some(s)),
+                Some(v) => Err(invalid(format!("{key} is not a string: {v:?}"))),
+            }
+        };
+        let batch_size = match integer("BatchSize")? {
+            None => None,
+            Some(n) => Some(
+                u64::try_from(n)
+                    .ok()
+                    .filter(|n| *n >= 1)
+                    .ok_or_else(|| invalid(format!("BatchSize {n} is not positive")))?,
+            ),
+        };
+        let bisect_batch_on_function_error = match get("BisectBatchOnFunctionError")? {
+            None => false,
+            Some(Value::Bool(b)) => b,
+            Some(Value::String(s)) if s == "true" || s == "false" => s == "true",
+            Some(v) => {
+                return Err(invalid(format!(
+                    "BisectBatchOnFunctionError is not a boolean: {v:?}"
+                )))
+            }
+        };
+        let function_response_types = match get("FunctionResponseTypes")? {
+            None => Vec::new(),
+            Some(Value::Sequence(items)) => items
+                .iter()
+                .map(|v| {
+                    v.as_str()
+                        .map(str::to_string)
+                        .ok_or_else(|| invalid(format!("FunctionResponseTypes item {v:?}")))
+                })
+                .collect::<Result<_, _>>()?,
+            Some(v) => return Err(invalid(format!("FunctionResponseTypes is {v:?}"))),
+        };
+        let filter_patterns = match props.get("FilterCriteria") {
+            None => Vec::new(),
+            Some(criteria) => match criteria.get("Filters") {
+                Some(Value::Sequence(filters)) => filters
+                    .iter()
+                    .map(
+                        |f| match f.get("Pattern").map(|p| self.resolve(p)).transpose()? {
+                            Some(Value::String(p)) => Ok(p),
+                            other => Err(invalid(format!("filter Pattern is {other:?}"))),
+                        },
+                    )
+                    .collect::<Result<_, _>>()?,
+                other => return Err(invalid(format!("FilterCriteria.Filters is {other:?}"))),
+            },
+        };
+        let on_failure_type = props
+            .get("DestinationConfig")
+            .and_then(|d| d.get("OnFailure"))
+            .and_then(|o| o.get("Type"))
+            .map(|t| self.resolve(t))
+            .transpose()?
+            .and_then(|t| t.as_str().map(str::to_string));
+        Ok(StreamEventDefinition {
+            starting_position: string("StartingPosition")?,
+            batch_size,
+            maximum_retry_attempts: integer("MaximumRetryAttempts")?,
+            maximum_record_age_in_seconds: integer("MaximumRecordAgeInSeconds")?,
+            bisect_batch_on_function_error,
+            function_response_types,
+            filter_patterns,
+            on_failure_type,
+        })
+    }
+}
+
+/// An integer written as a YAML number or as a string (parameter defaults are often quoted).
+fn yaml_integer(value: &Value) -> Option<i64> {
+    match value {
+        Value::Number(n) => n.as_i64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod stream_event_tests {
+    use super::*;
+
+    const YAML: &str = r#"
+Parameters:
+  Batch:
+    Type: Number
+    Default: 25
+  Retries:
+    Type: Number
+    Default: "3"
+  NoDefault:
+    Type: String
+Resources:
+  Fn:
+    Type: AWS::Serverless::Function
+    Properties:
+      Events:
+        S:
+          Type: DynamoDB
+          Properties:
+            Stream: !GetAtt Table.StreamArn
+            StartingPosition: TRIM_HORIZON
+            BatchSize: !Ref Batch
+            MaximumRetryAttempts: { Ref: Retries }
+            MaximumRecordAgeInSeconds: 3600
+            BisectBatchOnFunctionError: true
+            FunctionResponseTypes: [ReportBatchItemFailures]
+            FilterCriteria:
+              Filters:
+                - Pattern: '{"eventName": ["INSERT"]}'
+            DestinationConfig:
+              OnFailure:
+                Type: SQS
+                Destination: !GetAtt Dlq.Arn
+        Bad:
+          Type: DynamoDB
+          Properties:
+            BatchSize: !Ref NoDefault
+        Api:
+          Type: HttpApi
+"#;
+
+    #[test]
+    fn reads_a_stream_event_and_resolves_parameter_defaults() {
+        let t = Template::parse(YAML).unwrap();
+        let e = t.stream_event("Fn", "S").unwrap();
+        assert_eq!(
+            e,
+            StreamEventDefinition {
+                starting_position: Some("TRIM_HORIZON".into()),
+                batch_size: Some(25),
+                maximum_retry_attempts: Some(3),
+                maximum_record_age_in_seconds: Some(3600),
+                bisect_batch_on_function_error: true,
+                function_response_types: vec!["ReportBatchItemFailures".into()],
+                filter_patterns: vec![r#"{"eventName": ["INSERT"]}"#.into()],
+                on_failure_type: Some("SQS".into()),
+            }
+        );
+    }
+
+    #[test]
+    fn refuses_what_it_cannot_resolve() {
+        let t = Template::parse(YAML).unwrap();
+        assert!(t.stream_event("Fn", "Bad").is_err());
+        assert!(t.stream_event("Fn", "Api").is_err());
+        assert!(t.stream_event("Fn", "Missing").is_err());
+        assert!(t.stream_event("Nope", "S").is_err());
+    }
+}
