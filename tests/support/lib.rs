@@ -15,6 +15,7 @@ use shared::signature;
 use shared::store::{Item, PrStore};
 use shared::webhook::{Verifier, WebhookHandler, WebhookRequest};
 
+pub mod github_stub;
 pub use infra::samples;
 
 pub const SECRET: &str = "test-webhook-secret";

@@ -1,0 +1,940 @@
+//! A GitHub REST stand-in: a real HTTP/1.1 server on 127.0.0.1 that answers with the recorded
+//! GitHub responses in `tests/fixtures/github/rest`, and is stricter than GitHub, never looser.
+//!
+//! Every request is recorded, then checked in this order, the first violation answering the way
+//! GitHub would:
+//!
+//! 1. `User-Agent` missing or empty → 403 ("Request forbidden by administrative rules…").
+//! 2. `Authorization` not `Bearer <token>` / `token <token>` → 401 (GitHub lets anonymous
+//!    requests through at 60/h; the stub requires the token).
+//! 3. `X-GitHub-Api-Version` not exactly `2022-11-28` → 400 (GitHub defaults a missing one; the
+//!    stub requires it).
+//! 4. A rate-limit window still open (see below) → the same refusal again.
+//! 5. A scripted [`Fault`] whose prefix matches the path → that fault, consumed.
+//! 6. Method other than GET → 405 on a known route; unknown route, unregistered PR or issue,
+//!    malformed number, trailing slash, repo spelled with another case → 404.
+//! 7. Query: `per_page` not an integer in 1..=100, `page` not an integer ≥ 1, a parameter the
+//!    endpoint does not take (single resources take none), or a parameter repeated → 422.
+//!
+//! Rate limits are honoured the way GitHub enforces them: after a
+//! [`Fault::TooManyRequests`] every request is refused with 429 until `retry-after` seconds have
+//! passed, and after a [`Fault::RateLimitExhausted`] every request is refused with 403 until the
+//! epoch second in `x-ratelimit-reset` (a client that retries early is refused again; the
+//! refusal is recorded and does not consume a scripted fault). [`GitHubStub::lift_rate_limit`]
+//! closes the window at once, for tests that model the passing of time themselves. The primary
+//! counter starts at 5000 and drops by one per authenticated request; at 0 every request is
+//! refused until the hour's reset.
+//!
+//! Every response carries `content-type: application/json; charset=utf-8`,
+//! `x-github-api-version-selected`, `x-github-request-id` and the `x-ratelimit-*` headers.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use serde_json::{json, Value};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+pub const API_VERSION: &str = "2022-11-28";
+/// The primary rate limit of an authenticated token.
+pub const RATE_LIMIT: u64 = 5000;
+/// `GET /repos/{o}/{r}/pulls/{n}/files` lists at most this many files.
+pub const MAX_PULL_FILES: usize = 3000;
+/// `GET /repos/{o}/{r}/pulls/{n}/commits` lists at most this many commits.
+pub const MAX_PULL_COMMITS: usize = 250;
+pub const DEFAULT_PER_PAGE: u64 = 30;
+pub const MAX_PER_PAGE: u64 = 100;
+
+const DOCS: &str = "https://docs.github.com/rest";
+const RATE_LIMIT_DOCS: &str = "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api";
+
+/// A pull request as registered with [`GitHubStub::add_pull`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PullSpec {
+    pub title: String,
+    pub body: Option<String>,
+    pub files: Vec<FileSpec>,
+    pub commits: u64,
+}
+
+impl PullSpec {
+    /// `n` files named `src/mod{i%7}/file{i}.rs`, cycling through the statuses GitHub reports
+    /// (modified, added, removed, renamed) with varying additions and deletions.
+    pub fn with_files(n: usize) -> PullSpec {
+        let files = (0..n)
+            .map(|i| {
+                let k = i as u64;
+                let (status, additions, deletions) = match i % 4 {
+                    0 => ("modified", k % 40 + 1, k % 9),
+                    1 => ("added", k % 120 + 1, 0),
+                    2 => ("removed", 0, k % 60 + 1),
+                    _ => ("renamed", k % 5, k % 3),
+                };
+                FileSpec {
+                    filename: format!("src/mod{}/file{i}.rs", i % 7),
+                    status: status.to_string(),
+                    additions,
+                    deletions,
+                }
+            })
+            .collect();
+        PullSpec {
+            title: format!("Change {n} files"),
+            body: Some(format!("Touches {n} files across seven modules.")),
+            files,
+            commits: 3,
+        }
+    }
+}
+
+/// One entry of a PR's changed files.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FileSpec {
+    pub filename: String,
+    pub status: String,
+    pub additions: u64,
+    pub deletions: u64,
+}
+
+/// A scripted failure, answered instead of the next matching request.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Fault {
+    /// 429, `retry-after`, GitHub's secondary-rate-limit message; the window is then enforced.
+    TooManyRequests { retry_after_secs: u64 },
+    /// 403, `x-ratelimit-remaining: 0`, `x-ratelimit-reset` = now + `reset_in_secs` (epoch
+    /// seconds); the window is then enforced.
+    RateLimitExhausted { reset_in_secs: u64 },
+    /// 500 `{"message":"Server Error"}`.
+    ServerError,
+    /// 502.
+    BadGateway,
+    /// 404 `{"message":"Not Found",…}`.
+    NotFound,
+    /// 410.
+    Gone,
+    /// Accepts the request, sends nothing for that long, then answers 504.
+    Hang(Duration),
+}
+
+/// A request as the stub received it (also the ones it refused).
+#[derive(Clone, Debug)]
+pub struct RecordedRequest {
+    pub method: String,
+    pub path: String,
+    pub query: Option<String>,
+    pub headers: HeaderMap,
+}
+
+#[derive(Clone, Debug)]
+enum Window {
+    /// Secondary limit: refused with 429 until this instant.
+    RetryAfter(Instant),
+    /// Primary limit: refused with 403 until this epoch second.
+    Reset(u64),
+}
+
+struct State {
+    token: String,
+    base_url: String,
+    pulls: HashMap<(String, u64), PullSpec>,
+    issues: HashMap<(String, u64), (String, String)>,
+    faults: Vec<(String, Fault)>,
+    requests: Vec<RecordedRequest>,
+    remaining: u64,
+    reset_epoch: u64,
+    window: Option<Window>,
+    served: u64,
+}
+
+struct Fixtures {
+    pull: Value,
+    file: Value,
+    commit: Value,
+    issue: Value,
+}
+
+/// The running stand-in. Clones share the same server and state.
+#[derive(Clone)]
+pub struct GitHubStub {
+    addr: SocketAddr,
+    state: Arc<Mutex<State>>,
+    stop: Arc<watch::Sender<bool>>,
+    task: Arc<Mutex<Option<JoinHandle<()>>>>,
+}
+
+impl GitHubStub {
+    /// Starts on 127.0.0.1:0, expecting `token` (`Authorization: Bearer <token>` or
+    /// `token <token>`).
+    pub async fn start(token: &str) -> GitHubStub {
+        assert!(!token.is_empty(), "the stub needs a non-empty token");
+        let fixtures = Arc::new(Fixtures::load());
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind 127.0.0.1:0");
+        let addr = listener.local_addr().unwrap();
+        let state = Arc::new(Mutex::new(State {
+            token: token.to_string(),
+            base_url: format!("http://{addr}"),
+            pulls: HashMap::new(),
+            issues: HashMap::new(),
+            faults: Vec::new(),
+            requests: Vec::new(),
+            remaining: RATE_LIMIT,
+            reset_epoch: epoch_secs() + 3600,
+            window: None,
+            served: 0,
+        }));
+        let (stop, mut stopped) = watch::channel(false);
+        let shared = state.clone();
+        let task = tokio::spawn(async move {
+            let mut connections = tokio::task::JoinSet::new();
+            loop {
+                tokio::select! {
+                    _ = stopped.changed() => break,
+                    accepted = listener.accept() => {
+                        let Ok((stream, _)) = accepted else { continue };
+                        let state = shared.clone();
+                        let fixtures = fixtures.clone();
+                        connections.spawn(async move {
+                            let service = service_fn(move |req| {
+                                handle(state.clone(), fixtures.clone(), req)
+                            });
+                            let _ = http1::Builder::new()
+                                .serve_connection(TokioIo::new(stream), service)
+                                .await;
+                        });
+                    }
+                }
+            }
+            // Keep-alive connections (and hanging requests) would otherwise hold shutdown.
+            connections.abort_all();
+            while connections.join_next().await.is_some() {}
+        });
+        GitHubStub {
+            addr,
+            state,
+            stop: Arc::new(stop),
+            task: Arc::new(Mutex::new(Some(task))),
+        }
+    }
+
+    /// `http://127.0.0.1:PORT`, no trailing slash.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Registers (or replaces) PR `number` of `repo` ("owner/name", matched case-sensitively).
+    pub fn add_pull(&self, repo: &str, number: u64, spec: PullSpec) {
+        check_repo(repo);
+        self.lock().pulls.insert((repo.to_string(), number), spec);
+    }
+
+    /// Registers (or replaces) issue `number` of `repo`. Unregistered issues answer 404.
+    pub fn add_issue(&self, repo: &str, number: u64, title: &str, state: &str) {
+        check_repo(repo);
+        assert!(
+            state == "open" || state == "closed",
+            "GitHub issue states are open or closed, not {state:?}"
+        );
+        self.lock().issues.insert(
+            (repo.to_string(), number),
+            (title.to_string(), state.to_string()),
+        );
+    }
+
+    /// Scripts `fault` for the next request whose path starts with `path_prefix` ("/" = any),
+    /// matched by whole segments ("/repos/o/r/pulls/2" covers ".../pulls/2/files", not
+    /// ".../pulls/20"). Faults are consumed in the order they were scripted: a request takes
+    /// the earliest pending fault whose prefix covers its path.
+    pub fn fail_next(&self, path_prefix: &str, fault: Fault) {
+        assert!(
+            path_prefix.starts_with('/'),
+            "path prefixes start with '/', got {path_prefix:?}"
+        );
+        self.lock().faults.push((path_prefix.to_string(), fault));
+    }
+
+    /// Faults scripted and not yet consumed.
+    pub fn pending_faults(&self) -> usize {
+        self.lock().faults.len()
+    }
+
+    /// Ends an open rate-limit window now (as if its `retry-after` / reset had passed).
+    pub fn lift_rate_limit(&self) {
+        self.lock().window = None;
+    }
+
+    /// Every request received, in order, including refused ones.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.lock().requests.clone()
+    }
+
+    pub fn request_count(&self) -> usize {
+        self.lock().requests.len()
+    }
+
+    /// Requests whose path (without the query) starts with `path_prefix`, by whole segments.
+    pub fn count_matching(&self, path_prefix: &str) -> usize {
+        self.lock()
+            .requests
+            .iter()
+            .filter(|r| under(&r.path, path_prefix))
+            .count()
+    }
+
+    /// Requests answered 2xx with a resource (not refused, not faulted).
+    pub fn served_count(&self) -> u64 {
+        self.lock().served
+    }
+
+    /// Stops accepting and drops open connections (a hanging request is cut).
+    pub async fn stop(self) {
+        let _ = self.stop.send(true);
+        let task = self.task.lock().unwrap().take();
+        if let Some(task) = task {
+            let _ = task.await;
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panicking test thread must not hide the stub's record from the others.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// `path` is `prefix` or below it, by whole segments: "/repos/o/r/pulls/2" covers
+/// "/repos/o/r/pulls/2/files" but not "/repos/o/r/pulls/20"; "/" covers everything.
+fn under(path: &str, prefix: &str) -> bool {
+    path.strip_prefix(prefix)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/') || prefix.ends_with('/'))
+}
+
+fn check_repo(repo: &str) {
+    let parts: Vec<&str> = repo.split('/').collect();
+    assert!(
+        parts.len() == 2 && parts.iter().all(|p| !p.is_empty()),
+        "repo is \"owner/name\", got {repo:?}"
+    );
+}
+
+impl Fixtures {
+    fn load() -> Fixtures {
+        let read = |name: &str| -> Value {
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("fixtures/github/rest")
+                .join(name);
+            let text = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+            serde_json::from_str(&text)
+                .unwrap_or_else(|e| panic!("parsing {}: {e}", path.display()))
+        };
+        let first = |v: Value, name: &str| -> Value {
+            v.as_array()
+                .and_then(|a| a.first().cloned())
+                .unwrap_or_else(|| panic!("{name} is not a non-empty array"))
+        };
+        Fixtures {
+            pull: read("pulls.get.json"),
+            file: first(read("pulls.list-files.json"), "pulls.list-files.json"),
+            commit: first(read("pulls.list-commits.json"), "pulls.list-commits.json"),
+            issue: read("issues.get.json"),
+        }
+    }
+}
+
+fn epoch_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// What the stub answers, before the common headers are added.
+struct Answer {
+    status: StatusCode,
+    body: Value,
+    headers: Vec<(&'static str, String)>,
+    /// `x-ratelimit-remaining: 0` and this reset instead of the counter.
+    exhausted_until: Option<u64>,
+}
+
+impl Answer {
+    fn json(status: StatusCode, body: Value) -> Answer {
+        Answer {
+            status,
+            body,
+            headers: Vec::new(),
+            exhausted_until: None,
+        }
+    }
+
+    fn error(status: StatusCode, message: &str) -> Answer {
+        Answer::json(
+            status,
+            json!({
+                "message": message,
+                "documentation_url": DOCS,
+                "status": status.as_u16().to_string(),
+            }),
+        )
+    }
+
+    fn header(mut self, name: &'static str, value: impl Into<String>) -> Answer {
+        self.headers.push((name, value.into()));
+        self
+    }
+}
+
+fn not_found() -> Answer {
+    Answer::error(StatusCode::NOT_FOUND, "Not Found")
+}
+
+fn secondary_limit(retry_after_secs: u64) -> Answer {
+    Answer::json(
+        StatusCode::TOO_MANY_REQUESTS,
+        json!({
+            "message": "You have exceeded a secondary rate limit. Please wait a few minutes \
+                        before you try again. If you reach out to GitHub Support for help, \
+                        please include the request ID.",
+            "documentation_url": format!("{RATE_LIMIT_DOCS}#about-secondary-rate-limits"),
+            "status": "429",
+        }),
+    )
+    .header("retry-after", retry_after_secs.to_string())
+}
+
+fn primary_limit(reset_epoch: u64) -> Answer {
+    let mut answer = Answer::json(
+        StatusCode::FORBIDDEN,
+        json!({
+            "message": "API rate limit exceeded for user ID 1. If you reach out to GitHub \
+                        Support for help, please include the request ID.",
+            "documentation_url": format!("{RATE_LIMIT_DOCS}#about-the-primary-rate-limit"),
+            "status": "403",
+        }),
+    );
+    answer.exhausted_until = Some(reset_epoch);
+    answer
+}
+
+fn validation_failed(field: &str, resource: &str) -> Answer {
+    Answer::json(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        json!({
+            "message": "Validation Failed",
+            "errors": [{ "resource": resource, "field": field, "code": "invalid" }],
+            "documentation_url": DOCS,
+            "status": "422",
+        }),
+    )
+}
+
+async fn handle(
+    state: Arc<Mutex<State>>,
+    fixtures: Arc<Fixtures>,
+    req: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    let (parts, body) = req.into_parts();
+    // GETs have no body; drain whatever came so the connection stays usable.
+    let _ = body.collect().await;
+    let path = parts.uri.path().to_string();
+    let query = parts.uri.query().map(str::to_string);
+
+    let (answer, hang) = {
+        let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
+        st.requests.push(RecordedRequest {
+            method: parts.method.to_string(),
+            path: path.clone(),
+            query: query.clone(),
+            headers: parts.headers.clone(),
+        });
+        decide(
+            &mut st,
+            &fixtures,
+            &parts.method,
+            &parts.headers,
+            &path,
+            query.as_deref(),
+        )
+    };
+    let answer = match hang {
+        Some(d) => {
+            tokio::time::sleep(d).await;
+            answer
+        }
+        None => answer,
+    };
+    let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
+    if answer.status.is_success() {
+        st.served += 1;
+    }
+    Ok(respond(&st, answer))
+}
+
+/// Checks and routes one request; a `Some` duration means "wait that long, then answer".
+fn decide(
+    st: &mut State,
+    fixtures: &Fixtures,
+    method: &Method,
+    headers: &HeaderMap,
+    path: &str,
+    query: Option<&str>,
+) -> (Answer, Option<Duration>) {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+
+    if header("user-agent").is_none_or(|ua| ua.trim().is_empty()) {
+        return (
+            Answer::error(
+                StatusCode::FORBIDDEN,
+                "Request forbidden by administrative rules. Please make sure your request has \
+                 a User-Agent header (https://docs.github.com/en/rest/overview/resources-in-the-\
+                 rest-api#user-agent-required). Check https://developer.github.com for other \
+                 possible causes.",
+            ),
+            None,
+        );
+    }
+    match header("authorization") {
+        None => {
+            return (
+                Answer::error(StatusCode::UNAUTHORIZED, "Requires authentication"),
+                None,
+            )
+        }
+        Some(value) if !token_matches(value, &st.token) => {
+            return (
+                Answer::error(StatusCode::UNAUTHORIZED, "Bad credentials"),
+                None,
+            )
+        }
+        Some(_) => {}
+    }
+    // Several values (or one that is not exactly the version) are refused.
+    let versions: Vec<&HeaderValue> = headers.get_all("x-github-api-version").iter().collect();
+    if versions.len() != 1 || versions[0] != API_VERSION {
+        let message = if versions.is_empty() {
+            "The X-GitHub-Api-Version header is required by this stand-in (2022-11-28)."
+        } else {
+            "Invalid API version provided."
+        };
+        let mut answer = Answer::error(StatusCode::BAD_REQUEST, message);
+        answer.body["documentation_url"] =
+            json!("https://docs.github.com/rest/overview/api-versions");
+        return (answer, None);
+    }
+
+    // An authenticated request: it counts against the primary limit (the request that uses
+    // the last unit is served, the next one is refused until the reset).
+    let now = epoch_secs();
+    if now >= st.reset_epoch {
+        st.remaining = RATE_LIMIT;
+        st.reset_epoch = now + 3600;
+    }
+    if st.remaining == 0 {
+        return (primary_limit(st.reset_epoch), None);
+    }
+    st.remaining -= 1;
+    match st.window.clone() {
+        Some(Window::RetryAfter(until)) => {
+            let now = Instant::now();
+            if now < until {
+                let left = (until - now).as_secs_f64().ceil() as u64;
+                return (secondary_limit(left.max(1)), None);
+            }
+            st.window = None;
+        }
+        Some(Window::Reset(reset)) => {
+            if epoch_secs() < reset {
+                return (primary_limit(reset), None);
+            }
+            st.window = None;
+        }
+        None => {}
+    }
+
+    if let Some(i) = st.faults.iter().position(|(p, _)| under(path, p)) {
+        let (_, fault) = st.faults.remove(i);
+        return match fault {
+            Fault::TooManyRequests { retry_after_secs } => {
+                st.window = Some(Window::RetryAfter(
+                    Instant::now() + Duration::from_secs(retry_after_secs),
+                ));
+                (secondary_limit(retry_after_secs), None)
+            }
+            Fault::RateLimitExhausted { reset_in_secs } => {
+                let reset = epoch_secs() + reset_in_secs;
+                st.window = Some(Window::Reset(reset));
+                (primary_limit(reset), None)
+            }
+            Fault::ServerError => (
+                Answer::error(StatusCode::INTERNAL_SERVER_ERROR, "Server Error"),
+                None,
+            ),
+            Fault::BadGateway => (Answer::error(StatusCode::BAD_GATEWAY, "Bad Gateway"), None),
+            Fault::NotFound => (not_found(), None),
+            Fault::Gone => (Answer::error(StatusCode::GONE, "Gone"), None),
+            Fault::Hang(d) => (
+                Answer::error(
+                    StatusCode::GATEWAY_TIMEOUT,
+                    "We couldn't respond to your request in time. Sorry about that. Please try \
+                     resubmitting your request and contact us if the problem persists.",
+                ),
+                Some(d),
+            ),
+        };
+    }
+
+    let Some(route) = Route::parse(path) else {
+        return (not_found(), None);
+    };
+    if method != Method::GET {
+        return (
+            Answer::error(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed"),
+            None,
+        );
+    }
+    let params = match Params::parse(query, route.paginated()) {
+        Ok(p) => p,
+        Err(field) => return (validation_failed(&field, route.resource()), None),
+    };
+    let base = st.base_url.clone();
+    let answer = match &route {
+        Route::Pull { repo, number } => match st.pulls.get(&(repo.clone(), *number)) {
+            Some(spec) => Answer::json(
+                StatusCode::OK,
+                pull_json(fixtures, &base, repo, *number, spec),
+            ),
+            None => not_found(),
+        },
+        Route::Issue { repo, number } => match st.issues.get(&(repo.clone(), *number)) {
+            Some((title, state)) => Answer::json(
+                StatusCode::OK,
+                issue_json(fixtures, &base, repo, *number, title, state),
+            ),
+            None => not_found(),
+        },
+        Route::PullFiles { repo, number } => match st.pulls.get(&(repo.clone(), *number)) {
+            Some(spec) => {
+                let total = spec.files.len().min(MAX_PULL_FILES);
+                page(&base, path, &params, total, |i| {
+                    file_json(fixtures, repo, &spec.files[i])
+                })
+            }
+            None => not_found(),
+        },
+        Route::PullCommits { repo, number } => match st.pulls.get(&(repo.clone(), *number)) {
+            Some(spec) => {
+                let total = (spec.commits as usize).min(MAX_PULL_COMMITS);
+                page(&base, path, &params, total, |i| {
+                    commit_json(fixtures, repo, *number, i)
+                })
+            }
+            None => not_found(),
+        },
+    };
+    (answer, None)
+}
+
+fn token_matches(value: &str, token: &str) -> bool {
+    let Some((scheme, credential)) = value.split_once(' ') else {
+        return false;
+    };
+    (scheme.eq_ignore_ascii_case("bearer") || scheme.eq_ignore_ascii_case("token"))
+        && credential == token
+}
+
+enum Route {
+    Pull { repo: String, number: u64 },
+    PullFiles { repo: String, number: u64 },
+    PullCommits { repo: String, number: u64 },
+    Issue { repo: String, number: u64 },
+}
+
+impl Route {
+    fn parse(path: &str) -> Option<Route> {
+        let segments: Vec<&str> = path.strip_prefix('/')?.split('/').collect();
+        let (owner, name, rest) = match segments.as_slice() {
+            ["repos", owner, name, rest @ ..] if !owner.is_empty() && !name.is_empty() => {
+                (owner, name, rest)
+            }
+            _ => return None,
+        };
+        let repo = format!("{owner}/{name}");
+        let number = |s: &str| -> Option<u64> {
+            if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            s.parse().ok().filter(|n| *n > 0)
+        };
+        Some(match rest {
+            ["pulls", n] => Route::Pull {
+                repo,
+                number: number(n)?,
+            },
+            ["pulls", n, "files"] => Route::PullFiles {
+                repo,
+                number: number(n)?,
+            },
+            ["pulls", n, "commits"] => Route::PullCommits {
+                repo,
+                number: number(n)?,
+            },
+            ["issues", n] => Route::Issue {
+                repo,
+                number: number(n)?,
+            },
+            _ => return None,
+        })
+    }
+
+    fn paginated(&self) -> bool {
+        matches!(self, Route::PullFiles { .. } | Route::PullCommits { .. })
+    }
+
+    fn resource(&self) -> &'static str {
+        match self {
+            Route::Pull { .. } | Route::PullFiles { .. } | Route::PullCommits { .. } => {
+                "PullRequest"
+            }
+            Route::Issue { .. } => "Issue",
+        }
+    }
+}
+
+struct Params {
+    /// `per_page` as the client sent it (kept in the `Link` URLs only if it was sent).
+    per_page: Option<u64>,
+    page: u64,
+}
+
+impl Params {
+    /// `Err(field)` for an invalid, repeated or unexpected parameter.
+    fn parse(query: Option<&str>, paginated: bool) -> Result<Params, String> {
+        let mut per_page = None;
+        let mut page = None;
+        for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let slot = match key {
+                "per_page" if paginated => &mut per_page,
+                "page" if paginated => &mut page,
+                _ => return Err(key.to_string()),
+            };
+            if slot.is_some() {
+                return Err(key.to_string());
+            }
+            let n = positive(value).ok_or_else(|| key.to_string())?;
+            *slot = Some(n);
+        }
+        if per_page.is_some_and(|p| p > MAX_PER_PAGE) {
+            return Err("per_page".to_string());
+        }
+        Ok(Params {
+            per_page,
+            page: page.unwrap_or(1),
+        })
+    }
+
+    fn per_page(&self) -> u64 {
+        self.per_page.unwrap_or(DEFAULT_PER_PAGE)
+    }
+}
+
+fn positive(s: &str) -> Option<u64> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok().filter(|n| *n >= 1)
+}
+
+/// One page of `total` items, with GitHub's `Link` header.
+fn page(
+    base: &str,
+    path: &str,
+    params: &Params,
+    total: usize,
+    item: impl Fn(usize) -> Value,
+) -> Answer {
+    let per_page = params.per_page();
+    let last = (total as u64).div_ceil(per_page).max(1);
+    let start = params.page.saturating_sub(1).saturating_mul(per_page);
+    let end = start.saturating_add(per_page).min(total as u64);
+    let items: Vec<Value> = (start..end.max(start)).map(|i| item(i as usize)).collect();
+    let mut answer = Answer::json(StatusCode::OK, Value::Array(items));
+    if total as u64 > per_page || params.page > 1 {
+        let link = |page: u64, rel: &str| {
+            let query = match params.per_page {
+                Some(p) => format!("per_page={p}&page={page}"),
+                None => format!("page={page}"),
+            };
+            format!("<{base}{path}?{query}>; rel=\"{rel}\"")
+        };
+        let mut links = Vec::new();
+        if params.page > 1 {
+            links.push(link(params.page - 1, "prev"));
+        }
+        if params.page < last {
+            links.push(link(params.page + 1, "next"));
+        }
+        if params.page != last {
+            links.push(link(last, "last"));
+        }
+        if params.page > 1 {
+            links.push(link(1, "first"));
+        }
+        answer = answer.header("link", links.join(", "));
+    }
+    answer
+}
+
+/// A 40-hex-digit, stable stand-in for a git object id.
+fn fake_sha(seed: &str) -> String {
+    let mut out = String::with_capacity(40);
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for round in 0u8..3 {
+        for b in seed.bytes().chain([round]) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        out.push_str(&format!("{h:016x}"));
+    }
+    out.truncate(40);
+    out
+}
+
+fn pull_json(fixtures: &Fixtures, base: &str, repo: &str, number: u64, spec: &PullSpec) -> Value {
+    let (owner, name) = repo.split_once('/').unwrap();
+    let mut v = fixtures.pull.clone();
+    let api = format!("{base}/repos/{repo}");
+    v["url"] = json!(format!("{api}/pulls/{number}"));
+    v["html_url"] = json!(format!("https://github.com/{repo}/pull/{number}"));
+    v["diff_url"] = json!(format!("https://github.com/{repo}/pull/{number}.diff"));
+    v["patch_url"] = json!(format!("https://github.com/{repo}/pull/{number}.patch"));
+    v["issue_url"] = json!(format!("{api}/issues/{number}"));
+    v["commits_url"] = json!(format!("{api}/pulls/{number}/commits"));
+    v["number"] = json!(number);
+    v["title"] = json!(spec.title);
+    v["body"] = json!(spec.body);
+    // Chronicle only looks up merged PRs; the OpenAPI example says open/unmerged.
+    v["state"] = json!("closed");
+    v["merged"] = json!(true);
+    v["commits"] = json!(spec.commits);
+    v["additions"] = json!(spec.files.iter().map(|f| f.additions).sum::<u64>());
+    v["deletions"] = json!(spec.files.iter().map(|f| f.deletions).sum::<u64>());
+    v["changed_files"] = json!(spec.files.len());
+    for side in ["base", "head"] {
+        let r = &mut v[side]["repo"];
+        r["full_name"] = json!(repo);
+        r["name"] = json!(name);
+        r["owner"]["login"] = json!(owner);
+        r["html_url"] = json!(format!("https://github.com/{repo}"));
+        r["url"] = json!(api);
+    }
+    v
+}
+
+fn file_json(fixtures: &Fixtures, repo: &str, f: &FileSpec) -> Value {
+    let head = fixtures.pull["head"]["sha"]
+        .as_str()
+        .unwrap_or("6dcb09b5b57875f334f61aebed695e2e4193db5e");
+    let mut v = fixtures.file.clone();
+    v["sha"] = json!(fake_sha(&f.filename));
+    v["filename"] = json!(f.filename);
+    v["status"] = json!(f.status);
+    v["additions"] = json!(f.additions);
+    v["deletions"] = json!(f.deletions);
+    v["changes"] = json!(f.additions + f.deletions);
+    v["blob_url"] = json!(format!(
+        "https://github.com/{repo}/blob/{head}/{}",
+        f.filename
+    ));
+    v["raw_url"] = json!(format!(
+        "https://github.com/{repo}/raw/{head}/{}",
+        f.filename
+    ));
+    v["contents_url"] = json!(format!(
+        "https://api.github.com/repos/{repo}/contents/{}?ref={head}",
+        f.filename
+    ));
+    if f.status == "renamed" {
+        v["previous_filename"] = json!(format!("{}.old", f.filename));
+    }
+    if f.additions + f.deletions == 0 {
+        // GitHub omits the patch when there is no textual change.
+        if let Some(o) = v.as_object_mut() {
+            o.remove("patch");
+        }
+    }
+    v
+}
+
+fn commit_json(fixtures: &Fixtures, repo: &str, number: u64, i: usize) -> Value {
+    let sha = fake_sha(&format!("{repo}#{number}/commit{i}"));
+    let mut v = fixtures.commit.clone();
+    v["sha"] = json!(sha);
+    v["url"] = json!(format!("https://api.github.com/repos/{repo}/commits/{sha}"));
+    v["html_url"] = json!(format!("https://github.com/{repo}/commit/{sha}"));
+    v["commit"]["message"] = json!(format!("Commit {} of #{number}", i + 1));
+    v
+}
+
+fn issue_json(
+    fixtures: &Fixtures,
+    base: &str,
+    repo: &str,
+    number: u64,
+    title: &str,
+    state: &str,
+) -> Value {
+    let mut v = fixtures.issue.clone();
+    v["url"] = json!(format!("{base}/repos/{repo}/issues/{number}"));
+    v["repository_url"] = json!(format!("{base}/repos/{repo}"));
+    v["html_url"] = json!(format!("https://github.com/{repo}/issues/{number}"));
+    v["number"] = json!(number);
+    v["title"] = json!(title);
+    v["state"] = json!(state);
+    if state == "open" {
+        v["closed_at"] = Value::Null;
+        v["state_reason"] = Value::Null;
+    } else {
+        v["state_reason"] = json!("completed");
+    }
+    v
+}
+
+fn respond(st: &State, answer: Answer) -> Response<Full<Bytes>> {
+    let (remaining, reset) = match answer.exhausted_until {
+        Some(reset) => (0, reset),
+        None => (st.remaining, st.reset_epoch),
+    };
+    let mut builder = Response::builder()
+        .status(answer.status)
+        .header("content-type", "application/json; charset=utf-8")
+        .header("x-github-api-version-selected", API_VERSION)
+        .header("x-github-media-type", "github.v3; format=json")
+        .header(
+            "x-github-request-id",
+            format!("5A1B:{:04X}:{:08X}", st.requests.len(), st.remaining),
+        )
+        .header("x-ratelimit-limit", RATE_LIMIT.to_string())
+        .header("x-ratelimit-remaining", remaining.to_string())
+        .header("x-ratelimit-reset", reset.to_string())
+        .header("x-ratelimit-used", (RATE_LIMIT - remaining).to_string())
+        .header("x-ratelimit-resource", "core");
+    for (name, value) in answer.headers {
+        builder = builder.header(name, value);
+    }
+    builder
+        .body(Full::new(Bytes::from(answer.body.to_string())))
+        .expect("the stub's responses always build")
+}
