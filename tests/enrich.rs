@@ -568,14 +568,29 @@ async fn the_sample_stream_event_is_enriched_and_its_modify_ignored() {
     let (store, stub) = setup().await;
     stored_pr(&store, 2, None).await;
     stub.add_pull(REPO, 2, PullSpec::with_files(5));
-    let text = std::fs::read_to_string(infra::emulator::repo_root().join("events/enrich.dynamodb-stream.json")).unwrap();
+    let text = std::fs::read_to_string(
+        infra::emulator::repo_root().join("events/enrich.dynamodb-stream.json"),
+    )
+    .unwrap();
     let sample: Event = serde_json::from_str(&text).unwrap();
-    assert_eq!(sample.records.iter().map(|r| r.event_name.as_str()).collect::<Vec<_>>(), ["INSERT", "MODIFY"]);
-    let response = enricher(&store, &stub, 1).handle(sample, deadline(30), "sample").await;
+    assert_eq!(
+        sample
+            .records
+            .iter()
+            .map(|r| r.event_name.as_str())
+            .collect::<Vec<_>>(),
+        ["INSERT", "MODIFY"]
+    );
+    let response = enricher(&store, &stub, 1)
+        .handle(sample, deadline(30), "sample")
+        .await;
     assert!(response.batch_item_failures.is_empty(), "{response:?}");
     let item = row(&store, 2).await;
     assert!(item.contains_key(attr::ENRICHED_AT));
     // PR + one page of files: the MODIFY record called nothing.
     assert_eq!(stub.request_count(), 2);
-    println!("enriched item for the sample PR (5 files): {} bytes", shared::store::item_size(&item));
+    println!(
+        "enriched item for the sample PR (5 files): {} bytes",
+        shared::store::item_size(&item)
+    );
 }

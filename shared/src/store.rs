@@ -184,16 +184,7 @@ impl PrStore {
             .expression_attribute_names("#repo", attr::REPO)
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(self.dynamo_error("PutItem", &e)),
-        }
+        self.applied("PutItem", result)
     }
 
     async fn update_fields(
@@ -259,6 +250,27 @@ impl PrStore {
             .await
             .map_err(|e| self.dynamo_error("GetItem", &e))?;
         Ok(out.item)
+    }
+
+    /// `true` if a conditional write was applied, `false` if its condition refused it.
+    fn applied<T, E>(
+        &self,
+        operation: &'static str,
+        result: Result<T, aws_sdk_dynamodb::error::SdkError<E>>,
+    ) -> Result<bool, StoreError>
+    where
+        E: std::error::Error + aws_sdk_dynamodb::error::ProvideErrorMetadata + 'static,
+    {
+        match result {
+            Ok(_) => Ok(true),
+            Err(e)
+                if e.as_service_error().and_then(|s| s.code())
+                    == Some("ConditionalCheckFailedException") =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(self.dynamo_error(operation, &e)),
+        }
     }
 
     fn dynamo_error<E>(
@@ -541,16 +553,7 @@ impl PrStore {
             .table_name(self.table_name())
             .set_key(Some(key(repo, number)))
             .condition_expression(condition);
-        match update.apply(request).send().await {
-            Ok(_) => Ok(true),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(self.dynamo_error("UpdateItem", &e)),
-        }
+        self.applied("UpdateItem", update.apply(request).send().await)
     }
 
     /// Gives the lease back after a failure, so a retry need not wait for it to expire.
@@ -574,16 +577,8 @@ impl PrStore {
             .table_name(self.table_name())
             .set_key(Some(key(repo, number)))
             .condition_expression(condition);
-        match update.apply(request).send().await {
-            Ok(_) => Ok(()),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
-            {
-                Ok(())
-            }
-            Err(e) => Err(self.dynamo_error("UpdateItem", &e)),
-        }
+        self.applied("UpdateItem", update.apply(request).send().await)
+            .map(|_| ())
     }
 }
 
