@@ -8,14 +8,59 @@ use shared::store::attr;
 use support::*;
 
 async fn start() -> infra::dev::DevStack {
+    start_with(Vec::new()).await
+}
+
+async fn start_with(overrides: Vec<(String, String)>) -> infra::dev::DevStack {
     let table_name = Some(format!("dev-{}", uuid::Uuid::new_v4().simple()));
     let options = infra::dev::DevOptions {
         port: 0,
         endpoint: Some(endpoint()),
         emulator_port: None,
         table_name,
+        overrides,
     };
     infra::dev::DevStack::start(options).await.unwrap()
+}
+
+#[tokio::test]
+async fn a_delivery_posted_to_the_local_stack_is_enriched_from_the_stream() {
+    let stub = support::github_stub::GitHubStub::start("local-token").await;
+    stub.add_pull(
+        "Codertocat/Hello-World",
+        2,
+        support::github_stub::PullSpec::with_files(12),
+    );
+    let stack = start_with(vec![
+        ("GITHUB_API_URL".into(), stub.url()),
+        ("GITHUB_TOKEN".into(), "local-token".into()),
+    ])
+    .await;
+    assert!(stack.enrich_enabled());
+    let dir = infra::emulator::repo_root().join("events");
+    infra::replay::replay(&dir, &stack.webhook_url(), stack.secret(), stack.store())
+        .await
+        .unwrap();
+    let repo = RepoName::parse("Codertocat/Hello-World").unwrap();
+    let mut enriched = None;
+    for _ in 0..100 {
+        let item = stack.store().get(&repo, 2).await.unwrap().unwrap();
+        if item.contains_key(attr::ENRICHED_AT) {
+            enriched = Some(item);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let item = enriched.expect("the stream event source enriched the row within 10 s");
+    assert_eq!(item[attr::FILES].as_l().unwrap().len(), 12);
+    // The webhook's later update (the edit) is a MODIFY: it did not trigger a second enrichment.
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    assert_eq!(
+        stub.count_matching("/repos/Codertocat/Hello-World/pulls/2"),
+        2,
+        "PR + one page of files, once"
+    );
+    stack.shutdown().await;
 }
 
 #[tokio::test]

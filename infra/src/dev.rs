@@ -37,6 +37,8 @@ pub struct DevOptions {
     pub emulator_port: Option<u16>,
     /// Table name; `None` means `TABLE_NAME`, else `chronicle-dev`.
     pub table_name: Option<String>,
+    /// Configuration variables taking precedence over the environment (e.g. `GITHUB_API_URL`).
+    pub overrides: Vec<(String, String)>,
 }
 
 impl DevOptions {
@@ -50,6 +52,7 @@ impl DevOptions {
             endpoint,
             emulator_port,
             table_name: None,
+            overrides: Vec::new(),
         }
     }
 }
@@ -71,7 +74,15 @@ impl DevStack {
     /// Starts everything. Configuration is the functions' own (`WebhookConfig`), with local
     /// defaults for the table name and the secret.
     pub async fn start(options: DevOptions) -> anyhow::Result<Self> {
+        let overridden = |k: &str| {
+            options
+                .overrides
+                .iter()
+                .find(|(name, _)| name == k)
+                .map(|(_, v)| v.clone())
+        };
         let lookup = |k: &str| match (k, &options.table_name) {
+            _ if overridden(k).is_some() => overridden(k),
             (TABLE_NAME, Some(name)) => Some(name.clone()),
             (TABLE_NAME, None) => {
                 Some(std::env::var(k).unwrap_or_else(|_| DEFAULT_TABLE.to_string()))
