@@ -187,7 +187,15 @@ impl EnrichHandler {
                 GitHubClient::new(&config.api_url, &token, config.timeout, config.max_retries)
                     .map_err(|e| EnrichInitError::Http(e.to_string()))?,
             ),
-            None => None,
+            None => {
+                tracing::info!(
+                    "no GitHub token configured ({} / {} / {}): enrichment is skipped",
+                    crate::config::GITHUB_TOKEN,
+                    crate::config::GITHUB_TOKEN_ARN,
+                    crate::config::GITHUB_TOKEN_PARAM
+                );
+                None
+            }
         };
         let store = PrStore::new(aws_sdk_dynamodb::Client::new(sdk), config.table.clone());
         Ok(Self::new(

@@ -28,8 +28,3 @@ pub fn init_cli() {
         .with_writer(std::io::stderr)
         .try_init();
 }
-
-/// An informational line from a crate that does not depend on `tracing` itself.
-pub fn note(message: &str) {
-    tracing::info!("{message}");
-}

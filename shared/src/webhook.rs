@@ -17,7 +17,7 @@ use time::OffsetDateTime;
 
 use crate::config::WebhookConfig;
 use crate::domain::{Delivery, MergedPullRequest};
-use crate::payload::{self, Classified, PayloadError};
+use crate::payload::{self, Classified};
 use crate::secret::{Secret, SecretError};
 use crate::signature;
 use crate::store::{PrStore, StoreError, UpsertOutcome};
@@ -244,10 +244,7 @@ impl WebhookHandler {
             classified
         });
         match classified {
-            Err(e) => Respond(
-                WebhookResponse::error(400, payload_message(&e)),
-                "bad_request",
-            ),
+            Err(e) => Respond(WebhookResponse::error(400, e.to_string()), "bad_request"),
             Ok(Classified::Ignored(reason)) => Respond(
                 WebhookResponse::new(200, json!({ "ignored": reason })),
                 "ignored",
@@ -348,10 +345,6 @@ impl WebhookHandler {
 fn with(mut body: Value, key: &str, value: Value) -> Value {
     body[key] = value;
     body
-}
-
-fn payload_message(e: &PayloadError) -> String {
-    e.to_string()
 }
 
 /// The JSON document of a delivery: the body itself, or the `payload` field of a form post

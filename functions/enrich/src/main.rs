@@ -18,9 +18,6 @@ async fn main() -> Result<(), Error> {
     let config = EnrichConfig::from_env()?;
     let sdk = shared::aws::sdk_config().await;
     let handler = Arc::new(EnrichHandler::from_config(&config, &sdk).await?);
-    if !handler.enabled() {
-        tracing_info_disabled();
-    }
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Event>| {
         let handler = Arc::clone(&handler);
         async move {
@@ -33,8 +30,4 @@ async fn main() -> Result<(), Error> {
         }
     }))
     .await
-}
-
-fn tracing_info_disabled() {
-    shared::telemetry::note("no GitHub token configured (GITHUB_TOKEN / GITHUB_TOKEN_ARN / GITHUB_TOKEN_PARAM): enrichment is skipped");
 }
