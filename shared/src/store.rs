@@ -547,6 +547,17 @@ impl PrStore {
             update.value("owner", Some(AttributeValue::S(owner.to_string()))),
             update.name(attr::ENRICHED_AT)
         );
+        self.update_if(repo, number, update, condition).await
+    }
+
+    /// Applies `update` if `condition` holds; `false` if it did not.
+    async fn update_if(
+        &self,
+        repo: &RepoName,
+        number: u64,
+        update: Update,
+        condition: String,
+    ) -> Result<bool, StoreError> {
         let request = self
             .client
             .update_item()
@@ -571,13 +582,8 @@ impl PrStore {
             update.name(attr::ENRICH_LEASE_OWNER),
             update.value("owner", Some(AttributeValue::S(owner.to_string())))
         );
-        let request = self
-            .client
-            .update_item()
-            .table_name(self.table_name())
-            .set_key(Some(key(repo, number)))
-            .condition_expression(condition);
-        self.applied("UpdateItem", update.apply(request).send().await)
+        self.update_if(repo, number, update, condition)
+            .await
             .map(|_| ())
     }
 }
