@@ -18,6 +18,12 @@ pub const GITHUB_TIMEOUT_SECONDS: &str = "GITHUB_TIMEOUT_SECONDS";
 pub const GITHUB_MAX_RETRIES: &str = "GITHUB_MAX_RETRIES";
 pub const ENRICH_CONCURRENCY: &str = "ENRICH_CONCURRENCY";
 pub const ENRICH_MAX_PATHS: &str = "ENRICH_MAX_PATHS";
+pub const SUMMARIZE_QUEUE_URL: &str = "SUMMARIZE_QUEUE_URL";
+pub const ENRICH_GRACE_SECONDS: &str = "ENRICH_GRACE_SECONDS";
+pub const CLAIM_TTL_SECONDS: &str = "CLAIM_TTL_SECONDS";
+pub const ENRICH_ENABLED: &str = "ENRICH_ENABLED";
+pub const MAX_ATTEMPTS: &str = "MAX_ATTEMPTS";
+pub const OUTPUT_DIR: &str = "OUTPUT_DIR";
 
 pub const DEFAULT_PENDING_SHARDS: u16 = 4;
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -109,6 +115,88 @@ impl EnrichConfig {
             max_retries: parse_or(get, GITHUB_MAX_RETRIES, 3, "a number of retries")?,
             concurrency,
             max_paths,
+        })
+    }
+}
+
+/// Settings of the sweeper function.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SweeperConfig {
+    pub table: TableConfig,
+    pub queue_url: String,
+    /// How long a row without `enrichedAt` waits for enrichment (from `receivedAt`).
+    pub enrich_grace: std::time::Duration,
+    /// How long a sweep's claim on a row lasts; a row whose message was lost goes again after it.
+    pub claim_ttl: std::time::Duration,
+    /// Whether enrichment runs at all; if not, nothing waits for it.
+    pub enrich_enabled: bool,
+}
+
+impl SweeperConfig {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(&|k| std::env::var(k).ok())
+    }
+
+    pub fn from_lookup(get: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let queue_url = get(SUMMARIZE_QUEUE_URL)
+            .filter(|v| !v.trim().is_empty())
+            .ok_or(ConfigError::Missing(SUMMARIZE_QUEUE_URL))?;
+        let grace: u64 = parse_or(get, ENRICH_GRACE_SECONDS, 120, "a number of seconds")?;
+        let claim_ttl: u64 = parse_or(get, CLAIM_TTL_SECONDS, 300, "a positive number of seconds")?;
+        if claim_ttl == 0 {
+            return Err(invalid(
+                CLAIM_TTL_SECONDS,
+                "0".into(),
+                "a positive number of seconds",
+            ));
+        }
+        let enrich_enabled = match get(ENRICH_ENABLED) {
+            None => true,
+            Some(_) => flag(get, ENRICH_ENABLED)?,
+        };
+        Ok(SweeperConfig {
+            table: TableConfig::from_lookup(get)?,
+            queue_url,
+            enrich_grace: std::time::Duration::from_secs(grace),
+            claim_ttl: std::time::Duration::from_secs(claim_ttl),
+            enrich_enabled,
+        })
+    }
+}
+
+/// Settings of the summarize function.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SummarizeConfig {
+    pub table: TableConfig,
+    /// Failed attempts on a row before it is given up (`failedAt`).
+    pub max_attempts: u32,
+    /// Where the Markdown publisher writes `<owner>/<repo>/<module>.md`.
+    pub output_dir: String,
+    pub modules_file: Option<String>,
+    pub modules_param: Option<String>,
+}
+
+impl SummarizeConfig {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(&|k| std::env::var(k).ok())
+    }
+
+    pub fn from_lookup(get: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let max_attempts: u32 = parse_or(get, MAX_ATTEMPTS, 5, "a positive number of attempts")?;
+        if max_attempts == 0 {
+            return Err(invalid(
+                MAX_ATTEMPTS,
+                "0".into(),
+                "a positive number of attempts",
+            ));
+        }
+        let non_empty = |k: &str| get(k).filter(|v| !v.trim().is_empty());
+        Ok(SummarizeConfig {
+            table: TableConfig::from_lookup(get)?,
+            max_attempts,
+            output_dir: non_empty(OUTPUT_DIR).unwrap_or_else(|| "out".to_string()),
+            modules_file: non_empty(crate::tagging::MODULES_CONFIG_FILE),
+            modules_param: non_empty(crate::tagging::MODULES_CONFIG_PARAM),
         })
     }
 }

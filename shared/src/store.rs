@@ -56,6 +56,11 @@ pub mod attr {
     pub const LINKED_ISSUES: &str = "linkedIssues";
     /// Why enrichment was given up for good (the PR is gone, the token lost access).
     pub const ENRICH_SKIPPED_REASON: &str = "enrichSkippedReason";
+    // Written by the summarize stage with `summarizedAt`.
+    pub const MODULES: &str = "modules";
+    pub const SUMMARY: &str = "summary";
+    /// The last failure of the summarize stage, kept while it retries.
+    pub const LAST_ERROR: &str = "lastError";
     /// TTL attribute (epoch seconds) for short-lived records.
     pub const EXPIRES_AT: &str = "expiresAt";
 
@@ -76,6 +81,11 @@ pub mod attr {
 pub const PENDING_INDEX: &str = "pending";
 
 pub type Item = HashMap<String, AttributeValue>;
+
+mod summary;
+mod sweep;
+pub use summary::{SummaryClaim, SummaryFailure};
+pub use sweep::{PendingPage, PendingRow};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

@@ -1,0 +1,31 @@
+//! Lambda on the summarize queue (SQS, `ReportBatchItemFailures`). Thin: the modules config is
+//! loaded once per cold start; each batch goes to `shared::summarize::SummarizeHandler`, whose
+//! partial-batch response is returned as is. The local stack feeds the same handler from moto.
+
+use std::sync::Arc;
+
+use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
+use lambda_runtime::{service_fn, Error, LambdaEvent};
+use shared::config::SummarizeConfig;
+use shared::enrich::deadline_from_epoch_millis;
+use shared::summarize::SummarizeHandler;
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    shared::telemetry::init_lambda();
+    let config = SummarizeConfig::from_env()?;
+    let sdk = shared::aws::sdk_config().await;
+    let handler = Arc::new(SummarizeHandler::from_config(&config, &sdk).await?);
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {
+        let handler = Arc::clone(&handler);
+        async move {
+            let deadline = deadline_from_epoch_millis(event.context.deadline);
+            Ok::<SqsBatchResponse, Error>(
+                handler
+                    .handle(event.payload, deadline, &event.context.request_id)
+                    .await,
+            )
+        }
+    }))
+    .await
+}

@@ -1,0 +1,1129 @@
+//! The onboarding narrative of one module: the stored PR rows turned into entries, and the
+//! entries rendered as one deterministic page (`<repo> · <module>`, newest merge first, grouped
+//! by month).
+//!
+//! Everything here is pure: the same rows always give the same page, byte for byte, and nothing
+//! depends on the time of rendering. Publishers ([`crate::publish`]) only move the rendering
+//! somewhere.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use time::format_description::well_known::Rfc3339;
+use time::{OffsetDateTime, UtcOffset};
+
+use crate::store::{attr, Item};
+
+/// The longest summary paragraph, in characters, ellipsis included.
+pub const SUMMARY_MAX_CHARS: usize = 600;
+
+/// How many of an entry's files the page lists.
+const KEY_FILES: usize = 5;
+/// How many authors the page header names.
+const TOP_AUTHORS: usize = 3;
+
+/// One merged PR as the narrative tells it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Entry {
+    pub repo: String,
+    pub number: u64,
+    pub title: String,
+    pub url: String,
+    pub author: String,
+    /// RFC 3339, as stored (`2019-05-15T15:21:18Z`).
+    pub merged_at: String,
+    pub labels: Vec<String>,
+    pub summary: String,
+    pub files: Vec<FileChange>,
+    pub linked_issues: Vec<IssueLink>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct FileChange {
+    pub path: String,
+    pub additions: u64,
+    pub deletions: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct IssueLink {
+    pub title: String,
+    pub state: String,
+    pub url: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum NarrativeError {
+    #[error("the PR row has no {0:?} attribute")]
+    MissingAttribute(&'static str),
+    #[error("the PR row's {attribute:?} attribute is malformed: {reason}")]
+    InvalidAttribute {
+        attribute: &'static str,
+        reason: String,
+    },
+}
+
+fn invalid(attribute: &'static str, reason: impl Into<String>) -> NarrativeError {
+    NarrativeError::InvalidAttribute {
+        attribute,
+        reason: reason.into(),
+    }
+}
+
+/// An [`Entry`] from a stored PR row. Required: `repo`, `prNumber`, `title`, `url`, `author`,
+/// `mergedAt` (RFC 3339). Optional: `labels`, `body`, and what enrichment adds (`files`,
+/// `linkedIssues`); absent means empty. `summary` is the row's `summary` attribute if present
+/// and not blank, else [`summary_paragraph`] of the title and body.
+pub fn entry_from_item(item: &Item) -> Result<Entry, NarrativeError> {
+    let repo = required_string(item, attr::REPO)?;
+    let number = match item.get(attr::PR_NUMBER) {
+        None => return Err(NarrativeError::MissingAttribute(attr::PR_NUMBER)),
+        Some(v) => number(v, attr::PR_NUMBER)?,
+    };
+    let title = required_string(item, attr::TITLE)?;
+    let url = required_string(item, attr::URL)?;
+    let author = required_string(item, attr::AUTHOR)?;
+    let merged_at = required_string(item, attr::MERGED_AT)?;
+    if let Err(e) = OffsetDateTime::parse(&merged_at, &Rfc3339) {
+        return Err(invalid(attr::MERGED_AT, format!("{merged_at:?}: {e}")));
+    }
+    let labels = match item.get(attr::LABELS) {
+        None | Some(AttributeValue::Null(_)) => Vec::new(),
+        Some(AttributeValue::L(values)) => values
+            .iter()
+            .map(|v| string(v, attr::LABELS))
+            .collect::<Result<_, _>>()?,
+        Some(AttributeValue::Ss(values)) => {
+            let mut values = values.clone();
+            values.sort();
+            values
+        }
+        Some(_) => return Err(invalid(attr::LABELS, "not a list of strings")),
+    };
+    let body = optional_string(item, attr::BODY)?;
+    let summary = match optional_string(item, attr::SUMMARY)? {
+        Some(s) if !s.trim().is_empty() => s.trim().to_string(),
+        _ => summary_paragraph(&title, body),
+    };
+    let files = maps(item, attr::FILES)?
+        .into_iter()
+        .map(|m| {
+            Ok(FileChange {
+                path: field_string(m, "path", attr::FILES)?,
+                additions: field_number(m, "additions", attr::FILES)?,
+                deletions: field_number(m, "deletions", attr::FILES)?,
+            })
+        })
+        .collect::<Result<_, NarrativeError>>()?;
+    let linked_issues = maps(item, attr::LINKED_ISSUES)?
+        .into_iter()
+        .map(|m| {
+            Ok(IssueLink {
+                title: field_string(m, "title", attr::LINKED_ISSUES)?,
+                state: field_string(m, "state", attr::LINKED_ISSUES)?,
+                url: field_string(m, "url", attr::LINKED_ISSUES)?,
+            })
+        })
+        .collect::<Result<_, NarrativeError>>()?;
+    Ok(Entry {
+        repo,
+        number,
+        title,
+        url,
+        author,
+        merged_at,
+        labels,
+        summary,
+        files,
+        linked_issues,
+    })
+}
+
+fn string(v: &AttributeValue, attribute: &'static str) -> Result<String, NarrativeError> {
+    v.as_s()
+        .cloned()
+        .map_err(|_| invalid(attribute, "not a string"))
+}
+
+fn number(v: &AttributeValue, attribute: &'static str) -> Result<u64, NarrativeError> {
+    let n = v.as_n().map_err(|_| invalid(attribute, "not a number"))?;
+    n.parse()
+        .map_err(|_| invalid(attribute, format!("{n:?} is not a non-negative integer")))
+}
+
+fn required_string(item: &Item, attribute: &'static str) -> Result<String, NarrativeError> {
+    match item.get(attribute) {
+        None | Some(AttributeValue::Null(_)) => Err(NarrativeError::MissingAttribute(attribute)),
+        Some(v) => string(v, attribute),
+    }
+}
+
+fn optional_string<'a>(
+    item: &'a Item,
+    attribute: &'static str,
+) -> Result<Option<&'a str>, NarrativeError> {
+    match item.get(attribute) {
+        None | Some(AttributeValue::Null(_)) => Ok(None),
+        Some(AttributeValue::S(s)) => Ok(Some(s)),
+        Some(_) => Err(invalid(attribute, "not a string")),
+    }
+}
+
+type Map = std::collections::HashMap<String, AttributeValue>;
+
+/// A list-of-maps attribute (`files`, `linkedIssues`); absent means empty.
+fn maps<'a>(item: &'a Item, attribute: &'static str) -> Result<Vec<&'a Map>, NarrativeError> {
+    match item.get(attribute) {
+        None | Some(AttributeValue::Null(_)) => Ok(Vec::new()),
+        Some(AttributeValue::L(values)) => values
+            .iter()
+            .map(|v| {
+                v.as_m()
+                    .map_err(|_| invalid(attribute, "an element is not a map"))
+            })
+            .collect(),
+        Some(_) => Err(invalid(attribute, "not a list")),
+    }
+}
+
+fn field_string(m: &Map, field: &str, attribute: &'static str) -> Result<String, NarrativeError> {
+    match m.get(field) {
+        Some(AttributeValue::S(s)) => Ok(s.clone()),
+        Some(_) => Err(invalid(attribute, format!("{field:?} is not a string"))),
+        None => Err(invalid(attribute, format!("an element has no {field:?}"))),
+    }
+}
+
+/// A count inside a map; absent counts as 0.
+fn field_number(m: &Map, field: &str, attribute: &'static str) -> Result<u64, NarrativeError> {
+    match m.get(field) {
+        None => Ok(0),
+        Some(v) => number(v, attribute),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The summary paragraph.
+
+/// Deterministic extractive summary: the body's first meaningful paragraph, whitespace
+/// collapsed, capped at [`SUMMARY_MAX_CHARS`] (a clean cut at a word boundary plus "…").
+///
+/// Not meaningful: HTML comments, headings (ATX `#` and setext underlines), task-list lines
+/// (`- [ ]`, `- [x]`), images and badges (`![..](..)`, `[![..](..)](..)`, `<img>`), fenced code,
+/// thematic breaks, link reference definitions and blank lines. An absent or empty body — or
+/// one with nothing meaningful left — gives the title.
+pub fn summary_paragraph(title: &str, body: Option<&str>) -> String {
+    let paragraph = body.map(first_paragraph).unwrap_or_default();
+    let text = if paragraph.is_empty() {
+        collapse_whitespace(title)
+    } else {
+        paragraph
+    };
+    cap(&text, SUMMARY_MAX_CHARS)
+}
+
+fn first_paragraph(body: &str) -> String {
+    let body = strip_html_comments(&body.replace("\r\n", "\n").replace('\r', "\n"));
+    let mut paragraph: Vec<String> = Vec::new();
+    let mut fence: Option<&str> = None;
+    for raw in body.lines() {
+        let line = raw.trim();
+        if let Some(marker) = fence {
+            if line.starts_with(marker) {
+                fence = None;
+            }
+            continue;
+        }
+        if let Some(marker) = ["```", "~~~"].into_iter().find(|m| line.starts_with(m)) {
+            fence = Some(marker);
+            if !paragraph.is_empty() {
+                break;
+            }
+            continue;
+        }
+        if is_setext_underline(line) && !paragraph.is_empty() {
+            // The lines above were a heading ("Description\n-----------"), not a paragraph.
+            paragraph.clear();
+            continue;
+        }
+        let text = strip_images(line);
+        let text = text.trim();
+        let skip = text.is_empty()
+            || is_heading(text)
+            || is_task(text)
+            || is_thematic_break(text)
+            || is_link_definition(text);
+        if skip {
+            if !paragraph.is_empty() {
+                break;
+            }
+            continue;
+        }
+        paragraph.push(text.to_string());
+    }
+    collapse_whitespace(&paragraph.join(" "))
+}
+
+fn collapse_whitespace(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Removes `<!-- … -->` (across lines; an unterminated comment runs to the end).
+fn strip_html_comments(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(start) = rest.find("<!--") {
+        out.push_str(&rest[..start]);
+        match rest[start + 4..].find("-->") {
+            Some(end) => rest = &rest[start + 4 + end + 3..],
+            None => return out,
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `# Title` … `###### Title` (a `#` run of 1–6 followed by a space or the end of the line).
+fn is_heading(line: &str) -> bool {
+    let hashes = line.chars().take_while(|&c| c == '#').count();
+    (1..=6).contains(&hashes)
+        && line[hashes..]
+            .chars()
+            .next()
+            .is_none_or(char::is_whitespace)
+}
+
+/// `- [ ] …`, `* [x] …`, `1. [X] …`.
+fn is_task(line: &str) -> bool {
+    let after_marker = if let Some(rest) = line.strip_prefix(['-', '*', '+']) {
+        rest
+    } else {
+        let digits = line.chars().take_while(char::is_ascii_digit).count();
+        match line[digits..].strip_prefix(['.', ')']) {
+            Some(rest) if digits > 0 => rest,
+            _ => return false,
+        }
+    };
+    if !after_marker.starts_with(char::is_whitespace) {
+        return false;
+    }
+    let item = after_marker.trim_start();
+    ["[ ]", "[x]", "[X]"].iter().any(|b| item.starts_with(b))
+}
+
+/// `---`, `***`, `___` (with optional spaces).
+fn is_thematic_break(line: &str) -> bool {
+    let compact: String = line.chars().filter(|c| !c.is_whitespace()).collect();
+    compact.len() >= 3
+        && ['-', '*', '_']
+            .iter()
+            .any(|&m| compact.chars().all(|c| c == m))
+}
+
+fn is_setext_underline(line: &str) -> bool {
+    !line.is_empty() && (line.chars().all(|c| c == '=') || line.chars().all(|c| c == '-'))
+}
+
+/// `[label]: https://…`
+fn is_link_definition(line: &str) -> bool {
+    line.starts_with('[')
+        && line
+            .find("]:")
+            .is_some_and(|i| i > 1 && !line[..i].contains(']'))
+}
+
+/// Removes images from one line: `![alt](src)`, `![alt][ref]`, `<img …>`, and the empty links
+/// that linked images (badges: `[![alt](src)](href)`) leave behind.
+fn strip_images(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(start) = rest.find("![") {
+        out.push_str(&rest[..start]);
+        match bracketed_end(&rest[start + 1..]) {
+            Some(end) => rest = &rest[start + 1 + end..],
+            None => {
+                out.push_str(&rest[start..]);
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    let out = strip_img_tags(&out);
+    strip_empty_links(&out)
+}
+
+/// For text starting with `[`: the byte length of `[…](…)` or `[…][…]`, if it is one.
+fn bracketed_end(s: &str) -> Option<usize> {
+    let close = s.find(']')?;
+    let after = &s[close + 1..];
+    let (open, shut) = match after.chars().next() {
+        Some('(') => ('(', ')'),
+        Some('[') => ('[', ']'),
+        _ => return None,
+    };
+    let mut depth = 0usize;
+    for (i, c) in after.char_indices() {
+        if c == open {
+            depth += 1;
+        } else if c == shut {
+            depth -= 1;
+            if depth == 0 {
+                return Some(close + 1 + i + 1);
+            }
+        }
+    }
+    None
+}
+
+fn strip_img_tags(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(start) = rest.to_ascii_lowercase().find("<img") {
+        out.push_str(&rest[..start]);
+        match rest[start..].find('>') {
+            Some(end) => rest = &rest[start + end + 1..],
+            None => {
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+fn strip_empty_links(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(start) = rest.find('[') {
+        let candidate = &rest[start..];
+        let inner_empty = candidate
+            .find(']')
+            .is_some_and(|close| candidate[1..close].trim().is_empty());
+        match bracketed_end(candidate).filter(|_| inner_empty) {
+            Some(end) => {
+                out.push_str(&rest[..start]);
+                rest = &rest[start + end..];
+            }
+            None => {
+                out.push_str(&rest[..start + 1]);
+                rest = &rest[start + 1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// At most `max` characters: cut at the last word boundary that leaves room for "…".
+fn cap(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let budget = max.saturating_sub(1);
+    let Some((cut, next)) = text.char_indices().nth(budget) else {
+        return text.to_string();
+    };
+    let head = &text[..cut];
+    let head = if next.is_whitespace() {
+        head
+    } else {
+        match head.rfind(char::is_whitespace) {
+            Some(i) if i > 0 => &head[..i],
+            // One word longer than the cap: a hard cut is all there is.
+            _ => head,
+        }
+    };
+    let trimmed = head.trim_end_matches(|c: char| {
+        c.is_whitespace() || matches!(c, ',' | ';' | ':' | '-' | '–' | '—' | '(' | '[' | '/')
+    });
+    let head = if trimmed.is_empty() { head } else { trimmed };
+    format!("{head}…")
+}
+
+// ---------------------------------------------------------------------------------------------
+// The page.
+
+/// One module's page: its entries, de-duplicated and in page order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModulePage {
+    pub repo: String,
+    pub module: String,
+    pub entries: Vec<Entry>,
+}
+
+impl ModulePage {
+    /// Entries de-duplicated by PR number and ordered newest merge first (ties: higher number
+    /// first), so the same rows always give the same page whatever order they were read in.
+    /// Of two entries with one number, the later merge (then the greater entry) is kept.
+    pub fn new(repo: &str, module: &str, entries: Vec<Entry>) -> Self {
+        let mut by_number: BTreeMap<u64, Entry> = BTreeMap::new();
+        for entry in entries {
+            match by_number.get(&entry.number) {
+                Some(kept) if page_order_key(kept) >= page_order_key(&entry) => {}
+                _ => {
+                    by_number.insert(entry.number, entry);
+                }
+            }
+        }
+        let mut entries: Vec<Entry> = by_number.into_values().collect();
+        entries.sort_by(|a, b| page_order_key(b).cmp(&page_order_key(a)));
+        ModulePage {
+            repo: repo.to_string(),
+            module: module.to_string(),
+            entries,
+        }
+    }
+
+    /// `<repo> · <module>`
+    pub fn title(&self) -> String {
+        format!("{} · {}", self.repo, self.module)
+    }
+}
+
+/// Newest merge is greatest; an unparseable `merged_at` sorts as oldest.
+fn page_order_key(e: &Entry) -> (Option<OffsetDateTime>, u64, &Entry) {
+    (merged(e), e.number, e)
+}
+
+fn merged(e: &Entry) -> Option<OffsetDateTime> {
+    OffsetDateTime::parse(&e.merged_at, &Rfc3339)
+        .ok()
+        .map(|t| t.to_offset(UtcOffset::UTC))
+}
+
+fn date(e: &Entry) -> String {
+    match merged(e) {
+        Some(t) => format!("{:04}-{:02}-{:02}", t.year(), u8::from(t.month()), t.day()),
+        None => e.merged_at.clone(),
+    }
+}
+
+fn month(e: &Entry) -> String {
+    match merged(e) {
+        Some(t) => format!("{} {:04}", t.month(), t.year()),
+        None => "Undated".to_string(),
+    }
+}
+
+/// The page as Markdown: title, header, then month groups newest first. Byte-identical for the
+/// same page; nothing in it depends on when it was rendered.
+pub fn render_markdown(page: &ModulePage) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# {}", escape(&page.title()));
+    out.push('\n');
+    render_header(&mut out, &page.entries);
+
+    let mut current_month: Option<String> = None;
+    for entry in &page.entries {
+        let month = month(entry);
+        if current_month.as_deref() != Some(month.as_str()) {
+            let _ = writeln!(out, "\n## {month}");
+            current_month = Some(month);
+        }
+        render_entry(&mut out, entry);
+    }
+    out
+}
+
+fn render_header(out: &mut String, entries: &[Entry]) {
+    if entries.is_empty() {
+        out.push_str("No merged pull requests yet.\n");
+        return;
+    }
+    let dates: Vec<OffsetDateTime> = entries.iter().filter_map(merged).collect();
+    let count = entries.len();
+    let noun = if count == 1 {
+        "merged pull request"
+    } else {
+        "merged pull requests"
+    };
+    let span = match (dates.iter().min(), dates.iter().max()) {
+        (Some(first), Some(latest)) => {
+            format!(", first merged {}, latest {}", ymd(*first), ymd(*latest))
+        }
+        _ => String::new(),
+    };
+    let _ = writeln!(out, "{count} {noun}{span}.");
+
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for e in entries {
+        *counts.entry(e.author.as_str()).or_default() += 1;
+    }
+    let mut authors: Vec<(&str, usize)> = counts.into_iter().collect();
+    authors.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let authors: Vec<String> = authors
+        .iter()
+        .take(TOP_AUTHORS)
+        .map(|(name, n)| format!("@{} ({n})", escape(name)))
+        .collect();
+    let _ = writeln!(out, "Most frequent authors: {}.", authors.join(", "));
+}
+
+fn ymd(t: OffsetDateTime) -> String {
+    format!("{:04}-{:02}-{:02}", t.year(), u8::from(t.month()), t.day())
+}
+
+fn render_entry(out: &mut String, e: &Entry) {
+    let _ = writeln!(
+        out,
+        "\n### {} — [{}]({}) (#{})\n",
+        date(e),
+        escape(&e.title),
+        escape_url(&e.url),
+        e.number
+    );
+    let _ = write!(out, "by @{}", escape(&e.author));
+    if !e.labels.is_empty() {
+        let labels: Vec<String> = e.labels.iter().map(|l| escape(l)).collect();
+        let _ = write!(out, " · labels: {}", labels.join(", "));
+    }
+    out.push('\n');
+
+    let summary = collapse_whitespace(&e.summary).replace('<', "&lt;");
+    if !summary.is_empty() {
+        let _ = writeln!(out, "\n{summary}");
+    }
+
+    if !e.linked_issues.is_empty() {
+        out.push_str("\nLinked issues:\n\n");
+        for issue in &e.linked_issues {
+            let _ = writeln!(
+                out,
+                "- [{}]({}) ({})",
+                escape(&issue.title),
+                escape_url(&issue.url),
+                escape(&issue.state)
+            );
+        }
+    }
+
+    if !e.files.is_empty() {
+        let mut files: Vec<&FileChange> = e.files.iter().collect();
+        files.sort_by(|a, b| {
+            (b.additions + b.deletions)
+                .cmp(&(a.additions + a.deletions))
+                .then(a.path.cmp(&b.path))
+        });
+        out.push_str("\nKey files:\n\n");
+        for f in files.into_iter().take(KEY_FILES) {
+            let _ = writeln!(
+                out,
+                "- {} (+{}/−{})",
+                code_span(&f.path),
+                f.additions,
+                f.deletions
+            );
+        }
+    }
+}
+
+/// Backslash-escapes the characters that would make text into Markdown (emphasis, code, links
+/// and images, HTML, entities, tables, strikethrough). `(`, `)`, `#` and `!` are left alone: with
+/// `[`/`]` escaped and no use at the start of a line they cannot start anything. Newlines become
+/// spaces: every use is one line.
+fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '|' | '~' | '&' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\n' | '\r' | '\t' => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A link destination that cannot end the link early or break the line.
+fn escape_url(url: &str) -> String {
+    let mut out = String::with_capacity(url.len());
+    for c in url.trim().chars() {
+        match c {
+            ' ' => out.push_str("%20"),
+            '(' => out.push_str("%28"),
+            ')' => out.push_str("%29"),
+            '<' => out.push_str("%3C"),
+            '>' => out.push_str("%3E"),
+            '\n' | '\r' | '\t' => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// An inline code span that holds any text, backticks included.
+fn code_span(s: &str) -> String {
+    let s = s.replace(['\n', '\r'], " ");
+    let mut longest = 0;
+    let mut run = 0;
+    for c in s.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let fence = "`".repeat(longest + 1);
+    if longest > 0 || s.starts_with(' ') || s.ends_with(' ') {
+        format!("{fence} {s} {fence}")
+    } else {
+        format!("{fence}{s}{fence}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn s(v: &str) -> AttributeValue {
+        AttributeValue::S(v.to_string())
+    }
+    fn n(v: u64) -> AttributeValue {
+        AttributeValue::N(v.to_string())
+    }
+    fn m(fields: &[(&str, AttributeValue)]) -> AttributeValue {
+        AttributeValue::M(
+            fields
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+        )
+    }
+
+    const FIXTURE_BODY: &str = "This is a pretty simple change that we need to pull into master.";
+
+    /// A row as the webhook writes it (the fixtures' PR #2).
+    fn webhook_row() -> Item {
+        HashMap::from([
+            (attr::REPO.to_string(), s("Codertocat/Hello-World")),
+            (attr::PR_NUMBER.to_string(), n(2)),
+            (
+                attr::TITLE.to_string(),
+                s("Update the README with new information."),
+            ),
+            (attr::BODY.to_string(), s(FIXTURE_BODY)),
+            (attr::AUTHOR.to_string(), s("Codertocat")),
+            (attr::LABELS.to_string(), AttributeValue::L(vec![s("bug")])),
+            (
+                attr::URL.to_string(),
+                s("https://github.com/Codertocat/Hello-World/pull/2"),
+            ),
+            (attr::BASE_REF.to_string(), s("master")),
+            (attr::MERGED_AT.to_string(), s("2019-05-15T15:21:18Z")),
+            (attr::PENDING_SHARD.to_string(), s("2")),
+        ])
+    }
+
+    fn entry(number: u64, merged_at: &str, author: &str) -> Entry {
+        Entry {
+            repo: "acme/widgets".into(),
+            number,
+            title: format!("Change {number}"),
+            url: format!("https://github.com/acme/widgets/pull/{number}"),
+            author: author.into(),
+            merged_at: merged_at.into(),
+            labels: vec![],
+            summary: format!("Summary of {number}."),
+            files: vec![],
+            linked_issues: vec![],
+        }
+    }
+
+    // --- summary_paragraph ---
+
+    #[test]
+    fn fixture_body_is_its_own_summary() {
+        assert_eq!(
+            summary_paragraph("Update the README", Some(FIXTURE_BODY)),
+            FIXTURE_BODY
+        );
+    }
+
+    #[test]
+    fn pr_template_noise_is_skipped() {
+        let body =
+            "<!-- Thank you for contributing!\n     Please fill in the template below. -->\r\n\
+                    ## Description\r\n\
+                    <!-- What does this PR do? -->\r\n\
+                    \r\n\
+                    Replaces the   hand-rolled retry loop\r\n\
+                    with the shared backoff helper, so that\tthrottling is handled once.\r\n\
+                    \r\n\
+                    Second paragraph is not part of the summary.\r\n\
+                    \r\n\
+                    ## Checklist\r\n\
+                    - [x] Tests added\r\n\
+                    - [ ] Docs updated\r\n";
+        assert_eq!(
+            summary_paragraph("Use shared backoff", Some(body)),
+            "Replaces the hand-rolled retry loop with the shared backoff helper, so that \
+             throttling is handled once."
+        );
+    }
+
+    #[test]
+    fn template_with_only_noise_falls_back_to_title() {
+        let body = "<!-- describe your change -->\n## Checklist\n- [ ] tests\n* [X] lint\n1. [ ] docs\n---\n";
+        assert_eq!(
+            summary_paragraph("  Bump   tokio ", Some(body)),
+            "Bump tokio"
+        );
+    }
+
+    #[test]
+    fn images_and_badges_are_not_a_summary() {
+        let body = "![screenshot](https://user-images.githubusercontent.com/1/shot.png)\n\n\
+                    [![CI](https://ci.example/badge.svg)](https://ci.example) <img src=\"x.png\" width=\"200\">\n";
+        assert_eq!(
+            summary_paragraph("Fix the header", Some(body)),
+            "Fix the header"
+        );
+        let inline = "Before/after: ![before](a.png) the logo is now centred.";
+        assert_eq!(
+            summary_paragraph("t", Some(inline)),
+            "Before/after: the logo is now centred."
+        );
+    }
+
+    #[test]
+    fn setext_headings_code_fences_and_link_definitions_are_skipped() {
+        let body =
+            "Motivation\n==========\n\n```rust\nfn main() {}\n```\n[1]: https://example.com\n\
+                    The cache was never invalidated.\n";
+        assert_eq!(
+            summary_paragraph("t", Some(body)),
+            "The cache was never invalidated."
+        );
+    }
+
+    #[test]
+    fn long_paragraph_is_cut_cleanly_at_a_word() {
+        let words = ["alpha", "beta,", "gamma", "delta", "epsilon—"];
+        let mut body = String::new();
+        let mut i = 0;
+        while body.chars().count() < 2_000 {
+            body.push_str(words[i % words.len()]);
+            body.push(' ');
+            i += 1;
+        }
+        let summary = summary_paragraph("t", Some(&body));
+        assert!(summary.chars().count() <= SUMMARY_MAX_CHARS, "{summary}");
+        assert!(
+            summary.chars().count() > SUMMARY_MAX_CHARS - 20,
+            "{summary}"
+        );
+        let head = summary.strip_suffix('…').expect("ends with an ellipsis");
+        assert!(!head.ends_with([' ', ',', '—']), "{head:?}");
+        assert!(body.starts_with(head));
+        // The cut falls at the end of a word of the original text.
+        let next = body[head.len()..].chars().next().unwrap();
+        assert!(
+            next.is_whitespace() || next == ',' || next == '—',
+            "{next:?}"
+        );
+        // A single word longer than the cap is cut hard but still capped.
+        let word = "x".repeat(2_000);
+        let cut = summary_paragraph("t", Some(&word));
+        assert_eq!(cut.chars().count(), SUMMARY_MAX_CHARS);
+        assert!(cut.ends_with('…'));
+    }
+
+    #[test]
+    fn no_body_or_empty_body_gives_the_title() {
+        assert_eq!(summary_paragraph("Add login", None), "Add login");
+        assert_eq!(summary_paragraph("Add login", Some("")), "Add login");
+        assert_eq!(summary_paragraph("Add login", Some(" \n\t\n")), "Add login");
+        assert_eq!(
+            summary_paragraph("Add login", Some("<!-- unterminated comment")),
+            "Add login"
+        );
+    }
+
+    #[test]
+    fn summary_is_a_pure_function() {
+        let body = "## Why\nBecause.\n";
+        assert_eq!(
+            summary_paragraph("t", Some(body)),
+            summary_paragraph("t", Some(body))
+        );
+        assert_eq!(summary_paragraph("t", Some(body)), "Because.");
+    }
+
+    // --- entry_from_item ---
+
+    #[test]
+    fn entry_from_a_webhook_row() {
+        let e = entry_from_item(&webhook_row()).unwrap();
+        assert_eq!(
+            e,
+            Entry {
+                repo: "Codertocat/Hello-World".into(),
+                number: 2,
+                title: "Update the README with new information.".into(),
+                url: "https://github.com/Codertocat/Hello-World/pull/2".into(),
+                author: "Codertocat".into(),
+                merged_at: "2019-05-15T15:21:18Z".into(),
+                labels: vec!["bug".into()],
+                summary: FIXTURE_BODY.into(),
+                files: vec![],
+                linked_issues: vec![],
+            }
+        );
+    }
+
+    #[test]
+    fn entry_from_an_enriched_summarized_row() {
+        let mut row = webhook_row();
+        row.insert(
+            attr::FILES.into(),
+            AttributeValue::L(vec![m(&[
+                ("path", s("README.md")),
+                ("status", s("modified")),
+                ("additions", n(1)),
+                ("deletions", n(1)),
+            ])]),
+        );
+        row.insert(
+            attr::LINKED_ISSUES.into(),
+            AttributeValue::L(vec![m(&[
+                ("repo", s("Codertocat/Hello-World")),
+                ("number", n(1)),
+                ("title", s("Spelling error in the README file")),
+                ("state", s("closed")),
+                (
+                    "url",
+                    s("https://github.com/Codertocat/Hello-World/issues/1"),
+                ),
+            ])]),
+        );
+        row.insert(attr::ADDITIONS.into(), n(1));
+        row.insert(attr::SUMMARIZED_AT.into(), s("2019-05-15T15:22:00.000Z"));
+        row.insert(attr::MODULES.into(), AttributeValue::L(vec![s("(root)")]));
+        row.insert(attr::SUMMARY.into(), s("  Stored summary wins.  "));
+        let e = entry_from_item(&row).unwrap();
+        assert_eq!(e.summary, "Stored summary wins.");
+        assert_eq!(
+            e.files,
+            vec![FileChange {
+                path: "README.md".into(),
+                additions: 1,
+                deletions: 1
+            }]
+        );
+        assert_eq!(
+            e.linked_issues,
+            vec![IssueLink {
+                title: "Spelling error in the README file".into(),
+                state: "closed".into(),
+                url: "https://github.com/Codertocat/Hello-World/issues/1".into(),
+            }]
+        );
+        // A blank stored summary falls back to the extractive one.
+        row.insert(attr::SUMMARY.into(), s("  "));
+        assert_eq!(entry_from_item(&row).unwrap().summary, FIXTURE_BODY);
+    }
+
+    #[test]
+    fn entry_from_a_bad_row_says_what_is_wrong() {
+        let mut row = webhook_row();
+        row.remove(attr::TITLE);
+        assert!(matches!(
+            entry_from_item(&row),
+            Err(NarrativeError::MissingAttribute("title"))
+        ));
+        let mut row = webhook_row();
+        row.insert(attr::MERGED_AT.into(), s("yesterday"));
+        let err = entry_from_item(&row).unwrap_err();
+        assert!(err.to_string().contains("mergedAt"), "{err}");
+        let mut row = webhook_row();
+        row.insert(attr::PR_NUMBER.into(), s("2"));
+        assert!(matches!(
+            entry_from_item(&row),
+            Err(NarrativeError::InvalidAttribute {
+                attribute: "prNumber",
+                ..
+            })
+        ));
+        let mut row = webhook_row();
+        row.insert(attr::FILES.into(), AttributeValue::L(vec![s("README.md")]));
+        assert!(entry_from_item(&row).is_err());
+        // No body and no labels are fine.
+        let mut row = webhook_row();
+        row.remove(attr::BODY);
+        row.remove(attr::LABELS);
+        let e = entry_from_item(&row).unwrap();
+        assert_eq!(e.summary, "Update the README with new information.");
+        assert!(e.labels.is_empty());
+    }
+
+    // --- ModulePage ---
+
+    #[test]
+    fn page_orders_newest_first_and_deduplicates() {
+        let mut dup = entry(7, "2024-03-01T10:00:00Z", "bob");
+        dup.summary = "an older copy".into();
+        let entries = vec![
+            entry(3, "2024-01-05T09:00:00Z", "alice"),
+            entry(7, "2024-03-01T10:00:00Z", "bob"),
+            entry(5, "2024-03-01T10:00:00Z", "carol"), // same instant as #7: higher number first
+            entry(9, "2023-12-31T23:59:59Z", "alice"),
+            dup.clone(),
+            entry(11, "2024-03-01T12:00:00+02:00", "dave"), // 10:00Z: ties with #7 and #5
+        ];
+        let page = ModulePage::new("acme/widgets", "src", entries.clone());
+        let numbers: Vec<u64> = page.entries.iter().map(|e| e.number).collect();
+        assert_eq!(numbers, vec![11, 7, 5, 3, 9]);
+        assert_eq!(page.title(), "acme/widgets · src");
+        // Whatever order the rows were read in, and whichever copy came first.
+        let mut reversed = entries;
+        reversed.reverse();
+        assert_eq!(ModulePage::new("acme/widgets", "src", reversed), page);
+    }
+
+    // --- render_markdown ---
+
+    fn sample_page() -> ModulePage {
+        let mut a = entry(12, "2024-02-10T08:00:00Z", "alice");
+        a.title = "Fix *bold* [link](x) `code` <b>&amp; | _u_ \\ #3".into();
+        a.labels = vec!["bug".into(), "good first issue".into()];
+        a.summary = "Fixes the  parser\nso <details> is shown.".into();
+        a.linked_issues = vec![IssueLink {
+            title: "Parser [crash]".into(),
+            state: "closed".into(),
+            url: "https://github.com/acme/widgets/issues/4".into(),
+        }];
+        a.files = (1..=7)
+            .map(|i| FileChange {
+                path: format!("src/f{i}.rs"),
+                additions: i * 10,
+                deletions: if i == 2 { 55 } else { 0 },
+            })
+            .chain([FileChange {
+                path: "src/a`tick.rs".into(),
+                additions: 70,
+                deletions: 0,
+            }])
+            .collect();
+        let b = entry(10, "2024-02-01T00:00:00Z", "bob");
+        let c = entry(4, "2023-11-20T17:30:00Z", "alice");
+        let d = entry(2, "2023-11-02T17:30:00Z", "carol");
+        let e = entry(1, "2023-10-01T00:00:00Z", "dave");
+        ModulePage::new("acme/widgets", "src", vec![c, e, a, d, b])
+    }
+
+    #[test]
+    fn markdown_has_title_header_and_month_groups() {
+        let md = render_markdown(&sample_page());
+        let lines: Vec<&str> = md.lines().collect();
+        assert_eq!(lines[0], "# acme/widgets · src");
+        assert_eq!(
+            lines[2],
+            "5 merged pull requests, first merged 2023-10-01, latest 2024-02-10."
+        );
+        assert_eq!(
+            lines[3],
+            "Most frequent authors: @alice (2), @bob (1), @carol (1)."
+        );
+        let months: Vec<&str> = lines
+            .iter()
+            .copied()
+            .filter(|l| l.starts_with("## "))
+            .collect();
+        assert_eq!(
+            months,
+            vec!["## February 2024", "## November 2023", "## October 2023"]
+        );
+        let entries: Vec<&str> = lines
+            .iter()
+            .copied()
+            .filter(|l| l.starts_with("### "))
+            .collect();
+        assert_eq!(entries.len(), 5);
+        assert_eq!(
+            entries[1],
+            "### 2024-02-01 — [Change 10](https://github.com/acme/widgets/pull/10) (#10)"
+        );
+        assert!(md.contains("\nby @alice · labels: bug, good first issue\n"));
+        assert!(md.contains("\nby @bob\n\nSummary of 10.\n"));
+        assert!(md.contains("\nFixes the parser so &lt;details> is shown.\n"));
+        assert!(md.contains(
+            "\nLinked issues:\n\n- [Parser \\[crash\\]](https://github.com/acme/widgets/issues/4) (closed)\n"
+        ));
+        assert!(md.ends_with("Summary of 1.\n"));
+        assert!(!md.contains("\n\n\n"));
+    }
+
+    #[test]
+    fn markdown_key_files_are_the_five_most_changed() {
+        let md = render_markdown(&sample_page());
+        let expected = "\nKey files:\n\n\
+                        - `src/f2.rs` (+20/−55)\n\
+                        - `` src/a`tick.rs `` (+70/−0)\n\
+                        - `src/f7.rs` (+70/−0)\n\
+                        - `src/f6.rs` (+60/−0)\n\
+                        - `src/f5.rs` (+50/−0)\n";
+        assert!(md.contains(expected), "{md}");
+        assert!(!md.contains("src/f4.rs"));
+        assert!(!md.contains("src/f1.rs"));
+    }
+
+    #[test]
+    fn markdown_escapes_titles() {
+        let md = render_markdown(&sample_page());
+        assert!(
+            md.contains(
+                "### 2024-02-10 — [Fix \\*bold\\* \\[link\\](x) \\`code\\` \\<b\\>\\&amp; \\| \\_u\\_ \\\\ #3](https://github.com/acme/widgets/pull/12) (#12)\n"
+            ),
+            "{md}"
+        );
+        let mut page = ModulePage::new(
+            "acme/widgets",
+            "docs_*",
+            vec![entry(1, "2024-01-01T00:00:00Z", "a_b")],
+        );
+        page.entries[0].url = "https://example.com/a (b)".into();
+        let md = render_markdown(&page);
+        assert!(md.starts_with("# acme/widgets · docs\\_\\*\n"));
+        assert!(md.contains("(https://example.com/a%20%28b%29)"));
+        assert!(md.contains("by @a\\_b\n"));
+    }
+
+    #[test]
+    fn markdown_is_deterministic() {
+        let page = sample_page();
+        let first = render_markdown(&page);
+        assert_eq!(first, render_markdown(&page.clone()));
+        let mut shuffled = page.entries.clone();
+        shuffled.rotate_left(2);
+        let again = ModulePage::new(&page.repo, &page.module, shuffled);
+        assert_eq!(first, render_markdown(&again));
+    }
+
+    #[test]
+    fn markdown_of_a_single_and_an_empty_page() {
+        let row = entry_from_item(&webhook_row()).unwrap();
+        let md = render_markdown(&ModulePage::new(
+            "Codertocat/Hello-World",
+            "(root)",
+            vec![row],
+        ));
+        assert_eq!(
+            md,
+            "# Codertocat/Hello-World · (root)\n\
+             \n\
+             1 merged pull request, first merged 2019-05-15, latest 2019-05-15.\n\
+             Most frequent authors: @Codertocat (1).\n\
+             \n\
+             ## May 2019\n\
+             \n\
+             ### 2019-05-15 — [Update the README with new information.](https://github.com/Codertocat/Hello-World/pull/2) (#2)\n\
+             \n\
+             by @Codertocat · labels: bug\n\
+             \n\
+             This is a pretty simple change that we need to pull into master.\n"
+        );
+        let empty = render_markdown(&ModulePage::new("a/b", "m", vec![]));
+        assert_eq!(empty, "# a/b · m\n\nNo merged pull requests yet.\n");
+    }
+}

@@ -1,0 +1,354 @@
+//! Where narratives go. A [`Publisher`] replaces a module's whole page with a fresh rendering of
+//! it, so publishing is idempotent: a retry or a duplicate message rewrites the same page and can
+//! never add an entry twice. This module ships the Markdown publisher (one file per module);
+//! Notion comes later behind the same trait.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use futures::FutureExt as _;
+
+use crate::narrative::{render_markdown, ModulePage};
+
+#[derive(Debug, thiserror::Error)]
+pub enum PublishError {
+    /// A file could not be written (disk full, permissions, a vanished directory): worth retrying.
+    #[error("writing {path} failed: {message}")]
+    Io { path: String, message: String },
+    /// Anything else; retrying it would fail the same way.
+    #[error("{0}")]
+    Other(String),
+}
+
+impl PublishError {
+    /// `true` if retrying cannot help (the caller records the failure instead of retrying).
+    /// I/O errors are not permanent.
+    pub fn is_permanent(&self) -> bool {
+        match self {
+            PublishError::Io { .. } => false,
+            PublishError::Other(_) => true,
+        }
+    }
+}
+
+pub trait Publisher: Send + Sync {
+    /// Replaces the module's whole page with this rendering (idempotent: publishing the same
+    /// page twice leaves one copy of each entry).
+    fn publish<'a>(&'a self, page: &'a ModulePage) -> BoxFuture<'a, Result<(), PublishError>>;
+
+    /// A short name for logs and metrics (`markdown`, `notion`).
+    fn name(&self) -> &'static str;
+}
+
+/// A shared publisher (`Arc<dyn Publisher>`, `Arc<MarkdownPublisher>`) is a publisher.
+impl<P: Publisher + ?Sized> Publisher for Arc<P> {
+    fn publish<'a>(&'a self, page: &'a ModulePage) -> BoxFuture<'a, Result<(), PublishError>> {
+        (**self).publish(page)
+    }
+
+    fn name(&self) -> &'static str {
+        (**self).name()
+    }
+}
+
+/// Writes each module's page to `<out>/<owner>/<repo>/<module>.md`, atomically: the rendering
+/// goes to a temporary file in the same directory, which is then renamed over the page, so a
+/// reader (or a crash) never sees half a page. Concurrent publishes of one page each write a
+/// complete rendering; the last rename wins.
+#[derive(Debug, Clone)]
+pub struct MarkdownPublisher {
+    out_dir: PathBuf,
+}
+
+impl MarkdownPublisher {
+    pub fn new(out_dir: impl Into<PathBuf>) -> Self {
+        MarkdownPublisher {
+            out_dir: out_dir.into(),
+        }
+    }
+
+    pub fn out_dir(&self) -> &Path {
+        &self.out_dir
+    }
+
+    /// `<out>/<owner>/<repo>/<module>.md`, every part made path-safe (see [`path_segment`]):
+    /// `src/api` → `src__api.md`, `(root)` → `(root).md`, `../x` → `____x.md`.
+    pub fn page_path(&self, repo: &str, module: &str) -> PathBuf {
+        let (owner, name) = repo.split_once('/').unwrap_or(("_", repo));
+        self.out_dir
+            .join(path_segment(owner))
+            .join(path_segment(name))
+            .join(format!("{}.md", path_segment(module)))
+    }
+}
+
+impl Publisher for MarkdownPublisher {
+    fn publish<'a>(&'a self, page: &'a ModulePage) -> BoxFuture<'a, Result<(), PublishError>> {
+        let path = self.page_path(&page.repo, &page.module);
+        let markdown = render_markdown(page);
+        async move {
+            let shown = path.display().to_string();
+            let bytes = markdown.len();
+            let written = tokio::task::spawn_blocking(move || write_atomically(&path, &markdown))
+                .await
+                .map_err(|e| PublishError::Io {
+                    path: shown.clone(),
+                    message: format!("the write task did not finish: {e}"),
+                })??;
+            tracing::info!(
+                path = %shown,
+                bytes,
+                entries = page.entries.len(),
+                unchanged = !written,
+                "published Markdown page"
+            );
+            Ok(())
+        }
+        .boxed()
+    }
+
+    fn name(&self) -> &'static str {
+        "markdown"
+    }
+}
+
+/// One path component from a repo owner, repo name or module name: `/` and `\` become `__`,
+/// characters that are unsafe in file names (controls, `:*?"<>|`) become `_`, and a `.` that
+/// starts the name or touches another `.` becomes `_`, so no component is `.` or `..`, hidden,
+/// or contains `..`. An empty name becomes `_`. Distinct modules can in principle share a file
+/// (`a/b` and `a__b`); module names from the tagging config do not.
+pub fn path_segment(name: &str) -> String {
+    let chars: Vec<char> = name.chars().collect();
+    let mut out = String::with_capacity(name.len());
+    for (i, &c) in chars.iter().enumerate() {
+        let dot_run = i == 0 || chars[i - 1] == '.' || chars.get(i + 1) == Some(&'.');
+        match c {
+            '/' | '\\' => out.push_str("__"),
+            ':' | '*' | '?' | '"' | '<' | '>' | '|' => out.push('_'),
+            '.' if dot_run => out.push('_'),
+            c if c.is_control() => out.push('_'),
+            c => out.push(c),
+        }
+    }
+    if out.is_empty() {
+        out.push('_');
+    }
+    out
+}
+
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Writes `contents` to `path` through a temporary sibling and a rename. `Ok(false)` if the file
+/// already held exactly these bytes (nothing written).
+fn write_atomically(path: &Path, contents: &str) -> Result<bool, PublishError> {
+    let io = |at: &Path, e: std::io::Error| PublishError::Io {
+        path: at.display().to_string(),
+        message: e.to_string(),
+    };
+    if std::fs::read(path).is_ok_and(|existing| existing == contents.as_bytes()) {
+        return Ok(false);
+    }
+    let dir = path
+        .parent()
+        .ok_or_else(|| PublishError::Other(format!("{} has no directory", path.display())))?;
+    std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let temp = dir.join(format!(
+        ".{file_name}.{}.{}.tmp",
+        std::process::id(),
+        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let result = (|| {
+        let mut file = std::fs::File::create(&temp).map_err(|e| io(&temp, e))?;
+        file.write_all(contents.as_bytes())
+            .map_err(|e| io(&temp, e))?;
+        file.sync_all().map_err(|e| io(&temp, e))?;
+        drop(file);
+        std::fs::rename(&temp, path).map_err(|e| io(path, e))
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    result?;
+    // Make the rename itself durable where the platform allows it; best effort.
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::narrative::Entry;
+
+    /// A fresh directory under the system temp dir, removed when dropped.
+    struct TempDir(PathBuf);
+
+    impl TempDir {
+        fn new(label: &str) -> Self {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos();
+            let dir = std::env::temp_dir().join(format!(
+                "chronicle-publish-{label}-{}-{nanos}-{}",
+                std::process::id(),
+                TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+            ));
+            std::fs::create_dir_all(&dir).unwrap();
+            TempDir(dir)
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn entry(number: u64, merged_at: &str) -> Entry {
+        Entry {
+            repo: "acme/widgets".into(),
+            number,
+            title: format!("Change {number}"),
+            url: format!("https://github.com/acme/widgets/pull/{number}"),
+            author: "alice".into(),
+            merged_at: merged_at.into(),
+            labels: vec![],
+            summary: format!("Summary of {number}."),
+            files: vec![],
+            linked_issues: vec![],
+        }
+    }
+
+    fn files_under(dir: &Path) -> Vec<PathBuf> {
+        let mut found = Vec::new();
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else {
+                    found.push(p);
+                }
+            }
+        }
+        found.sort();
+        found
+    }
+
+    #[tokio::test]
+    async fn writes_the_page_and_rewriting_keeps_one_copy() {
+        let tmp = TempDir::new("rewrite");
+        let publisher = MarkdownPublisher::new(&tmp.0);
+        assert_eq!(publisher.name(), "markdown");
+        let first = ModulePage::new(
+            "acme/widgets",
+            "src",
+            vec![entry(1, "2024-01-01T00:00:00Z")],
+        );
+        publisher.publish(&first).await.unwrap();
+        let path = tmp.0.join("acme").join("widgets").join("src.md");
+        assert_eq!(publisher.page_path("acme/widgets", "src"), path);
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            render_markdown(&first)
+        );
+
+        // A duplicate publish, then a page with a second entry (and the first one again).
+        publisher.publish(&first).await.unwrap();
+        let second = ModulePage::new(
+            "acme/widgets",
+            "src",
+            vec![
+                entry(1, "2024-01-01T00:00:00Z"),
+                entry(2, "2024-01-02T00:00:00Z"),
+                entry(1, "2024-01-01T00:00:00Z"),
+            ],
+        );
+        publisher.publish(&second).await.unwrap();
+        publisher.publish(&second).await.unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text, render_markdown(&second));
+        assert_eq!(text.matches("(#1)\n").count(), 1);
+        assert_eq!(text.matches("(#2)\n").count(), 1);
+        // No temporary files left behind, nothing else written.
+        assert_eq!(files_under(&tmp.0), vec![path]);
+    }
+
+    #[tokio::test]
+    async fn module_names_cannot_escape_the_output_directory() {
+        let tmp = TempDir::new("safety");
+        let publisher = MarkdownPublisher::new(&tmp.0);
+        let repo_dir = tmp.0.join("acme").join("widgets");
+        assert_eq!(
+            publisher.page_path("acme/widgets", "../x"),
+            repo_dir.join("____x.md")
+        );
+        assert_eq!(
+            publisher.page_path("acme/widgets", "org/team"),
+            repo_dir.join("org__team.md")
+        );
+        assert_eq!(
+            publisher.page_path("acme/widgets", "(root)"),
+            repo_dir.join("(root).md")
+        );
+        assert_eq!(
+            publisher.page_path("acme/widgets", "../../../etc/passwd"),
+            repo_dir.join(format!("{}etc__passwd.md", "_".repeat(12)))
+        );
+        assert_eq!(path_segment(".."), "__");
+        assert_eq!(path_segment("."), "_");
+        assert_eq!(path_segment(""), "_");
+        assert_eq!(path_segment("a...b"), "a___b");
+        assert_eq!(path_segment(".github"), "_github");
+        assert_eq!(path_segment("v1.2"), "v1.2");
+        assert_eq!(path_segment("x\0y:z"), "x_y_z");
+        for module in ["../x", "org/team", "..", "a/../../b", "..\\..\\c"] {
+            let p = publisher.page_path("acme/widgets", module);
+            assert_eq!(p.parent().unwrap(), repo_dir, "{module}");
+            assert!(
+                !p.file_name().unwrap().to_str().unwrap().contains(".."),
+                "{module}"
+            );
+        }
+
+        for module in ["../x", "org/team"] {
+            let page = ModulePage::new(
+                "acme/widgets",
+                module,
+                vec![entry(3, "2024-01-03T00:00:00Z")],
+            );
+            publisher.publish(&page).await.unwrap();
+        }
+        assert_eq!(
+            files_under(&tmp.0),
+            vec![repo_dir.join("____x.md"), repo_dir.join("org__team.md")]
+        );
+        assert!(std::fs::read_to_string(repo_dir.join("org__team.md"))
+            .unwrap()
+            .starts_with("# acme/widgets · org/team\n"));
+    }
+
+    #[tokio::test]
+    async fn an_unwritable_directory_is_a_transient_io_error() {
+        let tmp = TempDir::new("unwritable");
+        // A file where the owner directory should be.
+        std::fs::write(tmp.0.join("acme"), b"not a directory").unwrap();
+        let publisher: Arc<dyn Publisher> = Arc::new(MarkdownPublisher::new(&tmp.0));
+        let page = ModulePage::new("acme/widgets", "src", vec![]);
+        let err = publisher.publish(&page).await.unwrap_err();
+        assert!(matches!(err, PublishError::Io { .. }), "{err:?}");
+        assert!(!err.is_permanent());
+        assert!(PublishError::Other("bad page".into()).is_permanent());
+        assert_eq!(publisher.name(), "markdown");
+    }
+}

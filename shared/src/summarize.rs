@@ -1,0 +1,316 @@
+//! The summarize worker: for each queued key, claim the row with a lease, tag its modules,
+//! render its narrative entry, publish every touched module's page, and commit — once in effect.
+//!
+//! - Claim refused because the row is summarized or failed: success (a redelivery after done).
+//! - Refused because another worker's lease is live: the message is reported failed and returns.
+//! - The commit is conditional on still holding the lease; a worker whose lease expired (it was
+//!   slow or died) cannot commit, and its message comes back.
+//! - Pages are regenerated from the table's summarized rows, so publishing twice (a retry after a
+//!   crash between publish and commit) leaves one copy of each entry.
+//! - A failure is counted on the row; at `MAX_ATTEMPTS` the row gets `failedAt`/`failedReason`,
+//!   leaves the pending index, and the message is reported done so SQS stops redelivering it.
+//!   A message that cannot be read at all fails every time and ends in the DLQ by redrive.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
+use aws_sdk_dynamodb::types::AttributeValue;
+use futures::StreamExt;
+use time::OffsetDateTime;
+
+use crate::config::SummarizeConfig;
+use crate::domain::RepoName;
+use crate::narrative::{self, ModulePage, NarrativeError};
+use crate::publish::{MarkdownPublisher, PublishError, Publisher};
+use crate::store::{attr, Item, PrStore, StoreError, SummaryClaim, SummaryFailure};
+use crate::sweeper::SummarizeMessage;
+use crate::tagging::{self, ModulesConfig, TaggingError};
+
+/// Messages of one batch worked on at once.
+const CONCURRENCY: usize = 4;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SummarizeError {
+    #[error("message {id}: {message}")]
+    BadMessage { id: String, message: String },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("another worker holds the lease until {0}")]
+    LeaseHeld(String),
+    #[error("the lease expired before the commit; the effect was abandoned")]
+    LeaseLost,
+    #[error("publishing failed: {0}")]
+    Publish(#[from] PublishError),
+    #[error("the stored row cannot be rendered: {0}")]
+    Narrative(#[from] NarrativeError),
+    #[error("processing panicked: {0}")]
+    Panicked(String),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SummarizeInitError {
+    #[error(transparent)]
+    Tagging(#[from] TaggingError),
+}
+
+/// What happened to one message (all successes for SQS).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MessageOutcome {
+    Published {
+        modules: Vec<String>,
+    },
+    AlreadyDone,
+    /// The row does not exist (deleted): nothing to publish.
+    Missing,
+    /// `MAX_ATTEMPTS` reached: the row is marked failed.
+    GaveUp {
+        attempts: u32,
+    },
+}
+
+pub struct SummarizeHandler {
+    store: PrStore,
+    publisher: Arc<dyn Publisher>,
+    modules: ModulesConfig,
+    max_attempts: u32,
+}
+
+impl SummarizeHandler {
+    pub fn new(
+        store: PrStore,
+        publisher: Arc<dyn Publisher>,
+        modules: ModulesConfig,
+        max_attempts: u32,
+    ) -> Self {
+        SummarizeHandler {
+            store,
+            publisher,
+            modules,
+            max_attempts: max_attempts.max(1),
+        }
+    }
+
+    /// From configuration: the Markdown publisher on `OUTPUT_DIR`, the modules config loaded once.
+    pub async fn from_config(
+        config: &SummarizeConfig,
+        sdk: &aws_config::SdkConfig,
+    ) -> Result<Self, SummarizeInitError> {
+        let modules = ModulesConfig::load(
+            config.modules_file.as_deref(),
+            config.modules_param.as_deref(),
+            sdk,
+        )
+        .await?;
+        let store = PrStore::new(aws_sdk_dynamodb::Client::new(sdk), config.table.clone());
+        let publisher = Arc::new(MarkdownPublisher::new(&config.output_dir));
+        Ok(Self::new(store, publisher, modules, config.max_attempts))
+    }
+
+    /// One Lambda invocation: messages independently (bounded concurrency, a task each so a
+    /// panic fails only its message); the failed ones are returned as `batchItemFailures`.
+    pub async fn handle(
+        self: &Arc<Self>,
+        event: SqsEvent,
+        deadline: Instant,
+        invocation: &str,
+    ) -> SqsBatchResponse {
+        let results: Vec<(String, Result<MessageOutcome, SummarizeError>)> =
+            futures::stream::iter(event.records)
+                .map(|message| {
+                    let this = Arc::clone(self);
+                    let id = message.message_id.clone().unwrap_or_default();
+                    let owner = format!("{invocation}/{id}");
+                    async move {
+                        let outcome = match tokio::spawn(async move {
+                            this.process(&message, deadline, &owner).await
+                        })
+                        .await
+                        {
+                            Ok(outcome) => outcome,
+                            Err(join) => Err(SummarizeError::Panicked(join.to_string())),
+                        };
+                        (id, outcome)
+                    }
+                })
+                .buffer_unordered(CONCURRENCY)
+                .collect()
+                .await;
+        let mut response = SqsBatchResponse::default();
+        for (id, outcome) in results {
+            if let Err(e) = outcome {
+                tracing::warn!(message_id = %id, error = %e, "message failed; SQS will redeliver it");
+                let mut failure = BatchItemFailure::default();
+                failure.item_identifier = id;
+                response.batch_item_failures.push(failure);
+            }
+        }
+        response
+    }
+
+    /// One message, logged in one line.
+    pub async fn process(
+        &self,
+        message: &SqsMessage,
+        deadline: Instant,
+        owner: &str,
+    ) -> Result<MessageOutcome, SummarizeError> {
+        let started = Instant::now();
+        let id = message.message_id.clone().unwrap_or_default();
+        let parsed = SummarizeMessage::parse(message.body.as_deref().unwrap_or_default());
+        let result = match &parsed {
+            Ok((repo, number)) => self.summarize(repo, *number, deadline, owner).await,
+            Err(message) => Err(SummarizeError::BadMessage {
+                id: id.clone(),
+                message: message.clone(),
+            }),
+        };
+        let (repo, pr) = parsed
+            .as_ref()
+            .map(|(r, n)| (r.to_string(), *n))
+            .unwrap_or_else(|_| ("-".into(), 0));
+        let outcome = match &result {
+            Ok(o) => format!("{o:?}"),
+            Err(e) => format!("failed: {e}"),
+        };
+        tracing::info!(message_id = %id, repo, pr, outcome, duration_ms = started.elapsed().as_secs_f64() * 1000.0, "summarize message");
+        result
+    }
+
+    async fn summarize(
+        &self,
+        repo: &RepoName,
+        number: u64,
+        deadline: Instant,
+        owner: &str,
+    ) -> Result<MessageOutcome, SummarizeError> {
+        let now = OffsetDateTime::now_utc();
+        let lease = deadline
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_secs(1));
+        let item = match self
+            .store
+            .claim_summary(repo, number, owner, now, now + lease)
+            .await?
+        {
+            SummaryClaim::Claimed(item) => item,
+            SummaryClaim::Done => return Ok(MessageOutcome::AlreadyDone),
+            SummaryClaim::Missing => return Ok(MessageOutcome::Missing),
+            SummaryClaim::Held { until } => {
+                return Err(SummarizeError::LeaseHeld(until.unwrap_or_default()))
+            }
+        };
+        match self.publish_and_commit(repo, number, &item, owner).await {
+            Ok(modules) => Ok(MessageOutcome::Published { modules }),
+            Err(SummarizeError::LeaseLost) => Err(SummarizeError::LeaseLost),
+            Err(error) => {
+                let attempts = item
+                    .get(attr::ATTEMPTS)
+                    .and_then(|v| v.as_n().ok())
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(0);
+                let recorded = self
+                    .store
+                    .record_summary_failure(
+                        repo,
+                        number,
+                        owner,
+                        attempts,
+                        self.max_attempts,
+                        &error.to_string(),
+                        OffsetDateTime::now_utc(),
+                    )
+                    .await?;
+                match recorded {
+                    Some(SummaryFailure::GaveUp { attempts }) => {
+                        Ok(MessageOutcome::GaveUp { attempts })
+                    }
+                    Some(SummaryFailure::Retry { .. }) => Err(error),
+                    None => Err(SummarizeError::LeaseLost),
+                }
+            }
+        }
+    }
+
+    /// Tags, renders and publishes every module page the PR belongs to, then commits.
+    async fn publish_and_commit(
+        &self,
+        repo: &RepoName,
+        number: u64,
+        item: &Item,
+        owner: &str,
+    ) -> Result<Vec<String>, SummarizeError> {
+        let files = changed_paths(item);
+        let file_refs: Vec<&str> = files.iter().map(String::as_str).collect();
+        let modules = tagging::tag_modules(repo, &file_refs, self.modules.for_repo(repo), None);
+        let summary = match item.get(attr::SUMMARY).and_then(|v| v.as_s().ok()) {
+            Some(existing) => existing.clone(),
+            None => narrative::summary_paragraph(
+                item.get(attr::TITLE)
+                    .and_then(|v| v.as_s().ok())
+                    .map(String::as_str)
+                    .unwrap_or_default(),
+                item.get(attr::BODY)
+                    .and_then(|v| v.as_s().ok())
+                    .map(String::as_str),
+            ),
+        };
+        let mut current = item.clone();
+        current.insert(attr::SUMMARY.into(), AttributeValue::S(summary.clone()));
+        let entry = narrative::entry_from_item(&current)?;
+        let rows = self.store.summarized_rows(repo).await?;
+        for module in &modules {
+            let mut entries = vec![entry.clone()];
+            for row in rows
+                .iter()
+                .filter(|r| row_modules(r).contains(module.as_str()))
+            {
+                match narrative::entry_from_item(row) {
+                    Ok(e) => entries.push(e),
+                    Err(e) => {
+                        tracing::warn!(repo = %repo, module, error = %e, "a summarized row cannot be rendered; left out")
+                    }
+                }
+            }
+            let page = ModulePage::new(repo.as_str(), module, entries);
+            self.publisher.publish(&page).await?;
+        }
+        if self
+            .store
+            .commit_summary(
+                repo,
+                number,
+                owner,
+                &modules,
+                &summary,
+                OffsetDateTime::now_utc(),
+            )
+            .await?
+        {
+            Ok(modules)
+        } else {
+            Err(SummarizeError::LeaseLost)
+        }
+    }
+}
+
+fn changed_paths(item: &Item) -> Vec<String> {
+    let Some(AttributeValue::L(files)) = item.get(attr::FILES) else {
+        return Vec::new();
+    };
+    files
+        .iter()
+        .filter_map(|f| f.as_m().ok()?.get("path")?.as_s().ok().cloned())
+        .collect()
+}
+
+fn row_modules(item: &Item) -> BTreeSet<&str> {
+    match item.get(attr::MODULES) {
+        Some(AttributeValue::L(l)) => l
+            .iter()
+            .filter_map(|m| m.as_s().ok().map(String::as_str))
+            .collect(),
+        _ => BTreeSet::new(),
+    }
+}

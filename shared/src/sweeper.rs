@@ -1,0 +1,316 @@
+//! The sweeper: every minute, find the rows still waiting for a summary through the sparse
+//! pending index (never a Scan), claim each with a conditional update, and enqueue its key.
+//!
+//! The claim (`enqueuedUntil`) is the SKIP LOCKED analogue: overlapping sweeps never enqueue a
+//! row twice within the claim's lifetime, and a row whose message was lost goes again after it.
+//! Queues carry keys only; the worker re-reads the row.
+
+use std::time::{Duration, Instant};
+
+use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+
+use crate::config::SweeperConfig;
+use crate::domain::{rfc3339_millis, RepoName};
+use crate::store::{PendingRow, PrStore, StoreError};
+
+/// Rows read per index page.
+const PAGE_SIZE: i32 = 100;
+/// SQS's limit for one SendMessageBatch.
+const SEND_BATCH: usize = 10;
+/// Time kept back from the Lambda deadline to finish a batch and report.
+const DEADLINE_MARGIN: Duration = Duration::from_secs(5);
+const SEND_ATTEMPTS: u32 = 3;
+
+/// The summarize queue's message: keys only.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SummarizeMessage {
+    pub repo: String,
+    pub pr_number: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SweepError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What one sweep did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SweepReport {
+    /// Pending rows seen in the index (the backlog).
+    pub seen: usize,
+    pub enqueued: usize,
+    /// Waiting for enrichment inside the grace window.
+    pub skipped_grace: usize,
+    /// Claimed by an earlier or concurrent sweep that has not expired.
+    pub skipped_claimed: usize,
+    /// Could not be sent; their claims were released.
+    pub send_failed: usize,
+    /// Items DynamoDB read for the sweep (the Query's `ScannedCount`, summed).
+    pub items_read: usize,
+    pub send_calls: usize,
+    /// Age of the oldest pending row (by `receivedAt`), in seconds.
+    pub oldest_pending_age_seconds: Option<i64>,
+    /// Stopped before the end to respect the deadline.
+    pub stopped_early: bool,
+}
+
+pub struct Sweeper {
+    store: PrStore,
+    sqs: aws_sdk_sqs::Client,
+    queue_url: String,
+    enrich_grace: Duration,
+    claim_ttl: Duration,
+    enrich_enabled: bool,
+}
+
+impl Sweeper {
+    pub fn new(store: PrStore, sqs: aws_sdk_sqs::Client, config: &SweeperConfig) -> Self {
+        Sweeper {
+            store,
+            sqs,
+            queue_url: config.queue_url.clone(),
+            enrich_grace: config.enrich_grace,
+            claim_ttl: config.claim_ttl,
+            enrich_enabled: config.enrich_enabled,
+        }
+    }
+
+    pub fn from_config(config: &SweeperConfig, sdk: &aws_config::SdkConfig) -> Self {
+        let store = PrStore::new(aws_sdk_dynamodb::Client::new(sdk), config.table.clone());
+        Self::new(store, aws_sdk_sqs::Client::new(sdk), config)
+    }
+
+    /// One sweep over every shard of the pending index, stopping before `deadline`.
+    pub async fn sweep(
+        &self,
+        now: OffsetDateTime,
+        deadline: Instant,
+    ) -> Result<SweepReport, SweepError> {
+        let mut report = SweepReport::default();
+        let until = now + self.claim_ttl;
+        let mut batch: Vec<PendingRow> = Vec::with_capacity(SEND_BATCH);
+        'shards: for shard in 0..self.store.table().pending_shards {
+            let mut start = None;
+            loop {
+                if Instant::now() + DEADLINE_MARGIN >= deadline {
+                    report.stopped_early = true;
+                    break 'shards;
+                }
+                let page = self
+                    .store
+                    .pending_page(&shard.to_string(), start, PAGE_SIZE)
+                    .await?;
+                report.items_read += page.scanned;
+                for row in page.rows {
+                    report.seen += 1;
+                    if let Some(age) = row.received_at.as_deref().and_then(|r| age_seconds(r, now))
+                    {
+                        report.oldest_pending_age_seconds = Some(
+                            report
+                                .oldest_pending_age_seconds
+                                .map_or(age, |o| o.max(age)),
+                        );
+                    }
+                    if row
+                        .enqueued_until
+                        .as_deref()
+                        .is_some_and(|u| u > rfc3339_millis(now).as_str())
+                    {
+                        report.skipped_claimed += 1;
+                    } else if self.waiting_for_enrichment(&row, now) {
+                        report.skipped_grace += 1;
+                    } else if self
+                        .store
+                        .claim_for_queue(&row.repo, row.number, now, until)
+                        .await?
+                    {
+                        batch.push(row);
+                        if batch.len() == SEND_BATCH {
+                            self.send(&mut batch, until, &mut report).await?;
+                        }
+                    } else {
+                        report.skipped_claimed += 1;
+                    }
+                }
+                match page.next {
+                    Some(next) => start = Some(next),
+                    None => break,
+                }
+            }
+        }
+        self.send(&mut batch, until, &mut report).await?;
+        Ok(report)
+    }
+
+    fn waiting_for_enrichment(&self, row: &PendingRow, now: OffsetDateTime) -> bool {
+        if !self.enrich_enabled || row.enriched {
+            return false;
+        }
+        let Some(received) = row.received_at.as_deref().and_then(parse_time) else {
+            return false;
+        };
+        now < received + self.enrich_grace
+    }
+
+    /// Sends the claimed rows (≤ 10) in one SendMessageBatch, retrying the entries SQS reports
+    /// as failed; rows still unsent get their claim back.
+    async fn send(
+        &self,
+        batch: &mut Vec<PendingRow>,
+        until: OffsetDateTime,
+        report: &mut SweepReport,
+    ) -> Result<(), SweepError> {
+        let mut unsent: Vec<(String, PendingRow)> = batch
+            .drain(..)
+            .enumerate()
+            .map(|(i, r)| (i.to_string(), r))
+            .collect();
+        for attempt in 0..SEND_ATTEMPTS {
+            if unsent.is_empty() {
+                break;
+            }
+            if attempt > 0 {
+                tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
+            }
+            let entries = unsent
+                .iter()
+                .map(|(id, row)| {
+                    let body = serde_json::to_string(&SummarizeMessage {
+                        repo: row.repo.to_string(),
+                        pr_number: row.number,
+                    })
+                    .expect("a message always serializes");
+                    SendMessageBatchRequestEntry::builder()
+                        .id(id)
+                        .message_body(body)
+                        .build()
+                        .expect("id and body are set")
+                })
+                .collect();
+            report.send_calls += 1;
+            match self
+                .sqs
+                .send_message_batch()
+                .queue_url(&self.queue_url)
+                .set_entries(Some(entries))
+                .send()
+                .await
+            {
+                Ok(out) => {
+                    let ok: Vec<&str> = out.successful().iter().map(|s| s.id()).collect();
+                    report.enqueued += ok.len();
+                    unsent.retain(|(id, _)| !ok.contains(&id.as_str()));
+                    for failed in out.failed() {
+                        tracing::warn!(
+                            id = failed.id(),
+                            code = failed.code(),
+                            "SQS refused an entry; retrying"
+                        );
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %crate::aws::error_message(&e), "SendMessageBatch failed; retrying")
+                }
+            }
+        }
+        for (_, row) in unsent {
+            report.send_failed += 1;
+            self.store
+                .release_queue_claim(&row.repo, row.number, until)
+                .await?;
+        }
+        Ok(())
+    }
+}
+
+/// The run's figures as a CloudWatch Embedded Metric Format line: CloudWatch Logs turns it into
+/// metrics (`Chronicle/PendingBacklog`, `Chronicle/OldestPendingAgeSeconds`, …) with no API call.
+pub fn emf_line(report: &SweepReport, now: OffsetDateTime) -> String {
+    let timestamp = (now.unix_timestamp_nanos() / 1_000_000) as i64;
+    serde_json::json!({
+        "_aws": {
+            "Timestamp": timestamp,
+            "CloudWatchMetrics": [{
+                "Namespace": "Chronicle",
+                "Dimensions": [[]],
+                "Metrics": [
+                    {"Name": "PendingBacklog", "Unit": "Count"},
+                    {"Name": "OldestPendingAgeSeconds", "Unit": "Seconds"},
+                    {"Name": "Enqueued", "Unit": "Count"},
+                    {"Name": "SkippedGrace", "Unit": "Count"},
+                    {"Name": "SendFailed", "Unit": "Count"}
+                ]
+            }]
+        },
+        "PendingBacklog": report.seen,
+        "OldestPendingAgeSeconds": report.oldest_pending_age_seconds.unwrap_or(0),
+        "Enqueued": report.enqueued,
+        "SkippedGrace": report.skipped_grace,
+        "SendFailed": report.send_failed,
+    })
+    .to_string()
+}
+
+fn parse_time(s: &str) -> Option<OffsetDateTime> {
+    OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).ok()
+}
+
+fn age_seconds(received_at: &str, now: OffsetDateTime) -> Option<i64> {
+    parse_time(received_at).map(|t| (now - t).whole_seconds().max(0))
+}
+
+impl SummarizeMessage {
+    pub fn parse(body: &str) -> Result<(RepoName, u64), String> {
+        let m: SummarizeMessage =
+            serde_json::from_str(body).map_err(|e| format!("not a summarize message: {e}"))?;
+        let repo = RepoName::parse(&m.repo).map_err(|e| e.to_string())?;
+        Ok((repo, m.pr_number))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_carry_keys_only() {
+        let body = serde_json::to_string(&SummarizeMessage {
+            repo: "o/r".into(),
+            pr_number: 7,
+        })
+        .unwrap();
+        assert_eq!(body, r#"{"repo":"o/r","prNumber":7}"#);
+        assert_eq!(SummarizeMessage::parse(&body).unwrap().1, 7);
+        assert!(SummarizeMessage::parse("{}").is_err());
+        assert!(SummarizeMessage::parse(r#"{"repo":"bad","prNumber":1}"#).is_err());
+        assert!(SummarizeMessage::parse(r#"{"repo":"o/r","prNumber":1,"body":"x"}"#).is_err());
+    }
+
+    #[test]
+    fn emf_has_the_metrics_cloudwatch_expects() {
+        let report = SweepReport {
+            seen: 3,
+            enqueued: 2,
+            oldest_pending_age_seconds: Some(42),
+            ..Default::default()
+        };
+        let line: serde_json::Value =
+            serde_json::from_str(&emf_line(&report, OffsetDateTime::UNIX_EPOCH)).unwrap();
+        assert_eq!(
+            line["_aws"]["CloudWatchMetrics"][0]["Namespace"],
+            "Chronicle"
+        );
+        assert_eq!(
+            (
+                line["PendingBacklog"].as_u64(),
+                line["OldestPendingAgeSeconds"].as_i64()
+            ),
+            (Some(3), Some(42))
+        );
+    }
+}

@@ -1,0 +1,1141 @@
+//! Module tagging: which modules of a codebase a merged PR touched, so its narrative entry lands
+//! on the right pages.
+//!
+//! Each changed file is tagged by the first source that has an answer for it:
+//!
+//! 1. the repository's entry in the **modules config** (actions/labeler v4 style, see
+//!    [`ModulesConfig`]): every module with a matching glob (a file may belong to several);
+//! 2. else, when the repository's `CODEOWNERS` was fetched, the **owner** of the last matching
+//!    line (see [`Codeowners`]), its leading `@` removed;
+//! 3. else the file's **top-level directory** (`src/a/b.rs` → `src`), [`ROOT_MODULE`] for files at
+//!    the repository root.
+//!
+//! When no file is known at all (enrichment was skipped), the repository itself (`owner/name`) is
+//! the one module. The result is sorted by name (byte order) and de-duplicated, so the same PR
+//! always gets the same tags, whatever the order GitHub listed its files in.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use aws_config::SdkConfig;
+use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
+use serde_yaml::Value;
+
+use crate::domain::RepoName;
+
+/// Module of files at the repository root (the same name the enrich stage counts them under).
+pub const ROOT_MODULE: &str = crate::enrich::ROOT_DIRECTORY;
+
+/// Environment variable: path of a modules config YAML file bundled with the deployment (relative
+/// paths are relative to the working directory, `/var/task` in Lambda).
+pub const MODULES_CONFIG_FILE: &str = "MODULES_CONFIG_FILE";
+/// Environment variable: name of an SSM parameter whose value is the modules config YAML.
+pub const MODULES_CONFIG_PARAM: &str = "MODULES_CONFIG_PARAM";
+
+/// Key of the entry used for repositories that have none of their own.
+pub const DEFAULT_REPO_KEY: &str = "*";
+
+#[derive(Debug, thiserror::Error)]
+pub enum TaggingError {
+    #[error("{origin}: not valid YAML: {source}")]
+    Yaml {
+        origin: String,
+        #[source]
+        source: serde_yaml::Error,
+    },
+    #[error("{origin}: {location}: {message}")]
+    Config {
+        origin: String,
+        /// Where in the config: `top level`, `repository X` or `repository X, module Y`.
+        location: String,
+        message: String,
+    },
+    #[error("{origin}: repository {repo}, module {module}: invalid glob {glob:?}: {}", source.kind())]
+    Glob {
+        origin: String,
+        repo: String,
+        module: String,
+        glob: String,
+        #[source]
+        source: Box<globset::Error>,
+    },
+    #[error("reading modules config file {path} failed: {source}")]
+    File {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("reading SSM parameter {name} failed: {message}")]
+    Ssm { name: String, message: String },
+    #[error("SSM parameter {name} has no value")]
+    EmptyParameter { name: String },
+}
+
+// ---------------------------------------------------------------------------------------------
+// Modules config
+// ---------------------------------------------------------------------------------------------
+
+/// The modules config of every repository, keyed by `owner/name` (matched ASCII
+/// case-insensitively, as GitHub does), with an optional `"*"` entry for the others:
+///
+/// ```yaml
+/// Codertocat/Hello-World:
+///   docs: ["*.md", "docs/**"]
+///   core: ["src/**", "!src/**/*_test.rs"]
+/// "*":
+///   docs: ["**/*.md"]
+/// ```
+///
+/// Each module is a list of globs ([`globset`] syntax, `*` and `?` never cross `/`, `**` does,
+/// dotfiles match like any other file). A glob starting with `!` is a negation: a file is in the
+/// module when it matches at least one positive glob of the list and none of its negated ones.
+/// A single string is accepted in place of a one-glob list.
+///
+/// actions/labeler v4's group entries are accepted too, evaluated for the one file at hand:
+/// `- any: [..]` holds when the file matches at least one positive glob of the group and no
+/// negated one (the same as a plain list); `- all: [..]` holds when it matches every positive
+/// glob and no negated one; a group with both keys needs both. A module matches a file when its
+/// plain globs or any of its groups do. (labeler v4 evaluates `all` over the whole set of changed
+/// files; Chronicle tags file by file, so it is per file here.)
+///
+/// A repository entry with no modules (`owner/name:` with nothing after it) is an explicit empty
+/// config: the `"*"` entry does not apply to that repository, and its files fall through to
+/// CODEOWNERS and top-level directories.
+#[derive(Debug, Clone, Default)]
+pub struct ModulesConfig {
+    /// Keyed by the lowercased `owner/name`.
+    repos: BTreeMap<String, RepoModules>,
+    default: Option<RepoModules>,
+}
+
+/// One repository's modules, sorted by name.
+#[derive(Debug, Clone, Default)]
+pub struct RepoModules {
+    modules: Vec<Module>,
+}
+
+#[derive(Debug, Clone)]
+struct Module {
+    name: String,
+    rules: Vec<Rule>,
+}
+
+/// A plain glob list (`any` only) or a labeler v4 group (`any` and/or `all`).
+#[derive(Debug, Clone)]
+struct Rule {
+    any: Option<GlobList>,
+    all: Option<GlobList>,
+}
+
+#[derive(Debug, Clone)]
+struct GlobList {
+    positive: GlobSet,
+    negative: GlobSet,
+}
+
+impl GlobList {
+    /// At least one positive glob matches and no negated one does.
+    fn matches_any(&self, path: &str) -> bool {
+        self.positive.is_match(path) && !self.negative.is_match(path)
+    }
+
+    /// Every positive glob matches and no negated one does.
+    fn matches_all(&self, path: &str) -> bool {
+        self.positive.matches(path).len() == self.positive.len() && !self.negative.is_match(path)
+    }
+}
+
+impl Rule {
+    fn matches(&self, path: &str) -> bool {
+        self.any.as_ref().is_none_or(|g| g.matches_any(path))
+            && self.all.as_ref().is_none_or(|g| g.matches_all(path))
+    }
+}
+
+impl ModulesConfig {
+    /// No repository configured: every file falls through to CODEOWNERS / top-level directories.
+    pub fn empty() -> Self {
+        Self::default()
+    }
+
+    pub fn from_yaml(text: &str) -> Result<Self, TaggingError> {
+        Self::parse(text, "modules config")
+    }
+
+    /// The repository's own entry, else the `"*"` entry, else `None`.
+    pub fn for_repo(&self, repo: &RepoName) -> Option<&RepoModules> {
+        self.repos
+            .get(&repo.as_str().to_ascii_lowercase())
+            .or(self.default.as_ref())
+    }
+
+    /// Number of repositories with an entry of their own (the `"*"` entry not counted).
+    pub fn repo_count(&self) -> usize {
+        self.repos.len()
+    }
+
+    /// Loads the config named by [`MODULES_CONFIG_FILE`] (`file`, a YAML file bundled with the
+    /// deployment) or [`MODULES_CONFIG_PARAM`] (`ssm_param`, an SSM parameter holding the YAML;
+    /// a standard parameter holds 4 KB, an advanced one 8 KB). The file wins when both are set;
+    /// blank values count as unset; neither set = [`ModulesConfig::empty`].
+    pub async fn load(
+        file: Option<&str>,
+        ssm_param: Option<&str>,
+        sdk: &SdkConfig,
+    ) -> Result<Self, TaggingError> {
+        let file = file.map(str::trim).filter(|s| !s.is_empty());
+        let ssm_param = ssm_param.map(str::trim).filter(|s| !s.is_empty());
+        let config = match (file, ssm_param) {
+            (Some(path), other) => {
+                if let Some(name) = other {
+                    tracing::warn!(
+                        file = path,
+                        ssm_param = name,
+                        "both {MODULES_CONFIG_FILE} and {MODULES_CONFIG_PARAM} are set; using the file"
+                    );
+                }
+                // Read once per cold start, a few KB: a blocking read is fine here.
+                let text = std::fs::read_to_string(path).map_err(|source| TaggingError::File {
+                    path: path.to_string(),
+                    source,
+                })?;
+                Self::parse(&text, &format!("modules config file {path}"))?
+            }
+            (None, Some(name)) => {
+                let client = aws_sdk_ssm::Client::new(sdk);
+                let out = client
+                    .get_parameter()
+                    .name(name)
+                    .with_decryption(true)
+                    .send()
+                    .await
+                    .map_err(|e| TaggingError::Ssm {
+                        name: name.to_string(),
+                        message: crate::aws::error_message(&e),
+                    })?;
+                let text = out.parameter().and_then(|p| p.value()).ok_or_else(|| {
+                    TaggingError::EmptyParameter {
+                        name: name.to_string(),
+                    }
+                })?;
+                Self::parse(text, &format!("modules config SSM parameter {name}"))?
+            }
+            (None, None) => Self::empty(),
+        };
+        tracing::info!(
+            repos = config.repo_count(),
+            default = config.default.is_some(),
+            "modules config loaded"
+        );
+        Ok(config)
+    }
+
+    fn parse(text: &str, origin: &str) -> Result<Self, TaggingError> {
+        let value: Value = serde_yaml::from_str(text).map_err(|source| TaggingError::Yaml {
+            origin: origin.to_string(),
+            source,
+        })?;
+        let config_err = |location: String, message: String| TaggingError::Config {
+            origin: origin.to_string(),
+            location,
+            message,
+        };
+        let top = match value {
+            // An empty file (or one with only comments) configures nothing.
+            Value::Null => return Ok(Self::empty()),
+            Value::Mapping(m) => m,
+            other => {
+                return Err(config_err(
+                    "top level".into(),
+                    format!(
+                        "expected a mapping of owner/name to modules, found {}",
+                        kind(&other)
+                    ),
+                ))
+            }
+        };
+
+        let mut config = Self::empty();
+        // Lowercased key → key as written, to report two spellings of one repository.
+        let mut seen: BTreeMap<String, String> = BTreeMap::new();
+        for (key, modules) in top {
+            let Some(repo) = key.as_str() else {
+                return Err(config_err(
+                    "top level".into(),
+                    format!(
+                        "a key is {}, expected a repository owner/name or \"*\"",
+                        kind(&key)
+                    ),
+                ));
+            };
+            if repo != DEFAULT_REPO_KEY && RepoName::parse(repo).is_err() {
+                return Err(config_err(
+                    format!("repository {repo}"),
+                    "not of the form owner/name (or \"*\" for the default)".into(),
+                ));
+            }
+            let lower = repo.to_ascii_lowercase();
+            if let Some(first) = seen.insert(lower.clone(), repo.to_string()) {
+                return Err(config_err(
+                    format!("repository {repo}"),
+                    format!("configured twice (also as {first}; names are case-insensitive)"),
+                ));
+            }
+            let parsed = parse_repo(repo, modules, origin)?;
+            if repo == DEFAULT_REPO_KEY {
+                config.default = Some(parsed);
+            } else {
+                config.repos.insert(lower, parsed);
+            }
+        }
+        Ok(config)
+    }
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "empty",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Sequence(_) => "a list",
+        Value::Mapping(_) => "a mapping",
+        Value::Tagged(_) => "a tagged value",
+    }
+}
+
+fn parse_repo(repo: &str, value: Value, origin: &str) -> Result<RepoModules, TaggingError> {
+    let mapping = match value {
+        Value::Null => return Ok(RepoModules::default()),
+        Value::Mapping(m) => m,
+        other => {
+            return Err(TaggingError::Config {
+                origin: origin.to_string(),
+                location: format!("repository {repo}"),
+                message: format!(
+                    "expected a mapping of module to globs, found {}",
+                    kind(&other)
+                ),
+            })
+        }
+    };
+    let mut modules: BTreeMap<String, Module> = BTreeMap::new();
+    for (key, entries) in mapping {
+        let name = match &key {
+            Value::String(s) => s.clone(),
+            Value::Number(n) => n.to_string(),
+            Value::Bool(b) => b.to_string(),
+            other => {
+                return Err(TaggingError::Config {
+                    origin: origin.to_string(),
+                    location: format!("repository {repo}"),
+                    message: format!("a module name is {}, expected a string", kind(other)),
+                })
+            }
+        };
+        if name.trim().is_empty() {
+            return Err(TaggingError::Config {
+                origin: origin.to_string(),
+                location: format!("repository {repo}"),
+                message: "a module name is empty".into(),
+            });
+        }
+        let ctx = ModuleCtx {
+            origin,
+            repo,
+            module: &name,
+        };
+        let rules = ctx.rules(entries)?;
+        if modules.contains_key(&name) {
+            return Err(ctx.err(format!("module {name:?} is configured twice")));
+        }
+        modules.insert(name.clone(), Module { name, rules });
+    }
+    Ok(RepoModules {
+        modules: modules.into_values().collect(),
+    })
+}
+
+/// Where a module's entries are being read, for error messages.
+struct ModuleCtx<'a> {
+    origin: &'a str,
+    repo: &'a str,
+    module: &'a str,
+}
+
+impl ModuleCtx<'_> {
+    fn err(&self, message: String) -> TaggingError {
+        TaggingError::Config {
+            origin: self.origin.to_string(),
+            location: format!("repository {}, module {}", self.repo, self.module),
+            message,
+        }
+    }
+
+    /// A module's value: a glob, or a list of globs and `any`/`all` groups.
+    fn rules(&self, value: Value) -> Result<Vec<Rule>, TaggingError> {
+        let entries = match value {
+            Value::String(s) => vec![Value::String(s)],
+            Value::Sequence(seq) => seq,
+            other => {
+                return Err(self.err(format!("expected a list of globs, found {}", kind(&other))))
+            }
+        };
+        let mut plain = Vec::new();
+        let mut rules = Vec::new();
+        for entry in entries {
+            match entry {
+                Value::String(glob) => plain.push(glob),
+                Value::Mapping(group) => rules.push(self.group(group)?),
+                other => {
+                    return Err(self.err(format!(
+                        "an entry is {}, expected a glob or an any/all group",
+                        kind(&other)
+                    )))
+                }
+            }
+        }
+        if !plain.is_empty() {
+            rules.insert(
+                0,
+                Rule {
+                    any: Some(self.glob_list(&plain)?),
+                    all: None,
+                },
+            );
+        }
+        Ok(rules)
+    }
+
+    fn group(&self, group: serde_yaml::Mapping) -> Result<Rule, TaggingError> {
+        let mut rule = Rule {
+            any: None,
+            all: None,
+        };
+        for (key, value) in group {
+            let globs = self.strings(value)?;
+            match key.as_str() {
+                Some("any") => rule.any = Some(self.glob_list(&globs)?),
+                Some("all") => rule.all = Some(self.glob_list(&globs)?),
+                _ => {
+                    return Err(self.err(format!(
+                        "unknown group key {}, expected any or all",
+                        serde_yaml::to_string(&key).unwrap_or_default().trim_end()
+                    )))
+                }
+            }
+        }
+        if rule.any.is_none() && rule.all.is_none() {
+            return Err(self.err("an empty group, expected any or all".into()));
+        }
+        Ok(rule)
+    }
+
+    fn strings(&self, value: Value) -> Result<Vec<String>, TaggingError> {
+        match value {
+            Value::String(s) => Ok(vec![s]),
+            Value::Sequence(seq) => seq
+                .into_iter()
+                .map(|v| match v {
+                    Value::String(s) => Ok(s),
+                    other => {
+                        Err(self.err(format!("a glob is {}, expected a string", kind(&other))))
+                    }
+                })
+                .collect(),
+            other => Err(self.err(format!("expected a list of globs, found {}", kind(&other)))),
+        }
+    }
+
+    fn glob_list(&self, globs: &[String]) -> Result<GlobList, TaggingError> {
+        let mut positive = GlobSetBuilder::new();
+        let mut negative = GlobSetBuilder::new();
+        for glob in globs {
+            let (negated, pattern) = match glob.strip_prefix('!') {
+                Some(rest) => (true, rest),
+                None => (false, glob.as_str()),
+            };
+            if pattern.is_empty() {
+                return Err(self.err(format!("empty glob {glob:?}")));
+            }
+            let compiled = path_glob(pattern).map_err(|source| self.glob_err(glob, source))?;
+            if negated {
+                negative.add(compiled);
+            } else {
+                positive.add(compiled);
+            }
+        }
+        let build = |b: GlobSetBuilder| {
+            b.build()
+                .map_err(|source| self.glob_err(&globs.join(", "), source))
+        };
+        Ok(GlobList {
+            positive: build(positive)?,
+            negative: build(negative)?,
+        })
+    }
+
+    fn glob_err(&self, glob: &str, source: globset::Error) -> TaggingError {
+        TaggingError::Glob {
+            origin: self.origin.to_string(),
+            repo: self.repo.to_string(),
+            module: self.module.to_string(),
+            glob: glob.to_string(),
+            source: Box::new(source),
+        }
+    }
+}
+
+/// A glob over repository paths: `*` and `?` stay within a path segment, `**` crosses them.
+fn path_glob(pattern: &str) -> Result<Glob, globset::Error> {
+    GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .backslash_escape(true)
+        .build()
+}
+
+impl RepoModules {
+    /// Every module whose globs match `path`, sorted by name.
+    pub fn modules_of(&self, path: &str) -> Vec<&str> {
+        let path = path.trim_start_matches('/');
+        self.modules
+            .iter()
+            .filter(|m| m.rules.iter().any(|r| r.matches(path)))
+            .map(|m| m.name.as_str())
+            .collect()
+    }
+
+    /// The configured module names, sorted.
+    pub fn module_names(&self) -> impl Iterator<Item = &str> {
+        self.modules.iter().map(|m| m.name.as_str())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.modules.is_empty()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// CODEOWNERS
+// ---------------------------------------------------------------------------------------------
+
+/// A parsed `CODEOWNERS` file, with GitHub's rules: gitignore-like patterns, a leading `/`
+/// anchors to the repository root, a pattern without any other `/` matches at any depth, a
+/// pattern matches a file or a directory and everything below it (a trailing `/` = directories
+/// only), except that a final `*` segment (`docs/*`) matches only the files directly inside;
+/// `*` and `?` stay within a segment, `**` crosses them. The **last** matching line wins, and a
+/// line with a pattern and no owners un-owns what it matches.
+///
+/// What GitHub rejects is skipped, as GitHub skips it: `!` negations and patterns that cannot
+/// be compiled. `[`, `]`, `{`, `}` are literal characters (no ranges or alternations). Text from
+/// a `#` that starts a word is a comment.
+#[derive(Debug, Clone)]
+pub struct Codeowners {
+    /// Every glob of every kept line, matched at once.
+    set: GlobSet,
+    /// For each glob of `set`, the index of its line in `lines`.
+    line_of_glob: Vec<usize>,
+    /// The module of each kept line, in file order: its first owner without the leading `@`;
+    /// `None` for an un-owning line.
+    lines: Vec<Option<String>>,
+}
+
+impl Codeowners {
+    pub fn parse(text: &str) -> Self {
+        let mut builder = GlobSetBuilder::new();
+        let mut line_of_glob = Vec::new();
+        let mut lines = Vec::new();
+        for (number, raw) in text.lines().enumerate() {
+            let mut words = raw.split_whitespace().take_while(|w| !w.starts_with('#'));
+            let Some(pattern) = words.next() else {
+                continue; // blank or comment
+            };
+            let owner = match words.next() {
+                None => None,
+                Some(first) => match first.strip_prefix('@').unwrap_or(first) {
+                    "" => {
+                        tracing::debug!(line = number + 1, "CODEOWNERS line skipped: bare @");
+                        continue;
+                    }
+                    name => Some(name.to_string()),
+                },
+            };
+            let Some(globs) = codeowners_globs(pattern) else {
+                tracing::debug!(line = number + 1, pattern, "CODEOWNERS line skipped");
+                continue;
+            };
+            let compiled: Result<Vec<Glob>, _> = globs.iter().map(|g| path_glob(g)).collect();
+            let Ok(compiled) = compiled else {
+                tracing::debug!(line = number + 1, pattern, "CODEOWNERS pattern is invalid");
+                continue;
+            };
+            for glob in compiled {
+                builder.add(glob);
+                line_of_glob.push(lines.len());
+            }
+            lines.push(owner);
+        }
+        // Each glob compiled on its own; a set of valid globs builds. Keep the empty set otherwise.
+        let set = builder.build().unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "CODEOWNERS patterns could not be combined; ignoring them");
+            line_of_glob.clear();
+            GlobSet::empty()
+        });
+        Codeowners {
+            set,
+            line_of_glob,
+            lines,
+        }
+    }
+
+    /// The module of `path`: the first owner of the last matching line with its leading `@`
+    /// removed (`@octo-org/payments` → `octo-org/payments`, `docs@example.com` as is). `None`
+    /// when no line matches or the last match has no owners.
+    pub fn owner_of(&self, path: &str) -> Option<&str> {
+        let path = path.trim_start_matches('/');
+        let last = self
+            .set
+            .matches(path)
+            .into_iter()
+            .map(|g| self.line_of_glob[g])
+            .max()?;
+        self.lines[last].as_deref()
+    }
+}
+
+/// The globset globs equivalent to one CODEOWNERS pattern, or `None` for a line GitHub ignores.
+fn codeowners_globs(pattern: &str) -> Option<Vec<String>> {
+    if pattern.starts_with('!') {
+        return None; // negation is not supported by CODEOWNERS
+    }
+    let dir_only = pattern.ends_with('/');
+    let body = pattern.trim_end_matches('/');
+    let anchored = body.contains('/'); // leading or middle slash
+    let body = body.trim_start_matches('/');
+    if body.is_empty() {
+        return None; // "/" matches nothing
+    }
+    let mut escaped = String::with_capacity(body.len());
+    for c in body.chars() {
+        if matches!(c, '[' | ']' | '{' | '}') {
+            escaped.push('\\');
+        }
+        escaped.push(c);
+    }
+    let base = if anchored || escaped.starts_with("**") {
+        escaped
+    } else {
+        format!("**/{escaped}")
+    };
+    let last_segment = body.rsplit('/').next().unwrap_or(body);
+    let mut globs = Vec::with_capacity(2);
+    if !dir_only {
+        globs.push(base.clone());
+    }
+    // A match is also a directory whose contents it covers, except for a final lone `*`
+    // (`docs/*` owns docs' files, not the files of its subdirectories).
+    if dir_only || last_segment != "*" {
+        globs.push(format!("{base}/**"));
+    }
+    Some(globs)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tagging
+// ---------------------------------------------------------------------------------------------
+
+/// The modules a PR touched, from its changed files (see the module docs for the precedence):
+/// sorted by name in byte order, without duplicates. No files → `[repo]`.
+pub fn tag_modules(
+    repo: &RepoName,
+    files: &[&str],
+    config: Option<&RepoModules>,
+    codeowners: Option<&Codeowners>,
+) -> Vec<String> {
+    if files.is_empty() {
+        return vec![repo.as_str().to_string()];
+    }
+    let mut modules: BTreeSet<&str> = BTreeSet::new();
+    for &file in files {
+        if let Some(config) = config {
+            let configured = config.modules_of(file);
+            if !configured.is_empty() {
+                modules.extend(configured);
+                continue;
+            }
+        }
+        if let Some(owner) = codeowners.and_then(|c| c.owner_of(file)) {
+            modules.insert(owner);
+            continue;
+        }
+        modules.insert(crate::enrich::top_level_directory(file));
+    }
+    modules.into_iter().map(str::to_string).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIXTURE_REPO: &str = "Codertocat/Hello-World";
+
+    fn repo(name: &str) -> RepoName {
+        RepoName::parse(name).unwrap()
+    }
+
+    fn modules(yaml: &str) -> RepoModules {
+        let config = ModulesConfig::from_yaml(yaml).unwrap();
+        config.for_repo(&repo(FIXTURE_REPO)).unwrap().clone()
+    }
+
+    fn sample() -> RepoModules {
+        modules(
+            r#"
+Codertocat/Hello-World:
+  docs: ["*.md", "docs/**"]
+  core: ["src/**", "!src/**/*_test.rs"]
+  tests: ["**/*_test.rs", "tests/**"]
+  ci: [".github/**"]
+"#,
+        )
+    }
+
+    #[test]
+    fn negated_globs_exclude_files() {
+        let m = sample();
+        assert_eq!(m.modules_of("src/lib.rs"), ["core"]);
+        assert_eq!(m.modules_of("src/a/b/deep.rs"), ["core"]);
+        assert_eq!(m.modules_of("src/a/parse_test.rs"), ["tests"]);
+        assert_eq!(m.modules_of("src/parse_test.rs"), ["tests"]); // `**/` also matches zero dirs
+                                                                  // A list of negations alone matches nothing: a positive glob is required.
+        let only_negated = modules("Codertocat/Hello-World:\n  x: ['!docs/**']\n");
+        assert!(only_negated.modules_of("src/lib.rs").is_empty());
+    }
+
+    #[test]
+    fn star_stays_in_a_segment_and_double_star_crosses() {
+        let m = sample();
+        assert_eq!(m.modules_of("README.md"), ["docs"]);
+        assert!(
+            m.modules_of("guide/intro.md").is_empty(),
+            "`*.md` is root-only"
+        );
+        assert_eq!(m.modules_of("docs/a/b/c.png"), ["docs"]);
+        assert!(m.modules_of("docs").is_empty(), "`docs/**` is below docs");
+        assert!(m.modules_of("other/docs/x").is_empty());
+        // Dotfiles are ordinary files.
+        assert_eq!(m.modules_of(".github/workflows/ci.yml"), ["ci"]);
+        assert_eq!(m.modules_of(".hidden.md"), ["docs"]);
+        let star = modules("Codertocat/Hello-World:\n  all: ['*', '*/*']\n");
+        assert_eq!(star.modules_of(".env"), ["all"]);
+        assert_eq!(star.modules_of("a/.env"), ["all"]);
+        assert!(star.modules_of("a/b/.env").is_empty());
+        let q = modules("Codertocat/Hello-World:\n  q: ['a?c']\n");
+        assert_eq!(q.modules_of("abc"), ["q"]);
+        assert!(q.modules_of("a/c").is_empty(), "`?` does not match /");
+    }
+
+    #[test]
+    fn a_file_can_be_in_several_modules() {
+        let m = sample();
+        assert_eq!(m.modules_of("docs/api.md"), ["docs"]);
+        let m = modules(
+            r#"
+Codertocat/Hello-World:
+  zeta: ["src/**"]
+  api: ["src/api/**"]
+  rust: ["**/*.rs"]
+"#,
+        );
+        assert_eq!(m.modules_of("src/api/v1.rs"), ["api", "rust", "zeta"]);
+        assert_eq!(
+            tag_modules(&repo(FIXTURE_REPO), &["src/api/v1.rs"], Some(&m), None),
+            ["api", "rust", "zeta"]
+        );
+    }
+
+    #[test]
+    fn labeler_v4_groups_and_single_strings() {
+        let m = modules(
+            r#"
+Codertocat/Hello-World:
+  readme: "README.md"
+  frontend:
+    - any: ["web/**", "!web/**/*.snap"]
+  generated-rust:
+    - all: ["gen/**", "**/*.rs", "!gen/vendor/**"]
+  both:
+    - any: ["lib/**"]
+      all: ["**/*.c"]
+  mixed:
+    - "tools/**"
+    - any: "scripts/*"
+"#,
+        );
+        assert_eq!(m.modules_of("README.md"), ["readme"]);
+        assert_eq!(m.modules_of("web/app.ts"), ["frontend"]);
+        assert!(m.modules_of("web/ui/app.snap").is_empty());
+        assert_eq!(m.modules_of("gen/api.rs"), ["generated-rust"]);
+        assert!(
+            m.modules_of("gen/api.txt").is_empty(),
+            "all needs every glob"
+        );
+        assert!(m.modules_of("gen/vendor/x.rs").is_empty());
+        assert_eq!(m.modules_of("lib/x/y.c"), ["both"]);
+        assert!(m.modules_of("lib/y.h").is_empty());
+        assert_eq!(m.modules_of("tools/a/b"), ["mixed"]);
+        assert_eq!(m.modules_of("scripts/run.sh"), ["mixed"]);
+        assert_eq!(
+            m.module_names().collect::<Vec<_>>(),
+            ["both", "frontend", "generated-rust", "mixed", "readme"]
+        );
+    }
+
+    const CODEOWNERS: &str = r#"
+# Default owners for everything.
+*                 @global-owner
+*.js              @js-owner #This is an inline comment.
+*.go              docs@example.com
+/build/logs/      @doctocat
+docs/*            @docs-team
+apps/             @octocat
+/api/             @octo-org/payments @someone-else
+**/logs           @log-owner
+/api/generated    
+LICENSE
+"#;
+
+    #[test]
+    fn codeowners_last_match_wins() {
+        let c = Codeowners::parse(CODEOWNERS);
+        assert_eq!(c.owner_of("README"), Some("global-owner"));
+        assert_eq!(c.owner_of("deep/down/x.txt"), Some("global-owner"));
+        // `*.js` comes after `*`, and has no slash: any depth.
+        assert_eq!(c.owner_of("web/lib/app.js"), Some("js-owner"));
+        assert_eq!(c.owner_of("main.go"), Some("docs@example.com"));
+        // The first owner, `@` removed; an e-mail owner is kept as is.
+        assert_eq!(c.owner_of("api/handler.rs"), Some("octo-org/payments"));
+        // `/api/` is later than `*.js`, so it wins for JS files in api/ too.
+        assert_eq!(c.owner_of("api/client.js"), Some("octo-org/payments"));
+        // A later pattern without owners un-owns.
+        assert_eq!(c.owner_of("api/generated/types.rs"), None);
+        assert_eq!(c.owner_of("api/generated"), None);
+        assert_eq!(c.owner_of("LICENSE"), None);
+        assert_eq!(c.owner_of("sub/LICENSE"), None, "unanchored: any depth");
+        // Last match wins over an earlier, more specific line.
+        assert_eq!(c.owner_of("build/logs/today.txt"), Some("log-owner"));
+    }
+
+    #[test]
+    fn codeowners_anchoring_and_directories() {
+        let c = Codeowners::parse(CODEOWNERS);
+        // `/build/logs/` is anchored (its `**/logs` successor is not): check with a fresh file.
+        let anchored = Codeowners::parse("/build/logs/ @doctocat\nbuild/x @builder\n");
+        assert_eq!(anchored.owner_of("build/logs/a/b.txt"), Some("doctocat"));
+        assert_eq!(anchored.owner_of("src/build/logs/a.txt"), None);
+        // A middle slash anchors too.
+        assert_eq!(anchored.owner_of("build/x"), Some("builder"));
+        assert_eq!(anchored.owner_of("build/x/y.txt"), Some("builder"));
+        assert_eq!(anchored.owner_of("a/build/x"), None);
+        // A leading `/` on the path is tolerated.
+        assert_eq!(anchored.owner_of("/build/x"), Some("builder"));
+
+        // `apps/`: a directory named apps at any depth, and everything below it.
+        assert_eq!(c.owner_of("apps/a.txt"), Some("octocat"));
+        assert_eq!(c.owner_of("x/y/apps/z/a.txt"), Some("octocat"));
+        let dir_only = Codeowners::parse("apps/ @octocat\n");
+        assert_eq!(
+            dir_only.owner_of("apps"),
+            None,
+            "a file named apps is not the directory"
+        );
+        assert_eq!(dir_only.owner_of("x/apps/y"), Some("octocat"));
+        // `docs/*`: files directly in docs, not nested ones (GitHub's documented example).
+        assert_eq!(c.owner_of("docs/getting-started.md"), Some("docs-team"));
+        assert_eq!(
+            c.owner_of("docs/build-app/troubleshooting.md"),
+            Some("global-owner")
+        );
+        // `**/logs` anywhere.
+        assert_eq!(c.owner_of("deeply/nested/logs/x.log"), Some("log-owner"));
+        assert_eq!(c.owner_of("logs/x.log"), Some("log-owner"));
+        // A pattern without a trailing slash covers a directory of that name too.
+        let plain = Codeowners::parse("src @core\n/lib/util.rs @util\n");
+        assert_eq!(plain.owner_of("src/a/b.rs"), Some("core"));
+        assert_eq!(plain.owner_of("pkg/src/a.rs"), Some("core"));
+        assert_eq!(plain.owner_of("lib/util.rs"), Some("util"));
+        assert_eq!(plain.owner_of("lib/util.rsx"), None);
+    }
+
+    #[test]
+    fn codeowners_skips_what_github_rejects() {
+        let c = Codeowners::parse(
+            "* @all\n!secret.txt\n/ @nobody\n\\#notes @hash\nfile[1].txt @brackets\n{a,b} @braces\n   # indented comment\n",
+        );
+        assert_eq!(c.owner_of("secret.txt"), Some("all"), "negation is ignored");
+        assert_eq!(
+            c.owner_of("file[1].txt"),
+            Some("brackets"),
+            "brackets are literal"
+        );
+        assert_eq!(c.owner_of("file1.txt"), Some("all"));
+        assert_eq!(c.owner_of("{a,b}"), Some("braces"));
+        assert_eq!(c.owner_of("a"), Some("all"));
+        assert_eq!(Codeowners::parse("").owner_of("a"), None);
+        assert_eq!(Codeowners::parse("# only comments\n\n").owner_of("a"), None);
+    }
+
+    #[test]
+    fn precedence_config_then_codeowners_then_top_level() {
+        let r = repo(FIXTURE_REPO);
+        let m = sample();
+        let c = Codeowners::parse("/lib/ @octo-org/lib\n");
+        let files = [
+            "src/main.rs",       // config: core
+            "lib/x.rs",          // codeowners: octo-org/lib
+            "scripts/deploy.sh", // top level: scripts
+            "Cargo.toml",        // root
+            "README.md",         // config: docs
+        ];
+        assert_eq!(
+            tag_modules(&r, &files, Some(&m), Some(&c)),
+            ["(root)", "core", "docs", "octo-org/lib", "scripts"]
+        );
+        // Without CODEOWNERS, lib falls back to its directory.
+        assert_eq!(
+            tag_modules(&r, &files, Some(&m), None),
+            ["(root)", "core", "docs", "lib", "scripts"]
+        );
+        // Config wins over CODEOWNERS for the files it matches.
+        let everything = Codeowners::parse("* @owner\n");
+        assert_eq!(
+            tag_modules(&r, &["src/a.rs", "x/y"], Some(&m), Some(&everything)),
+            ["core", "owner"]
+        );
+        // An un-owned file falls through to its top-level directory.
+        let unowned = Codeowners::parse("* @owner\n/vendor/\n");
+        assert_eq!(
+            tag_modules(&r, &["vendor/lib/a.c"], None, Some(&unowned)),
+            ["vendor"]
+        );
+    }
+
+    #[test]
+    fn top_level_fallback_and_root_files() {
+        let r = repo(FIXTURE_REPO);
+        assert_eq!(
+            tag_modules(
+                &r,
+                &["src/a/b.rs", "README", "docs/x.md", ".gitignore"],
+                None,
+                None
+            ),
+            [ROOT_MODULE, "docs", "src"]
+        );
+        assert_eq!(ROOT_MODULE, "(root)");
+    }
+
+    #[test]
+    fn no_files_means_the_repo_itself() {
+        let r = repo(FIXTURE_REPO);
+        let m = sample();
+        let c = Codeowners::parse("* @owner\n");
+        assert_eq!(tag_modules(&r, &[], None, None), [FIXTURE_REPO]);
+        assert_eq!(tag_modules(&r, &[], Some(&m), Some(&c)), [FIXTURE_REPO]);
+    }
+
+    #[test]
+    fn deterministic_and_deduplicated() {
+        let r = repo(FIXTURE_REPO);
+        let m = sample();
+        let c = Codeowners::parse("/lib/ @lib-team\n");
+        let mut files = vec![
+            "src/b.rs",
+            "zz/top.txt",
+            "src/a.rs",
+            "README.md",
+            "lib/1",
+            "lib/2",
+            "docs/README.md",
+            "Makefile",
+            "src/x_test.rs",
+            "Cargo.lock",
+        ];
+        let expected = tag_modules(&r, &files, Some(&m), Some(&c));
+        assert_eq!(
+            expected,
+            ["(root)", "core", "docs", "lib-team", "tests", "zz"]
+        );
+        for _ in 0..files.len() {
+            files.rotate_left(3);
+            files.reverse();
+            assert_eq!(tag_modules(&r, &files, Some(&m), Some(&c)), expected);
+        }
+        let mut doubled = files.clone();
+        doubled.extend(files.iter().copied());
+        assert_eq!(tag_modules(&r, &doubled, Some(&m), Some(&c)), expected);
+        // Byte order: uppercase before lowercase, `(` before letters.
+        assert_eq!(
+            tag_modules(&r, &["b/x", "B/x", "a/x", "root.txt"], None, None),
+            ["(root)", "B", "a", "b"]
+        );
+    }
+
+    #[test]
+    fn config_is_keyed_by_repo_with_a_default() {
+        let config = ModulesConfig::from_yaml(
+            r#"
+Codertocat/Hello-World:
+  docs: ["*.md"]
+octo-org/opted-out:
+"*":
+  everything: ["**"]
+"#,
+        )
+        .unwrap();
+        assert_eq!(config.repo_count(), 2);
+        let own = config.for_repo(&repo(FIXTURE_REPO)).unwrap();
+        assert_eq!(own.modules_of("README.md"), ["docs"]);
+        assert!(own.modules_of("src/a.rs").is_empty());
+        // Repository names are case-insensitive on GitHub.
+        let shouty = config.for_repo(&repo("CODERTOCAT/hello-world")).unwrap();
+        assert_eq!(shouty.modules_of("README.md"), ["docs"]);
+        let other = config.for_repo(&repo("someone/else")).unwrap();
+        assert_eq!(other.modules_of("src/a.rs"), ["everything"]);
+        // An explicit empty entry shadows the default.
+        let opted_out = config.for_repo(&repo("octo-org/opted-out")).unwrap();
+        assert!(opted_out.is_empty());
+        assert!(opted_out.modules_of("src/a.rs").is_empty());
+
+        let no_default = ModulesConfig::from_yaml("Codertocat/Hello-World:\n  d: ['*']\n").unwrap();
+        assert!(no_default.for_repo(&repo("someone/else")).is_none());
+        assert!(ModulesConfig::empty()
+            .for_repo(&repo(FIXTURE_REPO))
+            .is_none());
+        for empty in ["", "# nothing yet\n", "~"] {
+            let c = ModulesConfig::from_yaml(empty).unwrap();
+            assert!(c.for_repo(&repo(FIXTURE_REPO)).is_none(), "{empty:?}");
+        }
+    }
+
+    #[test]
+    fn bad_yaml_is_reported() {
+        let err =
+            ModulesConfig::from_yaml("Codertocat/Hello-World:\n  docs: [\"*.md\"\n").unwrap_err();
+        assert!(matches!(err, TaggingError::Yaml { .. }), "{err:?}");
+        assert!(err.to_string().contains("not valid YAML"), "{err}");
+        // YAML duplicate keys are refused by the parser.
+        let err = ModulesConfig::from_yaml("a/b:\n  x: ['*']\n  x: ['**']\n").unwrap_err();
+        assert!(matches!(err, TaggingError::Yaml { .. }), "{err:?}");
+    }
+
+    #[test]
+    fn bad_glob_names_the_module_and_the_glob() {
+        let err = ModulesConfig::from_yaml(
+            "Codertocat/Hello-World:\n  docs: ['*.md']\n  core: ['src/**', '!src/[a-']\n",
+        )
+        .unwrap_err();
+        match &err {
+            TaggingError::Glob {
+                repo, module, glob, ..
+            } => {
+                assert_eq!(repo, FIXTURE_REPO);
+                assert_eq!(module, "core");
+                assert_eq!(glob, "!src/[a-");
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        let text = err.to_string();
+        assert!(text.contains("module core"), "{text}");
+        assert!(text.contains("!src/[a-"), "{text}");
+        assert!(text.contains(FIXTURE_REPO), "{text}");
+
+        let err = ModulesConfig::from_yaml("a/b:\n  x:\n    - any: ['{a,b']\n").unwrap_err();
+        assert!(err.to_string().contains("module x"), "{err}");
+        assert!(err.to_string().contains("{a,b"), "{err}");
+    }
+
+    #[test]
+    fn bad_structure_is_reported_with_its_location() {
+        let cases = [
+            ("- a\n- b\n", "top level"),
+            ("not-a-repo:\n  x: ['*']\n", "repository not-a-repo"),
+            ("a/b: ['*']\n", "repository a/b"),
+            ("a/b:\n  x: 3\n", "repository a/b, module x"),
+            ("a/b:\n  x:\n", "repository a/b, module x"),
+            ("a/b:\n  x: [3]\n", "repository a/b, module x"),
+            ("a/b:\n  x: ['']\n", "repository a/b, module x"),
+            ("a/b:\n  x: ['!']\n", "repository a/b, module x"),
+            (
+                "a/b:\n  x:\n    - changed-files: ['*']\n",
+                "repository a/b, module x",
+            ),
+            ("a/b:\n  x:\n    - {}\n", "repository a/b, module x"),
+            ("a/b:\n  x:\n    - any: [[1]]\n", "repository a/b, module x"),
+            (
+                "a/b:\n  1: ['*']\n  '1': ['**']\n",
+                "repository a/b, module 1",
+            ),
+            ("a/b:\n  x: ['*']\nA/B:\n  y: ['*']\n", "repository A/B"),
+        ];
+        for (yaml, location) in cases {
+            let err = ModulesConfig::from_yaml(yaml).unwrap_err();
+            assert!(
+                err.to_string().contains(location),
+                "{yaml:?}: {err} should name {location}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_bundled_example_is_valid() {
+        let text = include_str!("../../config/modules.yaml");
+        let config = ModulesConfig::from_yaml(text).unwrap();
+        let m = config.for_repo(&repo(FIXTURE_REPO)).unwrap();
+        assert_eq!(m.modules_of("README.md"), ["docs"]);
+        assert_eq!(m.modules_of("docs/guide/intro.md"), ["docs"]);
+        assert_eq!(m.modules_of("src/lib.rs"), ["core"]);
+        assert!(!m.modules_of("src/a/parse_test.rs").contains(&"core"));
+    }
+
+    #[tokio::test]
+    async fn load_reads_a_file_or_nothing() {
+        let sdk = SdkConfig::builder().build();
+        let none = ModulesConfig::load(None, None, &sdk).await.unwrap();
+        assert!(none.for_repo(&repo(FIXTURE_REPO)).is_none());
+        let blank = ModulesConfig::load(Some("  "), Some(""), &sdk)
+            .await
+            .unwrap();
+        assert!(blank.for_repo(&repo(FIXTURE_REPO)).is_none());
+
+        let path = std::env::temp_dir().join(format!(
+            "chronicle-modules-{}-{:?}.yaml",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        std::fs::write(&path, "Codertocat/Hello-World:\n  docs: ['*.md']\n").unwrap();
+        let path_str = path.to_str().unwrap();
+        // The file wins over the parameter (no SSM call is made).
+        let loaded = ModulesConfig::load(Some(path_str), Some("/never/read"), &sdk)
+            .await
+            .unwrap();
+        assert_eq!(
+            loaded
+                .for_repo(&repo(FIXTURE_REPO))
+                .unwrap()
+                .modules_of("a.md"),
+            ["docs"]
+        );
+        std::fs::write(&path, "Codertocat/Hello-World:\n  docs: ['[']\n").unwrap();
+        let err = ModulesConfig::load(Some(path_str), None, &sdk)
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains(path_str), "{err}");
+        assert!(err.to_string().contains("module docs"), "{err}");
+        std::fs::remove_file(&path).unwrap();
+
+        let err = ModulesConfig::load(Some(path_str), None, &sdk)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, TaggingError::File { .. }), "{err:?}");
+    }
+}
