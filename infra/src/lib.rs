@@ -5,6 +5,7 @@ pub mod bench;
 pub mod dev;
 pub mod emulator;
 pub mod http_server;
+pub mod queues;
 pub mod replay;
 pub mod samples;
 pub mod streams;

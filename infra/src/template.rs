@@ -507,3 +507,183 @@ Resources:
         assert!(t.stream_event("Nope", "S").is_err());
     }
 }
+
+// -------------------------------------------------------------------------------------------------
+// SQS queues and SQS event sources: a queue's delivery settings (visibility, redrive) and a
+// function's `Type: SQS` event, read so the local stack's queues and its emulated SQS event source
+// behave as the deployed ones.
+// -------------------------------------------------------------------------------------------------
+
+/// The delivery settings of an `AWS::SQS::Queue` resource, `!Ref Param` resolved to the parameter's
+/// `Default`. Absent settings are `None` (SQS's defaults apply).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueDefinition {
+    /// `VisibilityTimeout`, in seconds (SQS's default is 30).
+    pub visibility_timeout: Option<u64>,
+    /// `RedrivePolicy.maxReceiveCount`.
+    pub max_receive_count: Option<u64>,
+    /// The logical id of the queue `RedrivePolicy.deadLetterTargetArn` points at
+    /// (`!GetAtt Dlq.Arn`), if it is written that way.
+    pub dead_letter_target: Option<String>,
+}
+
+/// A function's `Type: SQS` event (SAM `Events.<id>.Properties`), `!Ref Param` resolved to the
+/// parameter's `Default`. Absent settings are `None`/empty (Lambda's defaults apply).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SqsEventDefinition {
+    /// The logical id of the queue `Queue` points at (`!GetAtt Queue.Arn`), if written that way.
+    pub queue: Option<String>,
+    pub batch_size: Option<u64>,
+    pub maximum_batching_window_in_seconds: Option<u64>,
+    pub function_response_types: Vec<String>,
+    /// `ScalingConfig.MaximumConcurrency`.
+    pub maximum_concurrency: Option<u64>,
+}
+
+impl Template {
+    /// The resource's `Type`.
+    fn resource_type(&self, id: &str) -> Result<Option<&str>, TemplateError> {
+        self.doc
+            .get("Resources")
+            .and_then(|r| r.get(id))
+            .map(|r| r.get("Type").and_then(Value::as_str))
+            .ok_or_else(|| TemplateError::NoResource(id.to_string()))
+    }
+
+    /// The `AWS::SQS::Queue` resource `queue_id`.
+    pub fn sqs_queue(&self, queue_id: &str) -> Result<QueueDefinition, TemplateError> {
+        let invalid = |message: String| TemplateError::Invalid {
+            id: queue_id.to_string(),
+            message,
+        };
+        let kind = self.resource_type(queue_id)?;
+        if kind != Some("AWS::SQS::Queue") {
+            return Err(invalid(format!("Type is {kind:?}, not AWS::SQS::Queue")));
+        }
+        // A queue with no Properties at all is valid CloudFormation.
+        let empty = Value::Mapping(Default::default());
+        let props = self.properties(queue_id).unwrap_or(&empty);
+        let visibility_timeout = props
+            .get("VisibilityTimeout")
+            .map(|v| self.non_negative(v, "VisibilityTimeout", &invalid))
+            .transpose()?;
+        let (max_receive_count, dead_letter_target) = match props.get("RedrivePolicy") {
+            None => (None, None),
+            Some(policy) => {
+                let policy = match self.resolve(policy)? {
+                    // The policy may also be written as a JSON string (JSON is YAML).
+                    Value::String(json) => serde_yaml::from_str(&json)
+                        .map_err(|e| invalid(format!("RedrivePolicy is not JSON: {e}")))?,
+                    other => other,
+                };
+                if !policy.is_mapping() {
+                    return Err(invalid(format!("RedrivePolicy is {policy:?}")));
+                }
+                let count = policy
+                    .get("maxReceiveCount")
+                    .map(|v| self.non_negative(v, "RedrivePolicy.maxReceiveCount", &invalid))
+                    .transpose()?;
+                let target = policy
+                    .get("deadLetterTargetArn")
+                    .and_then(getatt_arn_target);
+                (count, target)
+            }
+        };
+        Ok(QueueDefinition {
+            visibility_timeout,
+            max_receive_count,
+            dead_letter_target,
+        })
+    }
+
+    /// The `Type: SQS` event `event_id` of the function resource `function_id`.
+    pub fn sqs_event(
+        &self,
+        function_id: &str,
+        event_id: &str,
+    ) -> Result<SqsEventDefinition, TemplateError> {
+        let id = format!("{function_id}.Events.{event_id}");
+        let invalid = |message: String| TemplateError::Invalid {
+            id: id.clone(),
+            message,
+        };
+        let event = self
+            .properties(function_id)?
+            .get("Events")
+            .and_then(|e| e.get(event_id))
+            .ok_or_else(|| invalid("no such event".into()))?;
+        let kind = event.get("Type").and_then(Value::as_str);
+        if kind != Some("SQS") {
+            return Err(invalid(format!("Type is {kind:?}, not SQS")));
+        }
+        let empty = Value::Mapping(Default::default());
+        let props = event.get("Properties").unwrap_or(&empty);
+        let integer = |key: &str| -> Result<Option<u64>, TemplateError> {
+            props
+                .get(key)
+                .map(|v| self.non_negative(v, key, &invalid))
+                .transpose()
+        };
+        let batch_size = integer("BatchSize")?;
+        if batch_size == Some(0) {
+            return Err(invalid("BatchSize 0 is not positive".into()));
+        }
+        let function_response_types = match props
+            .get("FunctionResponseTypes")
+            .map(|v| self.resolve(v))
+            .transpose()?
+        {
+            None => Vec::new(),
+            Some(Value::Sequence(items)) => items
+                .iter()
+                .map(|v| {
+                    v.as_str()
+                        .map(str::to_string)
+                        .ok_or_else(|| invalid(format!("FunctionResponseTypes item {v:?}")))
+                })
+                .collect::<Result<_, _>>()?,
+            Some(v) => return Err(invalid(format!("FunctionResponseTypes is {v:?}"))),
+        };
+        let maximum_concurrency = props
+            .get("ScalingConfig")
+            .and_then(|s| s.get("MaximumConcurrency"))
+            .map(|v| self.non_negative(v, "ScalingConfig.MaximumConcurrency", &invalid))
+            .transpose()?;
+        Ok(SqsEventDefinition {
+            queue: props.get("Queue").and_then(getatt_arn_target),
+            batch_size,
+            maximum_batching_window_in_seconds: integer("MaximumBatchingWindowInSeconds")?,
+            function_response_types,
+            maximum_concurrency,
+        })
+    }
+
+    /// `value` (`!Ref` resolved) as a non-negative integer.
+    fn non_negative(
+        &self,
+        value: &Value,
+        key: &str,
+        invalid: &dyn Fn(String) -> TemplateError,
+    ) -> Result<u64, TemplateError> {
+        let resolved = self.resolve(value)?;
+        yaml_integer(&resolved)
+            .and_then(|n| u64::try_from(n).ok())
+            .ok_or_else(|| invalid(format!("{key} is not a non-negative integer: {resolved:?}")))
+    }
+}
+
+/// The logical id in `!GetAtt Id.Arn`, `!GetAtt [Id, Arn]` or `{"Fn::GetAtt": [Id, Arn]}`.
+fn getatt_arn_target(value: &Value) -> Option<String> {
+    let target = match value {
+        Value::Tagged(tagged) if tagged.tag == "GetAtt" => &tagged.value,
+        Value::Mapping(m) if m.len() == 1 => m.get("Fn::GetAtt")?,
+        _ => return None,
+    };
+    match target {
+        Value::String(s) => s.strip_suffix(".Arn").map(str::to_string),
+        Value::Sequence(parts) if parts.len() == 2 && parts[1].as_str() == Some("Arn") => {
+            parts[0].as_str().map(str::to_string)
+        }
+        _ => None,
+    }
+}
