@@ -13,12 +13,19 @@ async fn start() -> infra::dev::DevStack {
 
 async fn start_with(overrides: Vec<(String, String)>) -> infra::dev::DevStack {
     let table_name = Some(format!("dev-{}", uuid::Uuid::new_v4().simple()));
+    let mut overrides = overrides;
+    if !overrides.iter().any(|(k, _)| k == "OUTPUT_DIR") {
+        let out =
+            std::env::temp_dir().join(format!("chronicle-out-{}", uuid::Uuid::new_v4().simple()));
+        overrides.push(("OUTPUT_DIR".into(), out.display().to_string()));
+    }
     let options = infra::dev::DevOptions {
         port: 0,
         endpoint: Some(endpoint()),
         emulator_port: None,
         table_name,
         overrides,
+        sweep_interval: std::time::Duration::from_millis(300),
     };
     infra::dev::DevStack::start(options).await.unwrap()
 }
@@ -192,4 +199,73 @@ async fn replaying_the_sample_events_stores_the_merged_pr_once() {
     );
     assert_eq!(all_items(stack.store()).await.len(), 1);
     stack.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_signed_delivery_ends_as_an_entry_in_the_modules_markdown_narrative() {
+    let stub = support::github_stub::GitHubStub::start("local-token").await;
+    // Files under src/ belong to the `core` module of config/modules.yaml.
+    stub.add_pull(
+        "Codertocat/Hello-World",
+        2,
+        support::github_stub::PullSpec::with_files(12),
+    );
+    let stack = start_with(vec![
+        ("GITHUB_API_URL".into(), stub.url()),
+        ("GITHUB_TOKEN".into(), "local-token".into()),
+    ])
+    .await;
+    let dir = infra::emulator::repo_root().join("events");
+    infra::replay::replay(&dir, &stack.webhook_url(), stack.secret(), stack.store())
+        .await
+        .unwrap();
+    let page = std::path::Path::new(stack.output_dir()).join("Codertocat/Hello-World/core.md");
+    let mut text = None;
+    for _ in 0..150 {
+        if let Ok(t) = std::fs::read_to_string(&page) {
+            text = Some(t);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let repo = RepoName::parse("Codertocat/Hello-World").unwrap();
+    let Some(text) = text else {
+        let item = stack.store().get(&repo, 2).await.unwrap();
+        let written: Vec<_> = walk(std::path::Path::new(stack.output_dir()));
+        panic!(
+            "no narrative at {} within 15 s; row {item:?}; files {written:?}",
+            page.display()
+        );
+    };
+    assert!(
+        text.starts_with("# Codertocat/Hello-World · core"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Update the README with new information"),
+        "{text}"
+    );
+    assert!(text.contains("(#2)"), "{text}");
+    assert_eq!(text.matches("(#2)").count(), 1, "one entry: {text}");
+    let item = stack.store().get(&repo, 2).await.unwrap().unwrap();
+    assert!(item.contains_key(attr::SUMMARIZED_AT));
+    assert!(!item.contains_key(attr::PENDING_SHARD));
+    println!("{text}");
+    stack.shutdown().await;
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .flat_map(|e| {
+            if e.path().is_dir() {
+                walk(&e.path())
+            } else {
+                vec![e.path()]
+            }
+        })
+        .collect()
 }

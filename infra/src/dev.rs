@@ -7,14 +7,20 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use aws_config::SdkConfig;
-use shared::config::{EnrichConfig, TableConfig, WebhookConfig, TABLE_NAME};
+use shared::config::{
+    EnrichConfig, SummarizeConfig, SweeperConfig, TableConfig, WebhookConfig, ENRICH_ENABLED,
+    OUTPUT_DIR, SUMMARIZE_QUEUE_URL, TABLE_NAME,
+};
 use shared::enrich::EnrichHandler;
 use shared::secret::{Secret, SecretSource};
 use shared::store::PrStore;
+use shared::summarize::SummarizeHandler;
+use shared::sweeper::Sweeper;
 use shared::webhook::{Verifier, WebhookHandler};
 
 use crate::emulator::{self, Emulator};
 use crate::http_server::{self, ServerHandle};
+use crate::queues::{self, QueueSettings, SqsBatchHandler, SqsEventSource};
 use crate::streams::{self, BatchHandler, EventSourceSettings, StreamEventSource};
 use crate::template::{Template, PR_TABLE};
 
@@ -22,6 +28,14 @@ use crate::template::{Template, PR_TABLE};
 const ENRICH_TIMEOUT: Duration = Duration::from_secs(60);
 /// How often the emulated event source reads the stream.
 pub const STREAM_POLL_INTERVAL: Duration = Duration::from_millis(250);
+/// The summarize function's `Timeout` in template.yaml.
+const SUMMARIZE_TIMEOUT: Duration = Duration::from_secs(60);
+/// The sweeper function's `Timeout` in template.yaml.
+const SWEEP_TIMEOUT: Duration = Duration::from_secs(60);
+/// How often the emulated SQS event source polls (short polls: the emulator serves one request at a time).
+pub const QUEUE_POLL_INTERVAL: Duration = Duration::from_millis(250);
+/// `chronicle dev`'s sweep interval (the deployed schedule is `rate(1 minute)`).
+pub const DEFAULT_SWEEP_INTERVAL: Duration = Duration::from_secs(5);
 
 /// The secret `chronicle dev` uses when none is configured; `events/` is signed with it.
 pub const DEV_SECRET: &str = "chronicle-local-dev-secret";
@@ -39,6 +53,8 @@ pub struct DevOptions {
     pub table_name: Option<String>,
     /// Configuration variables taking precedence over the environment (e.g. `GITHUB_API_URL`).
     pub overrides: Vec<(String, String)>,
+    /// How often the sweeper runs.
+    pub sweep_interval: Duration,
 }
 
 impl DevOptions {
@@ -53,6 +69,7 @@ impl DevOptions {
             emulator_port,
             table_name: None,
             overrides: Vec::new(),
+            sweep_interval: DEFAULT_SWEEP_INTERVAL,
         }
     }
 }
@@ -66,6 +83,9 @@ pub struct DevStack {
     secret: Option<Secret>,
     enrich: Arc<EnrichHandler>,
     stream_dlq_url: String,
+    summarize_queue_url: String,
+    summarize_dlq_url: String,
+    output_dir: String,
     stop_workers: tokio::sync::watch::Sender<bool>,
     workers: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -138,11 +158,60 @@ impl DevStack {
         .await?;
         let (stop_workers, stop) = tokio::sync::watch::channel(false);
         let handler_fn = enrich_batch_handler(enrich.clone());
-        let workers = vec![tokio::spawn(source.run(
+        let mut workers = vec![tokio::spawn(source.run(
             handler_fn,
             STREAM_POLL_INTERVAL,
-            stop,
+            stop.clone(),
         ))];
+
+        // The summarize queue with its redrive policy, as the template declares them.
+        let queue_settings = QueueSettings::from_template(
+            &template,
+            "SummarizeQueue",
+            "SummarizeFunction",
+            "SummarizeMessages",
+        )?;
+        let queue_name = format!("{}-summarize", config.table.table_name);
+        let (summarize_queue_url, summarize_dlq_url) =
+            queues::ensure_queue_with_dlq(&sqs, &queue_name, &queue_settings).await?;
+        let queue_arn = queues::queue_arn(&sqs, &summarize_queue_url).await?;
+
+        // The schedule moto lacks: the sweeper, ticked.
+        let enabled = enrich.enabled().to_string();
+        let sweeper_config = SweeperConfig::from_lookup(&|k: &str| match k {
+            SUMMARIZE_QUEUE_URL => Some(summarize_queue_url.clone()),
+            ENRICH_ENABLED => Some(enabled.clone()),
+            _ => lookup(k),
+        })?;
+        let sweeper = Arc::new(Sweeper::new(
+            store_for(&sdk, &config.table),
+            sqs.clone(),
+            &sweeper_config,
+        ));
+        workers.push(tokio::spawn(tick_sweeper(
+            sweeper,
+            options.sweep_interval,
+            stop.clone(),
+        )));
+
+        let summarize_config = SummarizeConfig::from_lookup(&|k: &str| match k {
+            OUTPUT_DIR => lookup(k).or_else(|| Some("out".into())),
+            _ => lookup(k),
+        })?;
+        let output_dir = summarize_config.output_dir.clone();
+        let summarize = Arc::new(SummarizeHandler::from_config(&summarize_config, &sdk).await?);
+        let queue_source = SqsEventSource::new(
+            sqs.clone(),
+            summarize_queue_url.clone(),
+            queue_arn,
+            queue_settings,
+        );
+        let summarize_fn = summarize_batch_handler(summarize);
+        workers.push(tokio::spawn(queue_source.run(
+            summarize_fn,
+            QUEUE_POLL_INTERVAL,
+            stop,
+        )));
         Ok(DevStack {
             emulator,
             sdk,
@@ -152,6 +221,9 @@ impl DevStack {
             secret,
             enrich,
             stream_dlq_url,
+            summarize_queue_url,
+            summarize_dlq_url,
+            output_dir,
             stop_workers,
             workers,
         })
@@ -165,6 +237,19 @@ impl DevStack {
     /// The local stream DLQ (the enrich event source's OnFailure destination).
     pub fn stream_dlq_url(&self) -> &str {
         &self.stream_dlq_url
+    }
+
+    pub fn summarize_queue_url(&self) -> &str {
+        &self.summarize_queue_url
+    }
+
+    pub fn summarize_dlq_url(&self) -> &str {
+        &self.summarize_dlq_url
+    }
+
+    /// Where the Markdown narratives are written.
+    pub fn output_dir(&self) -> &str {
+        &self.output_dir
     }
 
     pub fn webhook_url(&self) -> String {
@@ -225,4 +310,51 @@ pub fn enrich_batch_handler(enrich: Arc<EnrichHandler>) -> BatchHandler {
                 .await)
         })
     })
+}
+
+/// The summarize handler in the SQS event source's shape.
+pub fn summarize_batch_handler(summarize: Arc<SummarizeHandler>) -> SqsBatchHandler {
+    let invocations = Arc::new(AtomicU64::new(0));
+    Arc::new(move |event| {
+        let summarize = summarize.clone();
+        let id = format!(
+            "local-summarize-{}",
+            invocations.fetch_add(1, Ordering::Relaxed)
+        );
+        Box::pin(async move {
+            Ok(summarize
+                .handle(event, Instant::now() + SUMMARIZE_TIMEOUT, &id)
+                .await)
+        })
+    })
+}
+
+fn store_for(sdk: &SdkConfig, table: &TableConfig) -> PrStore {
+    PrStore::new(aws_sdk_dynamodb::Client::new(sdk), table.clone())
+}
+
+/// Runs a sweep every `interval` until stopped, as the schedule would invoke the function.
+async fn tick_sweeper(
+    sweeper: Arc<Sweeper>,
+    interval: Duration,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    loop {
+        let now = time::OffsetDateTime::now_utc();
+        match sweeper.sweep(now, Instant::now() + SWEEP_TIMEOUT).await {
+            Ok(report) if report.seen > 0 => tracing::info!(
+                seen = report.seen,
+                enqueued = report.enqueued,
+                skipped_grace = report.skipped_grace,
+                skipped_claimed = report.skipped_claimed,
+                "sweep"
+            ),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "sweep failed; the next tick tries again"),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(interval) => {}
+            _ = stop.changed() => return,
+        }
+    }
 }

@@ -32,6 +32,9 @@ enum Command {
         /// Exit after the replay instead of serving until Ctrl-C.
         #[arg(long, requires = "replay")]
         once: bool,
+        /// Seconds between sweeps (the deployed schedule runs every minute).
+        #[arg(long, default_value_t = 5)]
+        sweep_interval: u64,
     },
     /// Print benchmark figures.
     Bench {
@@ -60,7 +63,12 @@ async fn main() -> anyhow::Result<()> {
             emulator_port,
             replay,
             once,
-        } => dev(port, emulator_port, replay, once).await,
+            sweep_interval,
+        } => {
+            let mut options = DevOptions::from_env(port, emulator_port);
+            options.sweep_interval = std::time::Duration::from_secs(sweep_interval.max(1));
+            dev(options, replay, once).await
+        }
         Command::Bench {
             target:
                 BenchTarget::Webhook {
@@ -71,13 +79,9 @@ async fn main() -> anyhow::Result<()> {
     }
 }
 
-async fn dev(
-    port: u16,
-    emulator_port: Option<u16>,
-    replay: Option<PathBuf>,
-    once: bool,
-) -> anyhow::Result<()> {
-    let stack = DevStack::start(DevOptions::from_env(port, emulator_port)).await?;
+async fn dev(options: DevOptions, replay: Option<PathBuf>, once: bool) -> anyhow::Result<()> {
+    let sweep_interval = options.sweep_interval;
+    let stack = DevStack::start(options).await?;
     let origin = if stack.started_emulator() {
         "started by chronicle dev"
     } else {
@@ -98,6 +102,16 @@ async fn dev(
             "skipped: no GITHUB_TOKEN"
         },
         stack.stream_dlq_url()
+    );
+    println!(
+        "  sweeper   every {}s -> {}",
+        sweep_interval.as_secs(),
+        stack.summarize_queue_url()
+    );
+    println!(
+        "  summarize Markdown narratives in {}/ (DLQ {})",
+        stack.output_dir(),
+        stack.summarize_dlq_url()
     );
     match stack.secret() {
         Some(_) => println!(

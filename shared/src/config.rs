@@ -142,7 +142,7 @@ impl SweeperConfig {
             .filter(|v| !v.trim().is_empty())
             .ok_or(ConfigError::Missing(SUMMARIZE_QUEUE_URL))?;
         let grace: u64 = parse_or(get, ENRICH_GRACE_SECONDS, 120, "a number of seconds")?;
-        let claim_ttl: u64 = parse_or(get, CLAIM_TTL_SECONDS, 300, "a positive number of seconds")?;
+        let claim_ttl: u64 = parse_or(get, CLAIM_TTL_SECONDS, 900, "a positive number of seconds")?;
         if claim_ttl == 0 {
             return Err(invalid(
                 CLAIM_TTL_SECONDS,

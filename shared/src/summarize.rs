@@ -97,12 +97,15 @@ impl SummarizeHandler {
         config: &SummarizeConfig,
         sdk: &aws_config::SdkConfig,
     ) -> Result<Self, SummarizeInitError> {
-        let modules = ModulesConfig::load(
+        // MODULES_CONFIG_FILE, else MODULES_CONFIG_PARAM, else the config/modules.yaml the binary
+        // was built with: `sam build` ships only the binary, so the bundled file is compiled in.
+        let modules = match (
             config.modules_file.as_deref(),
             config.modules_param.as_deref(),
-            sdk,
-        )
-        .await?;
+        ) {
+            (None, None) => ModulesConfig::from_yaml(tagging::BUNDLED_MODULES_YAML)?,
+            (file, param) => ModulesConfig::load(file, param, sdk).await?,
+        };
         let store = PrStore::new(aws_sdk_dynamodb::Client::new(sdk), config.table.clone());
         let publisher = Arc::new(MarkdownPublisher::new(&config.output_dir));
         Ok(Self::new(store, publisher, modules, config.max_attempts))

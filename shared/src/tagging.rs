@@ -27,6 +27,9 @@ pub const ROOT_MODULE: &str = crate::enrich::ROOT_DIRECTORY;
 
 /// Environment variable: path of a modules config YAML file bundled with the deployment (relative
 /// paths are relative to the working directory, `/var/task` in Lambda).
+/// `config/modules.yaml` as it was when the binary was built: the deployment's bundled config.
+pub const BUNDLED_MODULES_YAML: &str = include_str!("../../config/modules.yaml");
+
 pub const MODULES_CONFIG_FILE: &str = "MODULES_CONFIG_FILE";
 /// Environment variable: name of an SSM parameter whose value is the modules config YAML.
 pub const MODULES_CONFIG_PARAM: &str = "MODULES_CONFIG_PARAM";

@@ -1,0 +1,375 @@
+//! The summarize worker against the emulator: exactly one effect per PR, counted by a recording
+//! publisher, whatever is duplicated, raced, retried or killed.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
+use futures::future::BoxFuture;
+use shared::domain::{Delivery, RepoName};
+use shared::narrative::ModulePage;
+use shared::payload::{classify_pull_request, Classified};
+use shared::publish::{PublishError, Publisher};
+use shared::store::{attr, Item, PrStore};
+use shared::summarize::SummarizeHandler;
+use shared::tagging::ModulesConfig;
+use support::*;
+use time::OffsetDateTime;
+
+const REPO: &str = "Codertocat/Hello-World";
+
+/// What the recorder does on its next calls, in order; then it succeeds.
+#[derive(Clone)]
+enum Step {
+    Fail,
+    Delay(Duration),
+    /// Signals `entered`, then never returns (the worker is killed while in it).
+    Hang,
+}
+
+#[derive(Default)]
+struct Recorder {
+    /// (module, PR numbers on the page) of every completed publish.
+    published: Mutex<Vec<(String, Vec<u64>)>>,
+    steps: Mutex<VecDeque<Step>>,
+    entered: tokio::sync::Notify,
+}
+
+impl Recorder {
+    fn then(&self, step: Step) {
+        self.steps.lock().unwrap().push_back(step);
+    }
+    fn count(&self) -> usize {
+        self.published.lock().unwrap().len()
+    }
+}
+
+impl Publisher for Recorder {
+    fn publish<'a>(&'a self, page: &'a ModulePage) -> BoxFuture<'a, Result<(), PublishError>> {
+        Box::pin(async move {
+            let step = self.steps.lock().unwrap().pop_front();
+            match step {
+                Some(Step::Fail) => {
+                    return Err(PublishError::Other("the publisher is down".into()))
+                }
+                Some(Step::Delay(d)) => tokio::time::sleep(d).await,
+                Some(Step::Hang) => {
+                    self.entered.notify_one();
+                    futures::future::pending::<()>().await;
+                }
+                None => {}
+            }
+            let numbers = page.entries.iter().map(|e| e.number).collect();
+            self.published
+                .lock()
+                .unwrap()
+                .push((page.module.clone(), numbers));
+            Ok(())
+        })
+    }
+
+    fn name(&self) -> &'static str {
+        "recorder"
+    }
+}
+
+async fn pending(store: &PrStore, number: u64) {
+    let mut payload = merged_payload();
+    payload["pull_request"]["number"] = serde_json::json!(number);
+    let Ok(Classified::Merged(pr)) = classify_pull_request(payload.to_string().as_bytes()) else {
+        panic!()
+    };
+    store
+        .upsert(
+            &pr,
+            &Delivery {
+                id: format!("d-{number}"),
+                received_at: OffsetDateTime::now_utc(),
+            },
+        )
+        .await
+        .unwrap();
+}
+
+fn message(id: &str, number: u64) -> SqsMessage {
+    let mut m = SqsMessage::default();
+    m.message_id = Some(id.into());
+    m.body = Some(format!(r#"{{"repo":"{REPO}","prNumber":{number}}}"#));
+    m
+}
+
+fn batch(messages: Vec<SqsMessage>) -> SqsEvent {
+    let mut e = SqsEvent::default();
+    e.records = messages;
+    e
+}
+
+async fn setup(max_attempts: u32) -> (PrStore, Arc<Recorder>, Arc<SummarizeHandler>) {
+    let store = fresh_table(&sdk().await).await;
+    let recorder = Arc::new(Recorder::default());
+    let handler = Arc::new(SummarizeHandler::new(
+        store.clone(),
+        recorder.clone(),
+        ModulesConfig::empty(),
+        max_attempts,
+    ));
+    (store, recorder, handler)
+}
+
+fn within(secs: u64) -> Instant {
+    Instant::now() + Duration::from_secs(secs)
+}
+
+async fn row(store: &PrStore, number: u64) -> Item {
+    store
+        .get(&RepoName::parse(REPO).unwrap(), number)
+        .await
+        .unwrap()
+        .unwrap()
+}
+
+fn failed(r: &aws_lambda_events::event::sqs::SqsBatchResponse) -> Vec<String> {
+    r.batch_item_failures
+        .iter()
+        .map(|f| f.item_identifier.clone())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_sequential_duplicate_and_a_redelivery_after_done_publish_once() {
+    let (store, recorder, handler) = setup(5).await;
+    pending(&store, 2).await;
+    let first = handler
+        .handle(batch(vec![message("m1", 2)]), within(30), "inv-1")
+        .await;
+    assert!(first.batch_item_failures.is_empty(), "{first:?}");
+    let again = handler
+        .handle(
+            batch(vec![message("m1", 2), message("m2", 2)]),
+            within(30),
+            "inv-2",
+        )
+        .await;
+    assert!(again.batch_item_failures.is_empty(), "{again:?}");
+    assert_eq!(recorder.count(), 1);
+    let item = row(&store, 2).await;
+    assert!(item.contains_key(attr::SUMMARIZED_AT));
+    // No files known (not enriched): the repo itself is the one module.
+    assert_eq!(item[attr::MODULES].as_l().unwrap()[0].as_s().unwrap(), REPO);
+    for gone in [attr::PENDING_SHARD, attr::LEASE_OWNER, attr::LEASE_UNTIL] {
+        assert!(
+            !item.contains_key(gone),
+            "{gone} must be removed by the commit"
+        );
+    }
+    assert_eq!(
+        s(&item, attr::SUMMARY),
+        "This is a pretty simple change that we need to pull into master."
+    );
+}
+
+#[tokio::test]
+async fn ten_concurrent_duplicates_publish_once() {
+    let (store, recorder, handler) = setup(5).await;
+    pending(&store, 3).await;
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..10 {
+        let handler = handler.clone();
+        tasks.spawn(async move {
+            handler
+                .handle(
+                    batch(vec![message("same", 3)]),
+                    within(30),
+                    &format!("inv-{i}"),
+                )
+                .await
+        });
+    }
+    let mut failures = 0;
+    while let Some(r) = tasks.join_next().await {
+        failures += r.unwrap().batch_item_failures.len();
+    }
+    assert!(failures <= 9, "at least one copy did the work");
+    // The copies that met a live lease come back later and find the row done.
+    let retry = handler
+        .handle(batch(vec![message("same", 3)]), within(30), "inv-late")
+        .await;
+    assert!(retry.batch_item_failures.is_empty());
+    assert_eq!(
+        recorder.count(),
+        1,
+        "{:?}",
+        recorder.published.lock().unwrap()
+    );
+    assert!(row(&store, 3).await.contains_key(attr::SUMMARIZED_AT));
+}
+
+#[tokio::test]
+async fn a_failure_is_counted_then_the_retry_publishes_once() {
+    let (store, recorder, handler) = setup(5).await;
+    pending(&store, 4).await;
+    recorder.then(Step::Fail);
+    let first = handler
+        .handle(batch(vec![message("m", 4)]), within(30), "inv-1")
+        .await;
+    assert_eq!(failed(&first), ["m"]);
+    let item = row(&store, 4).await;
+    assert_eq!(item[attr::ATTEMPTS].as_n().unwrap(), "1");
+    assert!(s(&item, attr::LAST_ERROR).contains("the publisher is down"));
+    assert!(
+        !item.contains_key(attr::LEASE_OWNER),
+        "the lease is released on failure"
+    );
+    assert!(item.contains_key(attr::PENDING_SHARD));
+    let second = handler
+        .handle(batch(vec![message("m", 4)]), within(30), "inv-2")
+        .await;
+    assert!(second.batch_item_failures.is_empty());
+    assert_eq!(recorder.count(), 1);
+    assert!(!row(&store, 4).await.contains_key(attr::LAST_ERROR));
+}
+
+#[tokio::test]
+async fn a_worker_killed_mid_work_publishes_nothing_and_the_next_delivery_after_the_lease_publishes_once(
+) {
+    let (store, recorder, handler) = setup(5).await;
+    pending(&store, 5).await;
+    recorder.then(Step::Hang);
+    let doomed = {
+        let handler = handler.clone();
+        // A 2 s invocation: its lease lasts as long.
+        tokio::spawn(async move {
+            handler
+                .handle(batch(vec![message("m", 5)]), within(2), "inv-killed")
+                .await
+        })
+    };
+    recorder.entered.notified().await;
+    doomed.abort(); // killed after the claim, inside the publish
+    assert!(doomed.await.unwrap_err().is_cancelled());
+    assert_eq!(recorder.count(), 0, "nothing was published");
+    assert!(
+        row(&store, 5).await.contains_key(attr::LEASE_OWNER),
+        "the dead worker's lease is still there"
+    );
+
+    let early = handler
+        .handle(batch(vec![message("m", 5)]), within(30), "inv-early")
+        .await;
+    assert_eq!(failed(&early), ["m"], "a live lease sends the message back");
+    tokio::time::sleep(Duration::from_millis(2_100)).await;
+    let after = handler
+        .handle(batch(vec![message("m", 5)]), within(30), "inv-after")
+        .await;
+    assert!(after.batch_item_failures.is_empty(), "{after:?}");
+    assert_eq!(recorder.count(), 1);
+    assert!(row(&store, 5).await.contains_key(attr::SUMMARIZED_AT));
+}
+
+#[tokio::test]
+async fn a_lost_commit_race_ends_in_one_effect() {
+    let (store, recorder, handler) = setup(5).await;
+    pending(&store, 6).await;
+    // Worker A's publish takes 2.5 s, beyond its 1 s... lease of a 2 s invocation.
+    recorder.then(Step::Delay(Duration::from_millis(2_500)));
+    let slow = {
+        let handler = handler.clone();
+        tokio::spawn(async move {
+            handler
+                .handle(batch(vec![message("m", 6)]), within(2), "inv-slow")
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(2_200)).await;
+    // Worker B finds the lease expired, takes it, publishes and commits.
+    let fast = handler
+        .handle(batch(vec![message("m", 6)]), within(30), "inv-fast")
+        .await;
+    assert!(fast.batch_item_failures.is_empty(), "{fast:?}");
+    let committed = row(&store, 6).await;
+    // A wakes up: its commit is refused (lease stolen), the effect abandoned, the message failed.
+    let slow = slow.await.unwrap();
+    assert_eq!(failed(&slow), ["m"]);
+    let after = row(&store, 6).await;
+    assert_eq!(
+        after.get(attr::SUMMARIZED_AT),
+        committed.get(attr::SUMMARIZED_AT),
+        "one commit, B's"
+    );
+    // Both published the same regenerated page: it holds the entry once.
+    let pages = recorder.published.lock().unwrap().clone();
+    assert!(
+        pages.iter().all(|(_, numbers)| numbers == &[6]),
+        "{pages:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_row_that_always_fails_is_given_up_at_max_attempts() {
+    let (store, recorder, handler) = setup(3).await;
+    pending(&store, 7).await;
+    for _ in 0..3 {
+        recorder.then(Step::Fail);
+    }
+    for attempt in 1..=3 {
+        let r = handler
+            .handle(
+                batch(vec![message("m", 7)]),
+                within(30),
+                &format!("inv-{attempt}"),
+            )
+            .await;
+        if attempt < 3 {
+            assert_eq!(failed(&r), ["m"], "attempt {attempt}");
+        } else {
+            assert!(
+                r.batch_item_failures.is_empty(),
+                "at MAX_ATTEMPTS the message is done: SQS stops"
+            );
+        }
+    }
+    let item = row(&store, 7).await;
+    assert!(item.contains_key(attr::FAILED_AT));
+    assert!(
+        s(&item, attr::FAILED_REASON).contains("gave up after 3 attempts"),
+        "{item:?}"
+    );
+    assert!(
+        !item.contains_key(attr::PENDING_SHARD),
+        "out of the pending index"
+    );
+    assert!(!item.contains_key(attr::SUMMARIZED_AT));
+    assert_eq!(recorder.count(), 0);
+    // A later redelivery is a no-op.
+    let r = handler
+        .handle(batch(vec![message("m", 7)]), within(30), "inv-late")
+        .await;
+    assert!(r.batch_item_failures.is_empty());
+}
+
+#[tokio::test]
+async fn an_unreadable_message_fails_and_a_deleted_row_is_done() {
+    let (store, recorder, handler) = setup(5).await;
+    let mut garbage = SqsMessage::default();
+    garbage.message_id = Some("garbage".into());
+    garbage.body = Some("not json".into());
+    let r = handler
+        .handle(
+            batch(vec![garbage, message("ghost", 404)]),
+            within(30),
+            "inv",
+        )
+        .await;
+    assert_eq!(
+        failed(&r),
+        ["garbage"],
+        "the unreadable one fails every time (and reaches the DLQ by redrive)"
+    );
+    assert_eq!(recorder.count(), 0);
+    assert!(store
+        .get(&RepoName::parse(REPO).unwrap(), 404)
+        .await
+        .unwrap()
+        .is_none());
+}
