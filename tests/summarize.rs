@@ -373,3 +373,103 @@ async fn an_unreadable_message_fails_and_a_deleted_row_is_done() {
         .unwrap()
         .is_none());
 }
+
+#[tokio::test]
+async fn poison_messages_end_in_the_moto_dlq_and_the_failing_row_is_marked_failed() {
+    use infra::queues::{ensure_queue_with_dlq, queue_arn, QueueSettings, SqsEventSource};
+    let sdk = sdk().await;
+    let store = fresh_table(&sdk).await;
+    pending(&store, 8).await;
+    let sqs = aws_sdk_sqs::Client::new(&sdk);
+    let settings = QueueSettings {
+        batch_size: 5,
+        visibility_timeout: Duration::from_secs(1),
+        max_receive_count: 3,
+    };
+    let (url, dlq) = ensure_queue_with_dlq(
+        &sqs,
+        &format!("poison-{}", uuid::Uuid::new_v4().simple()),
+        &settings,
+    )
+    .await
+    .unwrap();
+    let recorder = Arc::new(Recorder::default());
+    for _ in 0..10 {
+        recorder.then(Step::Fail);
+    }
+    let handler = Arc::new(
+        SummarizeHandler::new(store.clone(), recorder.clone(), ModulesConfig::empty(), 3)
+            .with_dead_letter_queue(sqs.clone(), dlq.clone()),
+    );
+    sqs.send_message()
+        .queue_url(&url)
+        .message_body(format!(r#"{{"repo":"{REPO}","prNumber":8}}"#))
+        .send()
+        .await
+        .unwrap();
+    sqs.send_message()
+        .queue_url(&url)
+        .message_body("not a summarize message")
+        .send()
+        .await
+        .unwrap();
+
+    let source = SqsEventSource::new(
+        sqs.clone(),
+        url.clone(),
+        queue_arn(&sqs, &url).await.unwrap(),
+        settings,
+    );
+    let batch_handler = infra::dev::summarize_batch_handler(handler);
+    let mut dead = Vec::new();
+    for _ in 0..40 {
+        source.poll_once(&batch_handler).await.unwrap();
+        let out = sqs
+            .receive_message()
+            .queue_url(&dlq)
+            .max_number_of_messages(10)
+            .message_attribute_names("All")
+            .send()
+            .await
+            .unwrap();
+        dead.extend(out.messages.unwrap_or_default());
+        if dead.len() == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let mut bodies: Vec<&str> = dead.iter().map(|m| m.body().unwrap()).collect();
+    bodies.sort();
+    assert_eq!(
+        bodies,
+        [
+            "not a summarize message",
+            r#"{"repo":"Codertocat/Hello-World","prNumber":8}"#
+        ]
+    );
+    let given_up = dead
+        .iter()
+        .find(|m| m.body().unwrap().contains("prNumber"))
+        .unwrap();
+    let reason = given_up.message_attributes().unwrap()["failedReason"]
+        .string_value()
+        .unwrap();
+    assert!(reason.contains("the publisher is down"), "{reason}");
+
+    let item = row(&store, 8).await;
+    assert_eq!(item[attr::ATTEMPTS].as_n().unwrap(), "3");
+    assert!(item.contains_key(attr::FAILED_AT));
+    assert!(s(&item, attr::FAILED_REASON).contains("gave up after 3 attempts"));
+    assert!(!item.contains_key(attr::PENDING_SHARD));
+    // Nothing is left in the queue.
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    let left = sqs
+        .receive_message()
+        .queue_url(&url)
+        .send()
+        .await
+        .unwrap()
+        .messages
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
+}

@@ -199,7 +199,9 @@ impl DevStack {
             _ => lookup(k),
         })?;
         let output_dir = summarize_config.output_dir.clone();
-        let summarize = Arc::new(SummarizeHandler::from_config(&summarize_config, &sdk).await?);
+        let summarize = SummarizeHandler::from_config(&summarize_config, &sdk).await?;
+        let summarize =
+            Arc::new(summarize.with_dead_letter_queue(sqs.clone(), summarize_dlq_url.clone()));
         let queue_source = SqsEventSource::new(
             sqs.clone(),
             summarize_queue_url.clone(),

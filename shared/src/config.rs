@@ -24,6 +24,7 @@ pub const CLAIM_TTL_SECONDS: &str = "CLAIM_TTL_SECONDS";
 pub const ENRICH_ENABLED: &str = "ENRICH_ENABLED";
 pub const MAX_ATTEMPTS: &str = "MAX_ATTEMPTS";
 pub const OUTPUT_DIR: &str = "OUTPUT_DIR";
+pub const SUMMARIZE_DLQ_URL: &str = "SUMMARIZE_DLQ_URL";
 
 pub const DEFAULT_PENDING_SHARDS: u16 = 4;
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -174,6 +175,9 @@ pub struct SummarizeConfig {
     pub output_dir: String,
     pub modules_file: Option<String>,
     pub modules_param: Option<String>,
+    /// Where a message goes when its row is given up, so the DLQ alarm fires and an operator can
+    /// redrive it (SQS's own redrive covers messages that fail without an attempt being counted).
+    pub dlq_url: Option<String>,
 }
 
 impl SummarizeConfig {
@@ -197,6 +201,7 @@ impl SummarizeConfig {
             output_dir: non_empty(OUTPUT_DIR).unwrap_or_else(|| "out".to_string()),
             modules_file: non_empty(crate::tagging::MODULES_CONFIG_FILE),
             modules_param: non_empty(crate::tagging::MODULES_CONFIG_PARAM),
+            dlq_url: non_empty(SUMMARIZE_DLQ_URL),
         })
     }
 }

@@ -47,6 +47,8 @@ pub enum SummarizeError {
     Narrative(#[from] NarrativeError),
     #[error("processing panicked: {0}")]
     Panicked(String),
+    #[error("the row was given up but its message could not be sent to the DLQ: {0}")]
+    DeadLetter(String),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -75,6 +77,7 @@ pub struct SummarizeHandler {
     publisher: Arc<dyn Publisher>,
     modules: ModulesConfig,
     max_attempts: u32,
+    dead_letter: Option<(aws_sdk_sqs::Client, String)>,
 }
 
 impl SummarizeHandler {
@@ -89,6 +92,7 @@ impl SummarizeHandler {
             publisher,
             modules,
             max_attempts: max_attempts.max(1),
+            dead_letter: None,
         }
     }
 
@@ -108,7 +112,17 @@ impl SummarizeHandler {
         };
         let store = PrStore::new(aws_sdk_dynamodb::Client::new(sdk), config.table.clone());
         let publisher = Arc::new(MarkdownPublisher::new(&config.output_dir));
-        Ok(Self::new(store, publisher, modules, config.max_attempts))
+        let handler = Self::new(store, publisher, modules, config.max_attempts);
+        Ok(match &config.dlq_url {
+            Some(url) => handler.with_dead_letter_queue(aws_sdk_sqs::Client::new(sdk), url.clone()),
+            None => handler,
+        })
+    }
+
+    /// Sends the message of a row given up at `MAX_ATTEMPTS` to this queue (the summarize DLQ).
+    pub fn with_dead_letter_queue(mut self, sqs: aws_sdk_sqs::Client, url: String) -> Self {
+        self.dead_letter = Some((sqs, url));
+        self
     }
 
     /// One Lambda invocation: messages independently (bounded concurrency, a task each so a
@@ -163,7 +177,10 @@ impl SummarizeHandler {
         let id = message.message_id.clone().unwrap_or_default();
         let parsed = SummarizeMessage::parse(message.body.as_deref().unwrap_or_default());
         let result = match &parsed {
-            Ok((repo, number)) => self.summarize(repo, *number, deadline, owner).await,
+            Ok((repo, number)) => {
+                self.summarize(repo, *number, message, deadline, owner)
+                    .await
+            }
             Err(message) => Err(SummarizeError::BadMessage {
                 id: id.clone(),
                 message: message.clone(),
@@ -185,6 +202,7 @@ impl SummarizeHandler {
         &self,
         repo: &RepoName,
         number: u64,
+        message: &SqsMessage,
         deadline: Instant,
         owner: &str,
     ) -> Result<MessageOutcome, SummarizeError> {
@@ -227,6 +245,7 @@ impl SummarizeHandler {
                     .await?;
                 match recorded {
                     Some(SummaryFailure::GaveUp { attempts }) => {
+                        self.dead_letter(message, &error).await?;
                         Ok(MessageOutcome::GaveUp { attempts })
                     }
                     Some(SummaryFailure::Retry { .. }) => Err(error),
@@ -295,6 +314,33 @@ impl SummarizeHandler {
         } else {
             Err(SummarizeError::LeaseLost)
         }
+    }
+}
+
+impl SummarizeHandler {
+    /// The row is marked failed; its message goes to the DLQ (alarmed, redrivable) and is then
+    /// reported done, so SQS stops redelivering it.
+    async fn dead_letter(
+        &self,
+        message: &SqsMessage,
+        error: &SummarizeError,
+    ) -> Result<(), SummarizeError> {
+        let Some((sqs, url)) = &self.dead_letter else {
+            return Ok(());
+        };
+        let reason = aws_sdk_sqs::types::MessageAttributeValue::builder()
+            .data_type("String")
+            .string_value(error.to_string())
+            .build()
+            .map_err(|e| SummarizeError::DeadLetter(e.to_string()))?;
+        sqs.send_message()
+            .queue_url(url)
+            .message_body(message.body.clone().unwrap_or_default())
+            .message_attributes("failedReason", reason)
+            .send()
+            .await
+            .map_err(|e| SummarizeError::DeadLetter(crate::aws::error_message(&e)))?;
+        Ok(())
     }
 }
 
