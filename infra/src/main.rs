@@ -45,6 +45,20 @@ enum Command {
 
 #[derive(Subcommand)]
 enum BenchTarget {
+    /// Sweep time and DynamoDB items read for backlogs of pending rows in a large table.
+    Sweep {
+        #[arg(long, default_value_t = 100_000)]
+        table_rows: usize,
+        #[arg(long, value_delimiter = ',', default_value = "10,1000,10000")]
+        backlogs: Vec<usize>,
+    },
+    /// Webhook-received to summarized latency through the local stack.
+    Pipeline {
+        #[arg(long, default_value_t = 200)]
+        deliveries: usize,
+        #[arg(long, default_value_t = 1000)]
+        sweep_interval_ms: u64,
+    },
     /// Webhook handler time, HTTP round trip through the local stack, item sizes.
     Webhook {
         #[arg(long, default_value_t = 5000)]
@@ -76,6 +90,12 @@ async fn main() -> anyhow::Result<()> {
                     round_trips,
                 },
         } => infra::bench::run_webhook(iterations, round_trips).await,
+        Command::Bench { target: BenchTarget::Sweep { table_rows, backlogs } } => {
+            infra::bench::run_sweep(table_rows, &backlogs).await
+        }
+        Command::Bench { target: BenchTarget::Pipeline { deliveries, sweep_interval_ms } } => {
+            infra::bench::run_pipeline(deliveries, std::time::Duration::from_millis(sweep_interval_ms)).await
+        }
     }
 }
 
