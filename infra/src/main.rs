@@ -143,12 +143,16 @@ async fn dev(options: DevOptions, replay: Option<PathBuf>, once: bool) -> anyhow
     if let Some(dir) = replay {
         let lines =
             infra::replay::replay(&dir, &stack.webhook_url(), stack.secret(), stack.store()).await;
-        match lines {
-            Ok(lines) => infra::replay::print(&lines),
-            Err(e) => {
-                stack.shutdown().await;
-                return Err(e);
+        let followed = match lines {
+            Ok(lines) => {
+                infra::replay::print(&lines);
+                infra::replay::follow_to_narratives(&stack, &lines, std::time::Duration::from_secs(90)).await
             }
+            Err(e) => Err(e),
+        };
+        if let Err(e) = followed {
+            stack.shutdown().await;
+            return Err(e);
         }
         if once {
             stack.shutdown().await;
