@@ -473,3 +473,53 @@ async fn poison_messages_end_in_the_moto_dlq_and_the_failing_row_is_marked_faile
         .unwrap_or_default();
     assert!(left.is_empty(), "{left:?}");
 }
+
+#[tokio::test]
+async fn pages_can_be_published_to_s3_and_a_retry_leaves_one_copy() {
+    use shared::publish::S3MarkdownPublisher;
+    let sdk = sdk().await;
+    let store = fresh_table(&sdk).await;
+    pending(&store, 9).await;
+    let s3 = shared::aws::s3_client(&sdk);
+    let bucket = format!("narratives-{}", uuid::Uuid::new_v4().simple());
+    s3.create_bucket().bucket(&bucket).send().await.unwrap();
+    let publisher = Arc::new(S3MarkdownPublisher::new(s3.clone(), &bucket, "narratives"));
+    let key = publisher.key(REPO, REPO);
+    assert_eq!(
+        key,
+        "narratives/Codertocat/Hello-World/Codertocat__Hello-World.md"
+    );
+    let handler = Arc::new(SummarizeHandler::new(
+        store.clone(),
+        publisher.clone(),
+        ModulesConfig::empty(),
+        5,
+    ));
+    let r = handler
+        .handle(batch(vec![message("m", 9)]), within(30), "inv")
+        .await;
+    assert!(r.batch_item_failures.is_empty(), "{r:?}");
+    let read = || async {
+        let object = s3
+            .get_object()
+            .bucket(&bucket)
+            .key(&key)
+            .send()
+            .await
+            .unwrap();
+        String::from_utf8(object.body.collect().await.unwrap().into_bytes().to_vec()).unwrap()
+    };
+    let first = read().await;
+    assert!(
+        first.starts_with("# Codertocat/Hello-World · Codertocat/Hello-World"),
+        "{first}"
+    );
+    assert_eq!(first.matches("(#9)").count(), 1);
+    // Publishing the regenerated page again (a retry) replaces it: still one entry.
+    let entry = shared::narrative::entry_from_item(&row(&store, 9).await).unwrap();
+    publisher
+        .publish(&ModulePage::new(REPO, REPO, vec![entry]))
+        .await
+        .unwrap();
+    assert_eq!(read().await, first);
+}

@@ -203,7 +203,11 @@ pub struct SweepFigures {
 }
 
 /// Writes items with BatchWriteItem, 25 at a time.
-async fn write_items(client: &aws_sdk_dynamodb::Client, table: &str, items: impl Iterator<Item = shared::store::Item>) -> anyhow::Result<()> {
+async fn write_items(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+    items: impl Iterator<Item = shared::store::Item>,
+) -> anyhow::Result<()> {
     use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
     let mut requests = Vec::with_capacity(25);
     let flush = |requests: Vec<WriteRequest>| {
@@ -212,14 +216,22 @@ async fn write_items(client: &aws_sdk_dynamodb::Client, table: &str, items: impl
         async move {
             let mut pending = Some(std::collections::HashMap::from([(table, requests)]));
             while let Some(items) = pending.take().filter(|m| m.values().any(|v| !v.is_empty())) {
-                let out = client.batch_write_item().set_request_items(Some(items)).send().await?;
+                let out = client
+                    .batch_write_item()
+                    .set_request_items(Some(items))
+                    .send()
+                    .await?;
                 pending = out.unprocessed_items;
             }
             anyhow::Ok(())
         }
     };
     for item in items {
-        requests.push(WriteRequest::builder().put_request(PutRequest::builder().set_item(Some(item)).build()?).build());
+        requests.push(
+            WriteRequest::builder()
+                .put_request(PutRequest::builder().set_item(Some(item)).build()?)
+                .build(),
+        );
         if requests.len() == 25 {
             flush(std::mem::take(&mut requests)).await?;
         }
@@ -231,30 +243,64 @@ async fn write_items(client: &aws_sdk_dynamodb::Client, table: &str, items: impl
 }
 
 /// Sweep time and items read for `backlog` pending rows in a table of `table_rows`.
-pub async fn sweep_once(sdk: &aws_config::SdkConfig, table_rows: usize, backlog: usize) -> anyhow::Result<SweepFigures> {
+pub async fn sweep_once(
+    sdk: &aws_config::SdkConfig,
+    table_rows: usize,
+    backlog: usize,
+) -> anyhow::Result<SweepFigures> {
     use shared::config::SweeperConfig;
     let client = aws_sdk_dynamodb::Client::new(sdk);
     let name = format!("bench-sweep-{backlog}-{}", std::process::id());
-    crate::template::Template::bundled()?.table(crate::template::PR_TABLE)?.create(&client, &name).await?;
-    let table = TableConfig { table_name: name.clone(), pending_shards: 4 };
+    crate::template::Template::bundled()?
+        .table(crate::template::PR_TABLE)?
+        .create(&client, &name)
+        .await?;
+    let table = TableConfig {
+        table_name: name.clone(),
+        pending_shards: 4,
+    };
     let payload = samples::merged(samples::webhook("pull_request.closed.1")).to_string();
-    let Ok(Classified::Merged(pr)) = classify_pull_request(payload.as_bytes()) else { anyhow::bail!("sample not accepted") };
-    let delivery = Delivery { id: "bench".into(), received_at: OffsetDateTime::now_utc() };
+    let Ok(Classified::Merged(pr)) = classify_pull_request(payload.as_bytes()) else {
+        anyhow::bail!("sample not accepted")
+    };
+    let delivery = Delivery {
+        id: "bench".into(),
+        received_at: OffsetDateTime::now_utc(),
+    };
     let row = |number: u64, pending: bool| {
         let mut pr = (*pr).clone();
         pr.number = number;
         let mut item = new_item(&pr, &delivery, table.pending_shards);
         if !pending {
             item.remove(shared::store::attr::PENDING_SHARD);
-            item.insert(shared::store::attr::SUMMARIZED_AT.into(), aws_sdk_dynamodb::types::AttributeValue::S("2019-05-15T15:30:00.000Z".into()));
+            item.insert(
+                shared::store::attr::SUMMARIZED_AT.into(),
+                aws_sdk_dynamodb::types::AttributeValue::S("2019-05-15T15:30:00.000Z".into()),
+            );
         }
         item
     };
     let done = table_rows - backlog;
-    write_items(&client, &name, (0..done as u64).map(|n| row(n + 1_000_000, false))).await?;
-    write_items(&client, &name, (0..backlog as u64).map(|n| row(n + 1, true))).await?;
+    write_items(
+        &client,
+        &name,
+        (0..done as u64).map(|n| row(n + 1_000_000, false)),
+    )
+    .await?;
+    write_items(
+        &client,
+        &name,
+        (0..backlog as u64).map(|n| row(n + 1, true)),
+    )
+    .await?;
     let sqs = aws_sdk_sqs::Client::new(sdk);
-    let queue_url = sqs.create_queue().queue_name(format!("{name}-q")).send().await?.queue_url.unwrap_or_default();
+    let queue_url = sqs
+        .create_queue()
+        .queue_name(format!("{name}-q"))
+        .send()
+        .await?
+        .queue_url
+        .unwrap_or_default();
     let config = SweeperConfig {
         table: table.clone(),
         queue_url,
@@ -264,10 +310,21 @@ pub async fn sweep_once(sdk: &aws_config::SdkConfig, table_rows: usize, backlog:
     };
     let sweeper = shared::sweeper::Sweeper::new(PrStore::new(client.clone(), table), sqs, &config);
     let started = Instant::now();
-    let report = sweeper.sweep(OffsetDateTime::now_utc(), Instant::now() + std::time::Duration::from_secs(3600)).await?;
+    let report = sweeper
+        .sweep(
+            OffsetDateTime::now_utc(),
+            Instant::now() + std::time::Duration::from_secs(3600),
+        )
+        .await?;
     let seconds = started.elapsed().as_secs_f64();
     client.delete_table().table_name(&name).send().await?;
-    Ok(SweepFigures { table_rows, backlog, seconds, items_read: report.items_read, enqueued: report.enqueued })
+    Ok(SweepFigures {
+        table_rows,
+        backlog,
+        seconds,
+        items_read: report.items_read,
+        enqueued: report.enqueued,
+    })
 }
 
 pub async fn run_sweep(table_rows: usize, backlogs: &[usize]) -> anyhow::Result<()> {
@@ -281,10 +338,16 @@ pub async fn run_sweep(table_rows: usize, backlogs: &[usize]) -> anyhow::Result<
     };
     let sdk = crate::emulator::sdk_config(&emulator.1).await;
     println!("one sweep (enrichment off, 4 shards) against moto:");
-    println!("  {:>8} {:>8} {:>10} {:>11} {:>9}", "table", "backlog", "seconds", "items read", "enqueued");
+    println!(
+        "  {:>8} {:>8} {:>10} {:>11} {:>9}",
+        "table", "backlog", "seconds", "items read", "enqueued"
+    );
     for &backlog in backlogs {
         let f = sweep_once(&sdk, table_rows, backlog).await?;
-        println!("  {:>8} {:>8} {:>10.2} {:>11} {:>9}", f.table_rows, f.backlog, f.seconds, f.items_read, f.enqueued);
+        println!(
+            "  {:>8} {:>8} {:>10.2} {:>11} {:>9}",
+            f.table_rows, f.backlog, f.seconds, f.items_read, f.enqueued
+        );
     }
     if let Some(e) = emulator.0 {
         e.stop().await;
@@ -298,9 +361,13 @@ pub async fn run_pipeline(count: usize, sweep_interval: std::time::Duration) -> 
     let mut options = DevOptions::from_env(0, None);
     options.sweep_interval = sweep_interval;
     let out = std::env::temp_dir().join(format!("chronicle-bench-{}", std::process::id()));
-    options.overrides.push(("OUTPUT_DIR".into(), out.display().to_string()));
+    options
+        .overrides
+        .push(("OUTPUT_DIR".into(), out.display().to_string()));
     options.table_name = Some(format!("bench-pipeline-{}", std::process::id()));
-    let stack = DevStack::start(options).await.context("starting the local stack")?;
+    let stack = DevStack::start(options)
+        .await
+        .context("starting the local stack")?;
     let result = pipeline_latencies(&stack, count).await;
     stack.shutdown().await;
     let _ = std::fs::remove_dir_all(&out);
@@ -320,30 +387,42 @@ async fn pipeline_latencies(stack: &DevStack, count: usize) -> anyhow::Result<Fi
     let url = stack.webhook_url();
     for i in 0..count {
         payload["pull_request"]["number"] = serde_json::json!(200_000 + i);
-        let sample = RecordedDelivery { headers: delivery.headers.clone(), body: payload.to_string() };
+        let sample = RecordedDelivery {
+            headers: delivery.headers.clone(),
+            body: payload.to_string(),
+        };
         let (status, _) = replay::send(&client, &url, &sample, stack.secret()).await?;
         anyhow::ensure!(status == 200, "delivery {i} answered {status}");
     }
     let repo = shared::domain::RepoName::parse("Codertocat/Hello-World")?;
-    let parse = |s: &str| OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).ok();
+    let parse =
+        |s: &str| OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).ok();
     let give_up = Instant::now() + std::time::Duration::from_secs(600);
     loop {
         let mut latencies = Vec::with_capacity(count);
         for i in 0..count {
-            let Some(item) = stack.store().get(&repo, 200_000 + i as u64).await? else { break };
+            let Some(item) = stack.store().get(&repo, 200_000 + i as u64).await? else {
+                break;
+            };
             let times = (
                 shared::store::string(&item, shared::store::attr::RECEIVED_AT).and_then(parse),
                 shared::store::string(&item, shared::store::attr::SUMMARIZED_AT).and_then(parse),
             );
             match times {
-                (Some(received), Some(summarized)) => latencies.push((summarized - received).as_seconds_f64() * 1000.0),
+                (Some(received), Some(summarized)) => {
+                    latencies.push((summarized - received).as_seconds_f64() * 1000.0)
+                }
                 _ => break,
             }
         }
         if latencies.len() == count {
             return Ok(figures(latencies));
         }
-        anyhow::ensure!(Instant::now() < give_up, "only {} of {count} summarized after 10 minutes", latencies.len());
+        anyhow::ensure!(
+            Instant::now() < give_up,
+            "only {} of {count} summarized after 10 minutes",
+            latencies.len()
+        );
         tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     }
 }

@@ -198,7 +198,17 @@ impl DevStack {
             OUTPUT_DIR => lookup(k).or_else(|| Some("out".into())),
             _ => lookup(k),
         })?;
-        let output_dir = summarize_config.output_dir.clone();
+        let output_dir = match &summarize_config.output_s3 {
+            Some((bucket, prefix)) => {
+                // The template creates the bucket; locally the stack does.
+                let s3 = shared::aws::s3_client(&sdk);
+                if s3.head_bucket().bucket(bucket).send().await.is_err() {
+                    s3.create_bucket().bucket(bucket).send().await?;
+                }
+                format!("s3://{bucket}/{prefix}")
+            }
+            None => summarize_config.output_dir.clone(),
+        };
         let summarize = SummarizeHandler::from_config(&summarize_config, &sdk).await?;
         let summarize =
             Arc::new(summarize.with_dead_letter_queue(sqs.clone(), summarize_dlq_url.clone()));

@@ -90,11 +90,25 @@ async fn main() -> anyhow::Result<()> {
                     round_trips,
                 },
         } => infra::bench::run_webhook(iterations, round_trips).await,
-        Command::Bench { target: BenchTarget::Sweep { table_rows, backlogs } } => {
-            infra::bench::run_sweep(table_rows, &backlogs).await
-        }
-        Command::Bench { target: BenchTarget::Pipeline { deliveries, sweep_interval_ms } } => {
-            infra::bench::run_pipeline(deliveries, std::time::Duration::from_millis(sweep_interval_ms)).await
+        Command::Bench {
+            target:
+                BenchTarget::Sweep {
+                    table_rows,
+                    backlogs,
+                },
+        } => infra::bench::run_sweep(table_rows, &backlogs).await,
+        Command::Bench {
+            target:
+                BenchTarget::Pipeline {
+                    deliveries,
+                    sweep_interval_ms,
+                },
+        } => {
+            infra::bench::run_pipeline(
+                deliveries,
+                std::time::Duration::from_millis(sweep_interval_ms),
+            )
+            .await
         }
     }
 }
@@ -146,7 +160,12 @@ async fn dev(options: DevOptions, replay: Option<PathBuf>, once: bool) -> anyhow
         let followed = match lines {
             Ok(lines) => {
                 infra::replay::print(&lines);
-                infra::replay::follow_to_narratives(&stack, &lines, std::time::Duration::from_secs(90)).await
+                infra::replay::follow_to_narratives(
+                    &stack,
+                    &lines,
+                    std::time::Duration::from_secs(90),
+                )
+                .await
             }
             Err(e) => Err(e),
         };

@@ -194,7 +194,10 @@ pub async fn follow_to_narratives(
     use shared::store::attr;
     let mut keys: Vec<(RepoName, u64)> = Vec::new();
     for line in lines {
-        if let (Some(repo), Some(number)) = (line.answer.get("repo").and_then(Value::as_str), line.answer.get("prNumber").and_then(Value::as_u64)) {
+        if let (Some(repo), Some(number)) = (
+            line.answer.get("repo").and_then(Value::as_str),
+            line.answer.get("prNumber").and_then(Value::as_u64),
+        ) {
             let key = (RepoName::parse(repo)?, number);
             if !keys.contains(&key) {
                 keys.push(key);
@@ -204,29 +207,50 @@ pub async fn follow_to_narratives(
     if keys.is_empty() {
         return Ok(());
     }
-    println!("waiting for the pipeline (enrich, sweep, summarize) to publish {} PR(s)…", keys.len());
+    println!(
+        "waiting for the pipeline (enrich, sweep, summarize) to publish {} PR(s)…",
+        keys.len()
+    );
     let give_up = std::time::Instant::now() + limit;
     let publisher = shared::publish::MarkdownPublisher::new(stack.output_dir());
     for (repo, number) in keys {
         let modules = loop {
-            let item = stack.store().get(&repo, number).await?.ok_or_else(|| anyhow::anyhow!("{repo}#{number} disappeared"))?;
+            let item = stack
+                .store()
+                .get(&repo, number)
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("{repo}#{number} disappeared"))?;
             if let Some(reason) = item.get(attr::FAILED_REASON).and_then(|v| v.as_s().ok()) {
                 anyhow::bail!("{repo}#{number} failed: {reason}");
             }
             if item.contains_key(attr::SUMMARIZED_AT) {
                 let modules: Vec<String> = match item.get(attr::MODULES) {
-                    Some(AttributeValue::L(l)) => l.iter().filter_map(|m| m.as_s().ok().cloned()).collect(),
+                    Some(AttributeValue::L(l)) => {
+                        l.iter().filter_map(|m| m.as_s().ok().cloned()).collect()
+                    }
                     _ => Vec::new(),
                 };
                 break modules;
             }
-            anyhow::ensure!(std::time::Instant::now() < give_up, "{repo}#{number} was not summarized within {limit:?}");
+            anyhow::ensure!(
+                std::time::Instant::now() < give_up,
+                "{repo}#{number} was not summarized within {limit:?}"
+            );
             tokio::time::sleep(std::time::Duration::from_millis(250)).await;
         };
         for module in modules {
+            if stack.output_dir().starts_with("s3://") {
+                let key = shared::publish::page_relative_path(repo.as_str(), &module);
+                println!("published {}{key}", stack.output_dir());
+                continue;
+            }
             let path = publisher.page_path(repo.as_str(), &module);
             println!("\n--- {} ---", path.display());
-            print!("{}", std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?);
+            print!(
+                "{}",
+                std::fs::read_to_string(&path)
+                    .with_context(|| format!("reading {}", path.display()))?
+            );
         }
     }
     Ok(())

@@ -25,6 +25,7 @@ pub const ENRICH_ENABLED: &str = "ENRICH_ENABLED";
 pub const MAX_ATTEMPTS: &str = "MAX_ATTEMPTS";
 pub const OUTPUT_DIR: &str = "OUTPUT_DIR";
 pub const SUMMARIZE_DLQ_URL: &str = "SUMMARIZE_DLQ_URL";
+pub const OUTPUT_S3_URI: &str = "OUTPUT_S3_URI";
 
 pub const DEFAULT_PENDING_SHARDS: u16 = 4;
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -173,6 +174,8 @@ pub struct SummarizeConfig {
     pub max_attempts: u32,
     /// Where the Markdown publisher writes `<owner>/<repo>/<module>.md`.
     pub output_dir: String,
+    /// `s3://bucket/prefix/`: write the Markdown pages to S3 instead of `output_dir`.
+    pub output_s3: Option<(String, String)>,
     pub modules_file: Option<String>,
     pub modules_param: Option<String>,
     /// Where a message goes when its row is given up, so the DLQ alarm fires and an operator can
@@ -202,6 +205,13 @@ impl SummarizeConfig {
             modules_file: non_empty(crate::tagging::MODULES_CONFIG_FILE),
             modules_param: non_empty(crate::tagging::MODULES_CONFIG_PARAM),
             dlq_url: non_empty(SUMMARIZE_DLQ_URL),
+            output_s3: match non_empty(OUTPUT_S3_URI) {
+                None => None,
+                Some(uri) => Some(
+                    crate::publish::S3MarkdownPublisher::parse_uri(&uri)
+                        .ok_or_else(|| invalid(OUTPUT_S3_URI, uri, "s3://bucket/prefix/"))?,
+                ),
+            },
         })
     }
 }
@@ -350,6 +360,31 @@ mod tests {
         assert!(EnrichConfig::from_lookup(&lookup(&[
             ("TABLE_NAME", "t"),
             ("ENRICH_MAX_PATHS", "0")
+        ]))
+        .is_err());
+    }
+
+    #[test]
+    fn summarize_output_is_a_directory_or_s3() {
+        let c = SummarizeConfig::from_lookup(&lookup(&[("TABLE_NAME", "t")])).unwrap();
+        assert_eq!((c.output_dir.as_str(), c.output_s3.clone()), ("out", None));
+        let c = SummarizeConfig::from_lookup(&lookup(&[
+            ("TABLE_NAME", "t"),
+            ("OUTPUT_S3_URI", "s3://b/narratives/"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            c.output_s3,
+            Some(("b".to_string(), "narratives/".to_string()))
+        );
+        assert!(SummarizeConfig::from_lookup(&lookup(&[
+            ("TABLE_NAME", "t"),
+            ("OUTPUT_S3_URI", "b/x")
+        ]))
+        .is_err());
+        assert!(SummarizeConfig::from_lookup(&lookup(&[
+            ("TABLE_NAME", "t"),
+            ("MAX_ATTEMPTS", "0")
         ]))
         .is_err());
     }

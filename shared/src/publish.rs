@@ -18,6 +18,9 @@ pub enum PublishError {
     /// A file could not be written (disk full, permissions, a vanished directory): worth retrying.
     #[error("writing {path} failed: {message}")]
     Io { path: String, message: String },
+    /// A remote store refused or failed the write (throttling, 5xx, network): worth retrying.
+    #[error("writing {target} failed: {message}")]
+    Remote { target: String, message: String },
     /// Anything else; retrying it would fail the same way.
     #[error("{0}")]
     Other(String),
@@ -25,10 +28,10 @@ pub enum PublishError {
 
 impl PublishError {
     /// `true` if retrying cannot help (the caller records the failure instead of retrying).
-    /// I/O errors are not permanent.
+    /// I/O and remote-store errors are not permanent.
     pub fn is_permanent(&self) -> bool {
         match self {
-            PublishError::Io { .. } => false,
+            PublishError::Io { .. } | PublishError::Remote { .. } => false,
             PublishError::Other(_) => true,
         }
     }
@@ -77,11 +80,81 @@ impl MarkdownPublisher {
     /// `<out>/<owner>/<repo>/<module>.md`, every part made path-safe (see [`path_segment`]):
     /// `src/api` → `src__api.md`, `(root)` → `(root).md`, `../x` → `____x.md`.
     pub fn page_path(&self, repo: &str, module: &str) -> PathBuf {
-        let (owner, name) = repo.split_once('/').unwrap_or(("_", repo));
-        self.out_dir
-            .join(path_segment(owner))
-            .join(path_segment(name))
-            .join(format!("{}.md", path_segment(module)))
+        self.out_dir.join(page_relative_path(repo, module))
+    }
+}
+
+/// `<owner>/<repo>/<module>.md`, each part made path-safe: where a page lives under any root.
+pub fn page_relative_path(repo: &str, module: &str) -> String {
+    let (owner, name) = repo.split_once('/').unwrap_or(("_", repo));
+    format!(
+        "{}/{}/{}.md",
+        path_segment(owner),
+        path_segment(name),
+        path_segment(module)
+    )
+}
+
+/// Writes the same Markdown pages to S3: `s3://<bucket>/<prefix><owner>/<repo>/<module>.md`.
+/// One `PutObject` replaces the whole page, so a retry cannot duplicate an entry.
+pub struct S3MarkdownPublisher {
+    client: aws_sdk_s3::Client,
+    bucket: String,
+    prefix: String,
+}
+
+impl S3MarkdownPublisher {
+    pub fn new(
+        client: aws_sdk_s3::Client,
+        bucket: impl Into<String>,
+        prefix: impl Into<String>,
+    ) -> Self {
+        let mut prefix = prefix.into();
+        if !prefix.is_empty() && !prefix.ends_with('/') {
+            prefix.push('/');
+        }
+        S3MarkdownPublisher {
+            client,
+            bucket: bucket.into(),
+            prefix,
+        }
+    }
+
+    /// Parses `s3://bucket/prefix/`.
+    pub fn parse_uri(uri: &str) -> Option<(String, String)> {
+        let rest = uri.strip_prefix("s3://")?;
+        let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+        (!bucket.is_empty()).then(|| (bucket.to_string(), prefix.to_string()))
+    }
+
+    pub fn key(&self, repo: &str, module: &str) -> String {
+        format!("{}{}", self.prefix, page_relative_path(repo, module))
+    }
+}
+
+impl Publisher for S3MarkdownPublisher {
+    fn publish<'a>(&'a self, page: &'a ModulePage) -> BoxFuture<'a, Result<(), PublishError>> {
+        Box::pin(async move {
+            let key = self.key(&page.repo, &page.module);
+            let body = render_markdown(page);
+            self.client
+                .put_object()
+                .bucket(&self.bucket)
+                .key(&key)
+                .content_type("text/markdown; charset=utf-8")
+                .body(body.into_bytes().into())
+                .send()
+                .await
+                .map_err(|e| PublishError::Remote {
+                    target: format!("s3://{}/{key}", self.bucket),
+                    message: crate::aws::error_message(&e),
+                })?;
+            Ok(())
+        })
+    }
+
+    fn name(&self) -> &'static str {
+        "markdown-s3"
     }
 }
 

@@ -23,7 +23,7 @@ use time::OffsetDateTime;
 use crate::config::SummarizeConfig;
 use crate::domain::RepoName;
 use crate::narrative::{self, ModulePage, NarrativeError};
-use crate::publish::{MarkdownPublisher, PublishError, Publisher};
+use crate::publish::{MarkdownPublisher, PublishError, Publisher, S3MarkdownPublisher};
 use crate::store::{attr, Item, PrStore, StoreError, SummaryClaim, SummaryFailure};
 use crate::sweeper::SummarizeMessage;
 use crate::tagging::{self, ModulesConfig, TaggingError};
@@ -111,7 +111,14 @@ impl SummarizeHandler {
             (file, param) => ModulesConfig::load(file, param, sdk).await?,
         };
         let store = PrStore::new(aws_sdk_dynamodb::Client::new(sdk), config.table.clone());
-        let publisher = Arc::new(MarkdownPublisher::new(&config.output_dir));
+        let publisher: Arc<dyn Publisher> = match &config.output_s3 {
+            Some((bucket, prefix)) => Arc::new(S3MarkdownPublisher::new(
+                crate::aws::s3_client(sdk),
+                bucket,
+                prefix,
+            )),
+            None => Arc::new(MarkdownPublisher::new(&config.output_dir)),
+        };
         let handler = Self::new(store, publisher, modules, config.max_attempts);
         Ok(match &config.dlq_url {
             Some(url) => handler.with_dead_letter_queue(aws_sdk_sqs::Client::new(sdk), url.clone()),
