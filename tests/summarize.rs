@@ -523,3 +523,24 @@ async fn pages_can_be_published_to_s3_and_a_retry_leaves_one_copy() {
         .unwrap();
     assert_eq!(read().await, first);
 }
+
+#[tokio::test]
+async fn the_sample_sqs_event_is_handled_by_the_worker() {
+    let (store, recorder, handler) = setup(5).await;
+    pending(&store, 2).await;
+    let root = infra::emulator::repo_root();
+    let sample: SqsEvent = serde_json::from_str(
+        &std::fs::read_to_string(root.join("events/summarize.sqs.json")).unwrap(),
+    )
+    .unwrap();
+    let r = handler.handle(sample, within(30), "sample").await;
+    assert!(r.batch_item_failures.is_empty(), "{r:?}");
+    assert_eq!(recorder.count(), 1);
+    assert!(row(&store, 2).await.contains_key(attr::SUMMARIZED_AT));
+    // The scheduler's sample event is JSON the sweeper function accepts as is.
+    let scheduled: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("events/sweeper.scheduled.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(scheduled["source"], "aws.scheduler");
+}
