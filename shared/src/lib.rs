@@ -17,6 +17,7 @@ pub mod secret;
 pub mod signature;
 pub mod store;
 pub mod summarize;
+pub mod summary;
 pub mod sweeper;
 pub mod tagging;
 pub mod telemetry;

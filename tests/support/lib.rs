@@ -16,6 +16,7 @@ use shared::store::{Item, PrStore};
 use shared::webhook::{Verifier, WebhookHandler, WebhookRequest};
 
 pub mod github_stub;
+pub mod messages_stub;
 pub use infra::samples;
 
 pub const SECRET: &str = "test-webhook-secret";
