@@ -544,3 +544,60 @@ async fn the_sample_sqs_event_is_handled_by_the_worker() {
     .unwrap();
     assert_eq!(scheduled["source"], "aws.scheduler");
 }
+
+/// Counts its calls, answers a fixed paragraph (as an LLM would).
+struct CountingSummarizer(std::sync::atomic::AtomicUsize);
+
+impl shared::summary::Summarizer for CountingSummarizer {
+    fn summarize<'a>(
+        &'a self,
+        _input: &'a shared::summary::SummaryInput<'a>,
+    ) -> BoxFuture<'a, shared::summary::Summary> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Box::pin(async {
+            shared::summary::Summary {
+                text: "Written once, kept on the row.".into(),
+                kind: None,
+                source: shared::summary::SummarySource::Llm {
+                    model: "stand-in".into(),
+                },
+            }
+        })
+    }
+}
+
+#[tokio::test]
+async fn the_summary_is_generated_once_even_when_publishing_is_retried() {
+    let store = fresh_table(&sdk().await).await;
+    pending(&store, 11).await;
+    let recorder = Arc::new(Recorder::default());
+    recorder.then(Step::Fail);
+    let summarizer = Arc::new(CountingSummarizer(Default::default()));
+    let handler = Arc::new(
+        SummarizeHandler::new(store.clone(), recorder.clone(), ModulesConfig::empty(), 5)
+            .with_summarizer(summarizer.clone()),
+    );
+    assert_eq!(
+        failed(
+            &handler
+                .handle(batch(vec![message("m", 11)]), within(30), "inv-1")
+                .await
+        ),
+        ["m"]
+    );
+    assert_eq!(
+        s(&row(&store, 11).await, attr::SUMMARY),
+        "Written once, kept on the row."
+    );
+    assert!(handler
+        .handle(batch(vec![message("m", 11)]), within(30), "inv-2")
+        .await
+        .batch_item_failures
+        .is_empty());
+    assert_eq!(
+        summarizer.0.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "never generated twice"
+    );
+    assert_eq!(recorder.count(), 1);
+}

@@ -25,6 +25,7 @@ use crate::domain::RepoName;
 use crate::narrative::{self, ModulePage, NarrativeError};
 use crate::publish::{MarkdownPublisher, PublishError, Publisher, S3MarkdownPublisher};
 use crate::store::{attr, Item, PrStore, StoreError, SummaryClaim, SummaryFailure};
+use crate::summary::{ExtractiveSummarizer, Summarizer, SummaryInput};
 use crate::sweeper::SummarizeMessage;
 use crate::tagging::{self, ModulesConfig, TaggingError};
 
@@ -78,6 +79,7 @@ pub struct SummarizeHandler {
     modules: ModulesConfig,
     max_attempts: u32,
     dead_letter: Option<(aws_sdk_sqs::Client, String)>,
+    summarizer: Arc<dyn Summarizer>,
 }
 
 impl SummarizeHandler {
@@ -93,6 +95,7 @@ impl SummarizeHandler {
             modules,
             max_attempts: max_attempts.max(1),
             dead_letter: None,
+            summarizer: Arc::new(ExtractiveSummarizer),
         }
     }
 
@@ -119,11 +122,18 @@ impl SummarizeHandler {
             )),
             None => Arc::new(MarkdownPublisher::new(&config.output_dir)),
         };
-        let handler = Self::new(store, publisher, modules, config.max_attempts);
+        let handler = Self::new(store, publisher, modules, config.max_attempts)
+            .with_summarizer(crate::summary::from_env());
         Ok(match &config.dlq_url {
             Some(url) => handler.with_dead_letter_queue(aws_sdk_sqs::Client::new(sdk), url.clone()),
             None => handler,
         })
+    }
+
+    /// Writes summaries with this summarizer (default: extractive).
+    pub fn with_summarizer(mut self, summarizer: Arc<dyn Summarizer>) -> Self {
+        self.summarizer = summarizer;
+        self
     }
 
     /// Sends the message of a row given up at `MAX_ATTEMPTS` to this queue (the summarize DLQ).
@@ -275,15 +285,14 @@ impl SummarizeHandler {
         let modules = tagging::tag_modules(repo, &file_refs, self.modules.for_repo(repo), None);
         let summary = match item.get(attr::SUMMARY).and_then(|v| v.as_s().ok()) {
             Some(existing) => existing.clone(),
-            None => narrative::summary_paragraph(
-                item.get(attr::TITLE)
-                    .and_then(|v| v.as_s().ok())
-                    .map(String::as_str)
-                    .unwrap_or_default(),
-                item.get(attr::BODY)
-                    .and_then(|v| v.as_s().ok())
-                    .map(String::as_str),
-            ),
+            None => {
+                let text = self.write_summary(item, &files, &modules).await;
+                // Kept on the row at once (under the lease), so a retry never generates it again.
+                if !self.store.save_summary(repo, number, owner, &text).await? {
+                    return Err(SummarizeError::LeaseLost);
+                }
+                text
+            }
         };
         let mut current = item.clone();
         current.insert(attr::SUMMARY.into(), AttributeValue::S(summary.clone()));
@@ -348,6 +357,45 @@ impl SummarizeHandler {
             .await
             .map_err(|e| SummarizeError::DeadLetter(crate::aws::error_message(&e)))?;
         Ok(())
+    }
+}
+
+impl SummarizeHandler {
+    /// The summary paragraph from what the row holds (extractive, or the LLM when configured,
+    /// which falls back to extractive on any error).
+    async fn write_summary(&self, item: &Item, files: &[String], modules: &[String]) -> String {
+        let text = |name: &str| {
+            item.get(name)
+                .and_then(|v| v.as_s().ok())
+                .map(String::as_str)
+        };
+        let labels: Vec<String> = match item.get(attr::LABELS) {
+            Some(AttributeValue::L(l)) => l.iter().filter_map(|v| v.as_s().ok().cloned()).collect(),
+            _ => Vec::new(),
+        };
+        let issues: Vec<String> = match item.get(attr::LINKED_ISSUES) {
+            Some(AttributeValue::L(l)) => l
+                .iter()
+                .filter_map(|v| {
+                    let m = v.as_m().ok()?;
+                    Some(format!(
+                        "{} ({})",
+                        m.get("title")?.as_s().ok()?,
+                        m.get("state")?.as_s().ok()?
+                    ))
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        let input = SummaryInput {
+            title: text(attr::TITLE).unwrap_or_default(),
+            body: text(attr::BODY),
+            labels: &labels,
+            files,
+            issues: &issues,
+            modules,
+        };
+        self.summarizer.summarize(&input).await.text
     }
 }
 

@@ -114,6 +114,21 @@ impl PrStore {
         self.update_if(repo, number, update, condition).await
     }
 
+    /// Keeps the PR's summary paragraph on the row while `owner` holds the lease, before anything
+    /// is published, so a retry reuses it (an LLM is never asked twice). `false`: lease lost.
+    pub async fn save_summary(
+        &self,
+        repo: &RepoName,
+        number: u64,
+        owner: &str,
+        summary: &str,
+    ) -> Result<bool, StoreError> {
+        let mut update = Update::default();
+        update.set(attr::SUMMARY, AttributeValue::S(summary.to_string()));
+        let condition = lease_condition(&mut update, owner);
+        self.update_if(repo, number, update, condition).await
+    }
+
     /// Counts a failed attempt and releases the lease; at `max_attempts` gives up on the row for
     /// good (`failedAt`, `failedReason`, pending marker removed). `None`: the lease was lost.
     #[allow(clippy::too_many_arguments)]
