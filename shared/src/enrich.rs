@@ -14,7 +14,6 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use aws_lambda_events::event::dynamodb::{Event, EventRecord};
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
 use aws_sdk_dynamodb::types::AttributeValue;
-use futures::StreamExt;
 use time::OffsetDateTime;
 
 use crate::config::EnrichConfig;
@@ -42,8 +41,6 @@ pub enum EnrichError {
     LeaseHeld(String),
     #[error("the enrichment lease was lost before the write-back")]
     LeaseLost,
-    #[error("processing panicked: {0}")]
-    Panicked(String),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -226,35 +223,30 @@ impl EnrichHandler {
             );
             return response;
         }
-        let results: Vec<(String, Result<RecordOutcome, EnrichError>)> =
-            futures::stream::iter(event.records)
-                .map(|record| {
-                    let this = Arc::clone(self);
-                    let owner = format!("{invocation}/{}", record.event_id);
-                    async move {
-                        let sequence = record.change.sequence_number.clone().unwrap_or_default();
-                        // A task per record: a panic in one is caught here and fails only that record.
-                        let outcome = match tokio::spawn(async move {
-                            this.process(&record, deadline, &owner).await
-                        })
-                        .await
-                        {
-                            Ok(outcome) => outcome,
-                            Err(join) => Err(EnrichError::Panicked(panic_message(join))),
-                        };
-                        (sequence, outcome)
-                    }
-                })
-                .buffer_unordered(self.concurrency)
-                .collect()
-                .await;
-        for (sequence, outcome) in results {
-            if let Err(e) = outcome {
-                tracing::warn!(sequence = %sequence, error = %e, "record failed; the stream will retry it");
-                let mut failure = DynamoDbBatchItemFailure::default();
-                failure.item_identifier = Some(sequence);
-                response.batch_item_failures.push(failure);
-            }
+        let records = event
+            .records
+            .into_iter()
+            .map(|record| {
+                (
+                    record.change.sequence_number.clone().unwrap_or_default(),
+                    record,
+                )
+            })
+            .collect();
+        let this = Arc::clone(self);
+        let invocation = invocation.to_string();
+        let failed =
+            crate::batch::failed_items(records, self.concurrency, move |record: EventRecord| {
+                let this = Arc::clone(&this);
+                let owner = format!("{invocation}/{}", record.event_id);
+                async move { this.process(&record, deadline, &owner).await }
+            })
+            .await;
+        for (sequence, error) in failed {
+            tracing::warn!(sequence = %sequence, error = %error, "record failed; the stream will retry it");
+            let mut failure = DynamoDbBatchItemFailure::default();
+            failure.item_identifier = Some(sequence);
+            response.batch_item_failures.push(failure);
         }
         response
     }
@@ -411,17 +403,6 @@ pub fn deadline_from_epoch_millis(deadline_ms: u64) -> Instant {
         .unwrap_or_default()
         .as_millis() as u64;
     Instant::now() + Duration::from_millis(deadline_ms.saturating_sub(now_ms))
-}
-
-fn panic_message(join: tokio::task::JoinError) -> String {
-    match join.try_into_panic() {
-        Ok(payload) => payload
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "non-string panic".into()),
-        Err(e) => e.to_string(),
-    }
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 //! ([`webhook`]), the GitHub REST client ([`github`]), the enrich stage ([`enrich`]), configuration ([`config`]), secrets ([`secret`]) and telemetry ([`telemetry`]).
 
 pub mod aws;
+pub mod batch;
 pub mod config;
 pub mod domain;
 pub mod enrich;

@@ -17,7 +17,6 @@ use std::time::{Duration, Instant};
 
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
 use aws_sdk_dynamodb::types::AttributeValue;
-use futures::StreamExt;
 use time::OffsetDateTime;
 
 use crate::config::SummarizeConfig;
@@ -46,8 +45,6 @@ pub enum SummarizeError {
     Publish(#[from] PublishError),
     #[error("the stored row cannot be rendered: {0}")]
     Narrative(#[from] NarrativeError),
-    #[error("processing panicked: {0}")]
-    Panicked(String),
     #[error("the row was given up but its message could not be sent to the DLQ: {0}")]
     DeadLetter(String),
 }
@@ -150,35 +147,29 @@ impl SummarizeHandler {
         deadline: Instant,
         invocation: &str,
     ) -> SqsBatchResponse {
-        let results: Vec<(String, Result<MessageOutcome, SummarizeError>)> =
-            futures::stream::iter(event.records)
-                .map(|message| {
-                    let this = Arc::clone(self);
-                    let id = message.message_id.clone().unwrap_or_default();
-                    let owner = format!("{invocation}/{id}");
-                    async move {
-                        let outcome = match tokio::spawn(async move {
-                            this.process(&message, deadline, &owner).await
-                        })
-                        .await
-                        {
-                            Ok(outcome) => outcome,
-                            Err(join) => Err(SummarizeError::Panicked(join.to_string())),
-                        };
-                        (id, outcome)
-                    }
-                })
-                .buffer_unordered(CONCURRENCY)
-                .collect()
-                .await;
+        let messages = event
+            .records
+            .into_iter()
+            .map(|message| (message.message_id.clone().unwrap_or_default(), message))
+            .collect();
+        let this = Arc::clone(self);
+        let invocation = invocation.to_string();
+        let failed =
+            crate::batch::failed_items(messages, CONCURRENCY, move |message: SqsMessage| {
+                let this = Arc::clone(&this);
+                let owner = format!(
+                    "{invocation}/{}",
+                    message.message_id.as_deref().unwrap_or_default()
+                );
+                async move { this.process(&message, deadline, &owner).await }
+            })
+            .await;
         let mut response = SqsBatchResponse::default();
-        for (id, outcome) in results {
-            if let Err(e) = outcome {
-                tracing::warn!(message_id = %id, error = %e, "message failed; SQS will redeliver it");
-                let mut failure = BatchItemFailure::default();
-                failure.item_identifier = id;
-                response.batch_item_failures.push(failure);
-            }
+        for (id, error) in failed {
+            tracing::warn!(message_id = %id, error = %error, "message failed; SQS will redeliver it");
+            let mut failure = BatchItemFailure::default();
+            failure.item_identifier = id;
+            response.batch_item_failures.push(failure);
         }
         response
     }
