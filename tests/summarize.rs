@@ -10,7 +10,7 @@ use futures::future::BoxFuture;
 use shared::domain::{Delivery, RepoName};
 use shared::narrative::ModulePage;
 use shared::payload::{classify_pull_request, Classified};
-use shared::publish::{PublishError, Publisher};
+use shared::publish::{Publication, PublishError, Publisher};
 use shared::store::{attr, Item, PrStore};
 use shared::summarize::SummarizeHandler;
 use shared::tagging::ModulesConfig;
@@ -46,12 +46,16 @@ impl Recorder {
 }
 
 impl Publisher for Recorder {
-    fn publish<'a>(&'a self, page: &'a ModulePage) -> BoxFuture<'a, Result<(), PublishError>> {
+    fn publish<'a>(&'a self, p: &'a Publication<'a>) -> BoxFuture<'a, Result<(), PublishError>> {
+        let page = p.page;
         Box::pin(async move {
             let step = self.steps.lock().unwrap().pop_front();
             match step {
                 Some(Step::Fail) => {
-                    return Err(PublishError::Other("the publisher is down".into()))
+                    return Err(PublishError::Remote {
+                        target: "the recorder".into(),
+                        message: "the publisher is down".into(),
+                    })
                 }
                 Some(Step::Delay(d)) => tokio::time::sleep(d).await,
                 Some(Step::Hang) => {
@@ -517,8 +521,11 @@ async fn pages_can_be_published_to_s3_and_a_retry_leaves_one_copy() {
     assert_eq!(first.matches("(#9)").count(), 1);
     // Publishing the regenerated page again (a retry) replaces it: still one entry.
     let entry = shared::narrative::entry_from_item(&row(&store, 9).await).unwrap();
+    let page = ModulePage::new(REPO, REPO, vec![entry]);
+    let item = row(&store, 9).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
     publisher
-        .publish(&ModulePage::new(REPO, REPO, vec![entry]))
+        .publish(&Publication::of_page(&page, 9, &item, deadline))
         .await
         .unwrap();
     assert_eq!(read().await, first);

@@ -26,6 +26,14 @@ pub const MAX_ATTEMPTS: &str = "MAX_ATTEMPTS";
 pub const OUTPUT_DIR: &str = "OUTPUT_DIR";
 pub const SUMMARIZE_DLQ_URL: &str = "SUMMARIZE_DLQ_URL";
 pub const OUTPUT_S3_URI: &str = "OUTPUT_S3_URI";
+pub const NOTION_TOKEN: &str = "NOTION_TOKEN";
+pub const NOTION_TOKEN_ARN: &str = "NOTION_TOKEN_ARN";
+pub const NOTION_TOKEN_PARAM: &str = "NOTION_TOKEN_PARAM";
+pub const NOTION_PARENT_PAGE_ID: &str = "NOTION_PARENT_PAGE_ID";
+pub const NOTION_PAGES_TABLE: &str = "NOTION_PAGES_TABLE";
+pub const NOTION_API_URL: &str = "NOTION_API_URL";
+/// `1`: publish Markdown too when Notion is configured (without Notion, Markdown is the default).
+pub const PUBLISH_MARKDOWN: &str = "PUBLISH_MARKDOWN";
 
 pub const DEFAULT_PENDING_SHARDS: u16 = 4;
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -39,6 +47,11 @@ pub enum ConfigError {
         var: &'static str,
         value: String,
         expected: &'static str,
+    },
+    #[error("{set} is set but {missing} is not: the Notion publisher needs both (or neither)")]
+    Incomplete {
+        set: &'static str,
+        missing: &'static str,
     },
 }
 
@@ -181,6 +194,53 @@ pub struct SummarizeConfig {
     /// Where a message goes when its row is given up, so the DLQ alarm fires and an operator can
     /// redrive it (SQS's own redrive covers messages that fail without an attempt being counted).
     pub dlq_url: Option<String>,
+    /// Notion, when its token and parent page are configured.
+    pub notion: Option<NotionConfig>,
+    /// Publish Markdown as well as Notion.
+    pub markdown_with_notion: bool,
+}
+
+/// Settings of the Notion publisher.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotionConfig {
+    pub token: crate::secret::SecretSource,
+    pub parent_page_id: String,
+    /// The table that remembers each module's page and holds its lock.
+    pub pages_table: String,
+    pub api_url: String,
+}
+
+impl NotionConfig {
+    /// `None` when neither a token nor a parent page is configured; an error when only one is.
+    pub fn from_lookup(get: &impl Fn(&str) -> Option<String>) -> Result<Option<Self>, ConfigError> {
+        let non_empty = |k: &str| get(k).filter(|v| !v.trim().is_empty());
+        let token = crate::secret::SecretSource::from_vars(
+            get(NOTION_TOKEN),
+            get(NOTION_TOKEN_ARN),
+            get(NOTION_TOKEN_PARAM),
+        );
+        let parent = non_empty(NOTION_PARENT_PAGE_ID);
+        let token_set = token != crate::secret::SecretSource::Unset;
+        match (token_set, parent) {
+            (false, None) => Ok(None),
+            (true, None) => Err(ConfigError::Incomplete {
+                set: NOTION_TOKEN,
+                missing: NOTION_PARENT_PAGE_ID,
+            }),
+            (false, Some(_)) => Err(ConfigError::Incomplete {
+                set: NOTION_PARENT_PAGE_ID,
+                missing: NOTION_TOKEN,
+            }),
+            (true, Some(parent)) => Ok(Some(NotionConfig {
+                token,
+                parent_page_id: parent.trim().to_string(),
+                pages_table: non_empty(NOTION_PAGES_TABLE)
+                    .ok_or(ConfigError::Missing(NOTION_PAGES_TABLE))?,
+                api_url: non_empty(NOTION_API_URL)
+                    .unwrap_or_else(|| crate::notion::DEFAULT_API_URL.to_string()),
+            })),
+        }
+    }
 }
 
 impl SummarizeConfig {
@@ -205,6 +265,11 @@ impl SummarizeConfig {
             modules_file: non_empty(crate::tagging::MODULES_CONFIG_FILE),
             modules_param: non_empty(crate::tagging::MODULES_CONFIG_PARAM),
             dlq_url: non_empty(SUMMARIZE_DLQ_URL),
+            notion: NotionConfig::from_lookup(get)?,
+            markdown_with_notion: matches!(
+                non_empty(PUBLISH_MARKDOWN).as_deref().map(str::trim),
+                Some("1" | "true" | "yes")
+            ),
             output_s3: match non_empty(OUTPUT_S3_URI) {
                 None => None,
                 Some(uri) => Some(
@@ -387,6 +452,47 @@ mod tests {
             ("MAX_ATTEMPTS", "0")
         ]))
         .is_err());
+    }
+
+    #[test]
+    fn notion_needs_its_token_its_parent_and_its_table() {
+        let c = SummarizeConfig::from_lookup(&lookup(&[("TABLE_NAME", "t")])).unwrap();
+        assert_eq!(c.notion, None);
+        assert!(!c.markdown_with_notion);
+        let c = SummarizeConfig::from_lookup(&lookup(&[
+            ("TABLE_NAME", "t"),
+            (
+                "NOTION_TOKEN_ARN",
+                "arn:aws:secretsmanager:eu-west-1:1:secret:n",
+            ),
+            ("NOTION_PARENT_PAGE_ID", " 1f2e3d "),
+            ("NOTION_PAGES_TABLE", "pages"),
+            ("PUBLISH_MARKDOWN", "1"),
+        ]))
+        .unwrap();
+        let notion = c.notion.unwrap();
+        assert_eq!(notion.parent_page_id, "1f2e3d");
+        assert_eq!(notion.pages_table, "pages");
+        assert_eq!(notion.api_url, "https://api.notion.com");
+        assert!(c.markdown_with_notion);
+        let only_token = SummarizeConfig::from_lookup(&lookup(&[
+            ("TABLE_NAME", "t"),
+            ("NOTION_TOKEN", "secret_x"),
+        ]))
+        .unwrap_err();
+        assert_eq!(
+            only_token.to_string(),
+            "NOTION_TOKEN is set but NOTION_PARENT_PAGE_ID is not: the Notion publisher needs both (or neither)"
+        );
+        assert!(!only_token.to_string().contains("secret_x"));
+        assert_eq!(
+            SummarizeConfig::from_lookup(&lookup(&[
+                ("TABLE_NAME", "t"),
+                ("NOTION_TOKEN", "secret_x"),
+                ("NOTION_PARENT_PAGE_ID", "p"),
+            ])),
+            Err(ConfigError::Missing("NOTION_PAGES_TABLE"))
+        );
     }
 
     #[test]

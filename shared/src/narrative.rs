@@ -34,7 +34,11 @@ pub struct Entry {
     /// RFC 3339, as stored (`2019-05-15T15:21:18Z`).
     pub merged_at: String,
     pub labels: Vec<String>,
+    /// The title's conventional-commit type (`feat`, `fix`), shown as a tag.
+    pub kind: Option<String>,
     pub summary: String,
+    /// The PR body, cleaned of templates and boilerplate ([`crate::summary::clean_body`]).
+    pub description: String,
     pub files: Vec<FileChange>,
     pub linked_issues: Vec<IssueLink>,
 }
@@ -126,6 +130,8 @@ pub fn entry_from_item(item: &Item) -> Result<Entry, NarrativeError> {
             })
         })
         .collect::<Result<_, NarrativeError>>()?;
+    let kind = crate::summary::conventional_type(&title).0;
+    let description = body.map(crate::summary::clean_body).unwrap_or_default();
     Ok(Entry {
         repo,
         number,
@@ -134,7 +140,9 @@ pub fn entry_from_item(item: &Item) -> Result<Entry, NarrativeError> {
         author,
         merged_at,
         labels,
+        kind,
         summary,
+        description,
         files,
         linked_issues,
     })
@@ -444,11 +452,13 @@ fn cap(text: &str, max: usize) -> String {
 // ---------------------------------------------------------------------------------------------
 // The page.
 
-/// One module's page: its entries, de-duplicated and in page order.
+/// One module's page: what the module covers, and its entries, de-duplicated and in page order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModulePage {
     pub repo: String,
     pub module: String,
+    /// What the module covers (its globs, or the directory it stands for), for the header.
+    pub paths: Vec<String>,
     pub entries: Vec<Entry>,
 }
 
@@ -471,13 +481,25 @@ impl ModulePage {
         ModulePage {
             repo: repo.to_string(),
             module: module.to_string(),
+            paths: Vec::new(),
             entries,
         }
+    }
+
+    /// The page with the module's paths in its header.
+    pub fn with_paths(mut self, paths: Vec<String>) -> Self {
+        self.paths = paths;
+        self
     }
 
     /// `<repo> · <module>`
     pub fn title(&self) -> String {
         format!("{} · {}", self.repo, self.module)
+    }
+
+    /// The entry of this PR, if the page has it.
+    pub fn entry(&self, number: u64) -> Option<&Entry> {
+        self.entries.iter().find(|e| e.number == number)
     }
 }
 
@@ -494,107 +516,195 @@ fn merged(e: &Entry) -> Option<OffsetDateTime> {
 
 fn date(e: &Entry) -> String {
     match merged(e) {
-        Some(t) => format!("{:04}-{:02}-{:02}", t.year(), u8::from(t.month()), t.day()),
+        Some(t) => ymd(t),
         None => e.merged_at.clone(),
     }
 }
 
-fn month(e: &Entry) -> String {
+/// The month group an entry belongs to: `May 2019` (or `Undated`).
+pub fn month(e: &Entry) -> String {
     match merged(e) {
         Some(t) => format!("{} {:04}", t.month(), t.year()),
         None => "Undated".to_string(),
     }
 }
 
-/// The page as Markdown: title, header, then month groups newest first. Byte-identical for the
-/// same page; nothing in it depends on when it was rendered.
-pub fn render_markdown(page: &ModulePage) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "# {}", escape(&page.title()));
-    out.push('\n');
-    render_header(&mut out, &page.entries);
+// ---------------------------------------------------------------------------------------------
+// The document model both publishers render: a page is a list of blocks, so Markdown and Notion
+// carry the same text in the same order.
 
-    let mut current_month: Option<String> = None;
-    for entry in &page.entries {
-        let month = month(entry);
-        if current_month.as_deref() != Some(month.as_str()) {
-            let _ = writeln!(out, "\n## {month}");
-            current_month = Some(month);
-        }
-        render_entry(&mut out, entry);
-    }
-    out
+/// A run of text with the few marks the narrative uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Span {
+    pub text: String,
+    pub link: Option<String>,
+    pub code: bool,
+    pub bold: bool,
 }
 
-fn render_header(out: &mut String, entries: &[Entry]) {
-    if entries.is_empty() {
-        out.push_str("No merged pull requests yet.\n");
-        return;
+impl Span {
+    pub fn text(text: impl Into<String>) -> Span {
+        Span {
+            text: text.into(),
+            link: None,
+            code: false,
+            bold: false,
+        }
     }
+
+    pub fn link(text: impl Into<String>, url: &str) -> Span {
+        Span {
+            link: Some(url.trim().to_string()),
+            ..Span::text(text)
+        }
+    }
+
+    pub fn code(text: impl Into<String>) -> Span {
+        Span {
+            code: true,
+            ..Span::text(text)
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Block {
+    /// Level 1–3.
+    Heading {
+        level: u8,
+        spans: Vec<Span>,
+    },
+    Paragraph(Vec<Span>),
+    Bullet(Vec<Span>),
+    /// Collapsed by default: `<details>` in Markdown, a toggle in Notion.
+    Toggle {
+        summary: Vec<Span>,
+        children: Vec<Block>,
+    },
+}
+
+impl Block {
+    /// The block's own text, marks dropped (children not included).
+    pub fn plain_text(&self) -> String {
+        let spans = match self {
+            Block::Heading { spans, .. } | Block::Paragraph(spans) | Block::Bullet(spans) => spans,
+            Block::Toggle { summary, .. } => summary,
+        };
+        spans.iter().map(|s| s.text.as_str()).collect()
+    }
+
+    pub fn children(&self) -> &[Block] {
+        match self {
+            Block::Toggle { children, .. } => children,
+            _ => &[],
+        }
+    }
+}
+
+/// The header always has this many blocks (a publisher that updates it in place relies on it).
+pub const HEADER_BLOCKS: usize = 3;
+/// The longest description kept in an entry, in characters.
+pub const DESCRIPTION_MAX_CHARS: usize = 20_000;
+
+/// What the module is: its paths, how many merged PRs, first and latest merge, top authors.
+pub fn header_blocks(page: &ModulePage) -> Vec<Block> {
+    let entries = &page.entries;
+    let mut paths = vec![Span::text("Paths: ")];
+    if page.paths.is_empty() {
+        paths.push(Span::text("not configured"));
+    }
+    for (i, p) in page.paths.iter().enumerate() {
+        if i > 0 {
+            paths.push(Span::text(", "));
+        }
+        paths.push(Span::code(p.clone()));
+    }
+    paths.push(Span::text("."));
+
     let dates: Vec<OffsetDateTime> = entries.iter().filter_map(merged).collect();
     let count = entries.len();
-    let noun = if count == 1 {
-        "merged pull request"
+    let counts = if count == 0 {
+        "No merged pull requests yet.".to_string()
     } else {
-        "merged pull requests"
+        let noun = if count == 1 {
+            "merged pull request"
+        } else {
+            "merged pull requests"
+        };
+        let span = match (dates.iter().min(), dates.iter().max()) {
+            (Some(first), Some(latest)) => {
+                format!(", first merged {}, latest {}", ymd(*first), ymd(*latest))
+            }
+            _ => String::new(),
+        };
+        format!("{count} {noun}{span}.")
     };
-    let span = match (dates.iter().min(), dates.iter().max()) {
-        (Some(first), Some(latest)) => {
-            format!(", first merged {}, latest {}", ymd(*first), ymd(*latest))
-        }
-        _ => String::new(),
-    };
-    let _ = writeln!(out, "{count} {noun}{span}.");
 
-    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut by_author: BTreeMap<&str, usize> = BTreeMap::new();
     for e in entries {
-        *counts.entry(e.author.as_str()).or_default() += 1;
+        *by_author.entry(e.author.as_str()).or_default() += 1;
     }
-    let mut authors: Vec<(&str, usize)> = counts.into_iter().collect();
+    let mut authors: Vec<(&str, usize)> = by_author.into_iter().collect();
     authors.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-    let authors: Vec<String> = authors
-        .iter()
-        .take(TOP_AUTHORS)
-        .map(|(name, n)| format!("@{} ({n})", escape(name)))
-        .collect();
-    let _ = writeln!(out, "Most frequent authors: {}.", authors.join(", "));
+    let authors = if authors.is_empty() {
+        "Most frequent authors: none yet.".to_string()
+    } else {
+        let named: Vec<String> = authors
+            .iter()
+            .take(TOP_AUTHORS)
+            .map(|(name, n)| format!("@{name} ({n})"))
+            .collect();
+        format!("Most frequent authors: {}.", named.join(", "))
+    };
+    vec![
+        Block::Paragraph(paths),
+        Block::Paragraph(vec![Span::text(counts)]),
+        Block::Paragraph(vec![Span::text(authors)]),
+    ]
 }
 
-fn ymd(t: OffsetDateTime) -> String {
-    format!("{:04}-{:02}-{:02}", t.year(), u8::from(t.month()), t.day())
-}
-
-fn render_entry(out: &mut String, e: &Entry) {
-    let _ = writeln!(
-        out,
-        "\n### {} — [{}]({}) (#{})\n",
-        date(e),
-        escape(&e.title),
-        escape_url(&e.url),
-        e.number
-    );
-    let _ = write!(out, "by @{}", escape(&e.author));
-    if !e.labels.is_empty() {
-        let labels: Vec<String> = e.labels.iter().map(|l| escape(l)).collect();
-        let _ = write!(out, " · labels: {}", labels.join(", "));
+/// The heading of an entry's month group.
+pub fn month_heading(e: &Entry) -> Block {
+    Block::Heading {
+        level: 2,
+        spans: vec![Span::text(month(e))],
     }
-    out.push('\n');
+}
 
-    let summary = collapse_whitespace(&e.summary).replace('<', "&lt;");
+/// One entry: its heading (date, linked title, number), who and what kind, the summary, linked
+/// issues, the key files, and collapsed: every changed file and the cleaned description.
+pub fn entry_blocks(e: &Entry) -> Vec<Block> {
+    let mut blocks = vec![Block::Heading {
+        level: 3,
+        spans: vec![
+            Span::text(format!("{} — ", date(e))),
+            Span::link(one_line(&e.title), &e.url),
+            Span::text(format!(" (#{})", e.number)),
+        ],
+    }];
+    let mut meta = vec![Span::text(format!("by @{}", one_line(&e.author)))];
+    if let Some(kind) = &e.kind {
+        meta.push(Span::text(" · "));
+        meta.push(Span::code(kind.clone()));
+    }
+    if !e.labels.is_empty() {
+        let labels: Vec<String> = e.labels.iter().map(|l| one_line(l)).collect();
+        meta.push(Span::text(format!(" · labels: {}", labels.join(", "))));
+    }
+    blocks.push(Block::Paragraph(meta));
+
+    let summary = collapse_whitespace(&e.summary);
     if !summary.is_empty() {
-        let _ = writeln!(out, "\n{summary}");
+        blocks.push(Block::Paragraph(vec![Span::text(summary.clone())]));
     }
 
     if !e.linked_issues.is_empty() {
-        out.push_str("\nLinked issues:\n\n");
+        blocks.push(Block::Paragraph(vec![Span::text("Linked issues:")]));
         for issue in &e.linked_issues {
-            let _ = writeln!(
-                out,
-                "- [{}]({}) ({})",
-                escape(&issue.title),
-                escape_url(&issue.url),
-                escape(&issue.state)
-            );
+            blocks.push(Block::Bullet(vec![
+                Span::link(one_line(&issue.title), &issue.url),
+                Span::text(format!(" ({})", one_line(&issue.state))),
+            ]));
         }
     }
 
@@ -605,17 +715,156 @@ fn render_entry(out: &mut String, e: &Entry) {
                 .cmp(&(a.additions + a.deletions))
                 .then(a.path.cmp(&b.path))
         });
-        out.push_str("\nKey files:\n\n");
-        for f in files.into_iter().take(KEY_FILES) {
-            let _ = writeln!(
-                out,
-                "- {} (+{}/−{})",
-                code_span(&f.path),
-                f.additions,
-                f.deletions
-            );
+        blocks.push(Block::Paragraph(vec![Span::text("Key files:")]));
+        blocks.extend(files.iter().take(KEY_FILES).map(|f| file_bullet(f)));
+        if files.len() > KEY_FILES {
+            let mut all = files.clone();
+            all.sort_by(|a, b| a.path.cmp(&b.path));
+            blocks.push(Block::Toggle {
+                summary: vec![Span::text(format!("All {} changed files", all.len()))],
+                children: all.into_iter().map(file_bullet).collect(),
+            });
         }
     }
+
+    let paragraphs = description_paragraphs(&e.description);
+    let only_the_summary = paragraphs.len() == 1 && collapse_whitespace(&paragraphs[0]) == summary;
+    if !paragraphs.is_empty() && !only_the_summary {
+        blocks.push(Block::Toggle {
+            summary: vec![Span::text("Description")],
+            children: paragraphs
+                .into_iter()
+                .map(|p| Block::Paragraph(vec![Span::text(p)]))
+                .collect(),
+        });
+    }
+    blocks
+}
+
+fn file_bullet(f: &FileChange) -> Block {
+    Block::Bullet(vec![
+        Span::code(one_line(&f.path)),
+        Span::text(format!(" (+{}/−{})", f.additions, f.deletions)),
+    ])
+}
+
+/// The description split into paragraphs at blank lines, each trimmed, capped in total at
+/// [`DESCRIPTION_MAX_CHARS`].
+fn description_paragraphs(description: &str) -> Vec<String> {
+    let text = cap(description.trim(), DESCRIPTION_MAX_CHARS);
+    let mut paragraphs = Vec::new();
+    let mut current: Vec<&str> = Vec::new();
+    for line in text.lines() {
+        if line.trim().is_empty() {
+            if !current.is_empty() {
+                paragraphs.push(current.join("\n"));
+                current.clear();
+            }
+        } else {
+            current.push(line.trim_end());
+        }
+    }
+    if !current.is_empty() {
+        paragraphs.push(current.join("\n"));
+    }
+    paragraphs
+}
+
+fn one_line(s: &str) -> String {
+    s.replace(['\n', '\r', '\t'], " ")
+}
+
+/// The whole page as blocks: header, then each month's heading and its entries, newest first.
+pub fn page_blocks(page: &ModulePage) -> Vec<Block> {
+    let mut blocks = header_blocks(page);
+    let mut current_month: Option<String> = None;
+    for entry in &page.entries {
+        let month = month(entry);
+        if current_month.as_deref() != Some(month.as_str()) {
+            blocks.push(month_heading(entry));
+            current_month = Some(month);
+        }
+        blocks.extend(entry_blocks(entry));
+    }
+    blocks
+}
+
+/// The page as Markdown: the title, then [`page_blocks`]. Byte-identical for the same page;
+/// nothing in it depends on when it was rendered.
+pub fn render_markdown(page: &ModulePage) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# {}", escape(&page.title()));
+    render_blocks(&mut out, &page_blocks(page));
+    out
+}
+
+fn render_blocks(out: &mut String, blocks: &[Block]) {
+    let mut previous_bullet = false;
+    for block in blocks {
+        let bullet = matches!(block, Block::Bullet(_));
+        if !(bullet && previous_bullet) {
+            out.push('\n');
+        }
+        previous_bullet = bullet;
+        match block {
+            Block::Heading { level, spans } => {
+                let _ = writeln!(
+                    out,
+                    "{} {}",
+                    "#".repeat(usize::from((*level).clamp(1, 6))),
+                    inline(spans)
+                );
+            }
+            Block::Paragraph(spans) => {
+                let _ = writeln!(out, "{}", inline(spans));
+            }
+            Block::Bullet(spans) => {
+                let _ = writeln!(out, "- {}", inline(spans));
+            }
+            Block::Toggle { summary, children } => {
+                let text: String = summary.iter().map(|s| s.text.as_str()).collect();
+                let _ = writeln!(out, "<details>\n<summary>{}</summary>", html_escape(&text));
+                render_blocks(out, children);
+                out.push_str("\n</details>\n");
+            }
+        }
+    }
+}
+
+fn inline(spans: &[Span]) -> String {
+    let mut out = String::new();
+    for span in spans {
+        let mut text = if span.code {
+            code_span(&span.text)
+        } else {
+            escape_text(&span.text)
+        };
+        if span.bold {
+            text = format!("**{text}**");
+        }
+        match &span.link {
+            Some(url) => {
+                let _ = write!(out, "[{text}]({})", escape_url(url));
+            }
+            None => out.push_str(&text),
+        }
+    }
+    out
+}
+
+/// [`escape`], but a newline inside a paragraph stays a line break (a hard break, `\`).
+fn escape_text(s: &str) -> String {
+    s.split('\n').map(escape).collect::<Vec<_>>().join("\\\n")
+}
+
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+fn ymd(t: OffsetDateTime) -> String {
+    format!("{:04}-{:02}-{:02}", t.year(), u8::from(t.month()), t.day())
 }
 
 /// Backslash-escapes the characters that would make text into Markdown (emphasis, code, links
@@ -724,7 +973,9 @@ mod tests {
             author: author.into(),
             merged_at: merged_at.into(),
             labels: vec![],
+            kind: None,
             summary: format!("Summary of {number}."),
+            description: String::new(),
             files: vec![],
             linked_issues: vec![],
         }
@@ -865,7 +1116,9 @@ mod tests {
                 author: "Codertocat".into(),
                 merged_at: "2019-05-15T15:21:18Z".into(),
                 labels: vec!["bug".into()],
+                kind: None,
                 summary: FIXTURE_BODY.into(),
+                description: FIXTURE_BODY.into(),
                 files: vec![],
                 linked_issues: vec![],
             }
@@ -985,7 +1238,9 @@ mod tests {
 
     fn sample_page() -> ModulePage {
         let mut a = entry(12, "2024-02-10T08:00:00Z", "alice");
-        a.title = "Fix *bold* [link](x) `code` <b>&amp; | _u_ \\ #3".into();
+        a.title = "fix: *bold* [link](x) `code` <b>&amp; | _u_ \\ #3".into();
+        a.kind = Some("fix".into());
+        a.description = "Why: the parser\ndropped tags.\n\n\nSecond *paragraph*.\n".into();
         a.labels = vec!["bug".into(), "good first issue".into()];
         a.summary = "Fixes the  parser\nso <details> is shown.".into();
         a.linked_issues = vec![IssueLink {
@@ -1010,6 +1265,7 @@ mod tests {
         let d = entry(2, "2023-11-02T17:30:00Z", "carol");
         let e = entry(1, "2023-10-01T00:00:00Z", "dave");
         ModulePage::new("acme/widgets", "src", vec![c, e, a, d, b])
+            .with_paths(vec!["src/**".into(), "!src/**/*_test.rs".into()])
     }
 
     #[test]
@@ -1017,12 +1273,13 @@ mod tests {
         let md = render_markdown(&sample_page());
         let lines: Vec<&str> = md.lines().collect();
         assert_eq!(lines[0], "# acme/widgets · src");
+        assert_eq!(lines[2], "Paths: `src/**`, `!src/**/*_test.rs`.");
         assert_eq!(
-            lines[2],
+            lines[4],
             "5 merged pull requests, first merged 2023-10-01, latest 2024-02-10."
         );
         assert_eq!(
-            lines[3],
+            lines[6],
             "Most frequent authors: @alice (2), @bob (1), @carol (1)."
         );
         let months: Vec<&str> = lines
@@ -1044,9 +1301,16 @@ mod tests {
             entries[1],
             "### 2024-02-01 — [Change 10](https://github.com/acme/widgets/pull/10) (#10)"
         );
-        assert!(md.contains("\nby @alice · labels: bug, good first issue\n"));
+        assert!(md.contains("\nby @alice · `fix` · labels: bug, good first issue\n"));
         assert!(md.contains("\nby @bob\n\nSummary of 10.\n"));
-        assert!(md.contains("\nFixes the parser so &lt;details> is shown.\n"));
+        assert!(md.contains("\nFixes the parser so \\<details\\> is shown.\n"));
+        // Every file, collapsed, after the key files; then the description.
+        assert!(md.contains(
+            "\n<details>\n<summary>All 8 changed files</summary>\n\n- `` src/a`tick.rs `` (+70/−0)\n- `src/f1.rs` (+10/−0)\n"
+        ), "{md}");
+        assert!(md.contains(
+            "\n<details>\n<summary>Description</summary>\n\nWhy: the parser\\\ndropped tags.\n\nSecond \\*paragraph\\*.\n\n</details>\n"
+        ), "{md}");
         assert!(md.contains(
             "\nLinked issues:\n\n- [Parser \\[crash\\]](https://github.com/acme/widgets/issues/4) (closed)\n"
         ));
@@ -1064,8 +1328,9 @@ mod tests {
                         - `src/f6.rs` (+60/−0)\n\
                         - `src/f5.rs` (+50/−0)\n";
         assert!(md.contains(expected), "{md}");
-        assert!(!md.contains("src/f4.rs"));
-        assert!(!md.contains("src/f1.rs"));
+        let key_files = &md[md.find("Key files:").unwrap()..md.find("<details>").unwrap()];
+        assert!(!key_files.contains("src/f4.rs"));
+        assert!(!key_files.contains("src/f1.rs"));
     }
 
     #[test]
@@ -1073,7 +1338,7 @@ mod tests {
         let md = render_markdown(&sample_page());
         assert!(
             md.contains(
-                "### 2024-02-10 — [Fix \\*bold\\* \\[link\\](x) \\`code\\` \\<b\\>\\&amp; \\| \\_u\\_ \\\\ #3](https://github.com/acme/widgets/pull/12) (#12)\n"
+                "### 2024-02-10 — [fix: \\*bold\\* \\[link\\](x) \\`code\\` \\<b\\>\\&amp; \\| \\_u\\_ \\\\ #3](https://github.com/acme/widgets/pull/12) (#12)\n"
             ),
             "{md}"
         );
@@ -1096,23 +1361,26 @@ mod tests {
         assert_eq!(first, render_markdown(&page.clone()));
         let mut shuffled = page.entries.clone();
         shuffled.rotate_left(2);
-        let again = ModulePage::new(&page.repo, &page.module, shuffled);
+        let again =
+            ModulePage::new(&page.repo, &page.module, shuffled).with_paths(page.paths.clone());
         assert_eq!(first, render_markdown(&again));
     }
 
     #[test]
     fn markdown_of_a_single_and_an_empty_page() {
         let row = entry_from_item(&webhook_row()).unwrap();
-        let md = render_markdown(&ModulePage::new(
-            "Codertocat/Hello-World",
-            "(root)",
-            vec![row],
-        ));
+        let md = render_markdown(
+            &ModulePage::new("Codertocat/Hello-World", "(root)", vec![row])
+                .with_paths(vec!["(root)".into()]),
+        );
         assert_eq!(
             md,
             "# Codertocat/Hello-World · (root)\n\
              \n\
+             Paths: `(root)`.\n\
+             \n\
              1 merged pull request, first merged 2019-05-15, latest 2019-05-15.\n\
+             \n\
              Most frequent authors: @Codertocat (1).\n\
              \n\
              ## May 2019\n\
@@ -1124,6 +1392,10 @@ mod tests {
              This is a pretty simple change that we need to pull into master.\n"
         );
         let empty = render_markdown(&ModulePage::new("a/b", "m", vec![]));
-        assert_eq!(empty, "# a/b · m\n\nNo merged pull requests yet.\n");
+        assert_eq!(
+            empty,
+            "# a/b · m\n\nPaths: not configured.\n\nNo merged pull requests yet.\n\n\
+             Most frequent authors: none yet.\n"
+        );
     }
 }

@@ -1,17 +1,24 @@
-//! Where narratives go. A [`Publisher`] replaces a module's whole page with a fresh rendering of
-//! it, so publishing is idempotent: a retry or a duplicate message rewrites the same page and can
-//! never add an entry twice. This module ships the Markdown publisher (one file per module);
-//! Notion comes later behind the same trait.
+//! Where narratives go. Publishing is idempotent: a retry or a duplicate message can never add
+//! an entry twice. The Markdown publishers replace a module's whole page with a fresh rendering
+//! (a file, or an S3 object); the Notion publisher ([`notion`]) appends the PR's entry once and
+//! records what it appended.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use std::time::Instant;
+
 use futures::future::BoxFuture;
 use futures::FutureExt as _;
 
 use crate::narrative::{render_markdown, ModulePage};
+use crate::notion::NotionError;
+use crate::store::{Item, StoreError};
+
+pub mod notion;
+pub use notion::NotionPublisher;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PublishError {
@@ -21,6 +28,18 @@ pub enum PublishError {
     /// A remote store refused or failed the write (throttling, 5xx, network): worth retrying.
     #[error("writing {target} failed: {message}")]
     Remote { target: String, message: String },
+    /// Notion refused or failed; permanent when the request is invalid or access must be fixed.
+    #[error(transparent)]
+    Notion(#[from] NotionError),
+    /// Another worker is writing the page; the message comes back later.
+    #[error("the Notion page of {page} is being written by another worker (locked until {until}); it will be retried")]
+    Busy { page: String, until: String },
+    /// The page's bookkeeping in DynamoDB failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The page lock or the PR's lease was lost while publishing; nothing more was written.
+    #[error("the {0} was lost while publishing; the message will come back")]
+    LockLost(&'static str),
     /// Anything else; retrying it would fail the same way.
     #[error("{0}")]
     Other(String),
@@ -31,16 +50,49 @@ impl PublishError {
     /// I/O and remote-store errors are not permanent.
     pub fn is_permanent(&self) -> bool {
         match self {
-            PublishError::Io { .. } | PublishError::Remote { .. } => false,
+            PublishError::Notion(e) => e.is_permanent(),
             PublishError::Other(_) => true,
+            PublishError::Io { .. }
+            | PublishError::Remote { .. }
+            | PublishError::Busy { .. }
+            | PublishError::Store(_)
+            | PublishError::LockLost(_) => false,
+        }
+    }
+}
+
+/// One PR's entry being published to one module's page.
+#[derive(Debug, Clone, Copy)]
+pub struct Publication<'a> {
+    /// The module's whole page, the PR's entry included.
+    pub page: &'a ModulePage,
+    /// The PR whose entry is being added.
+    pub number: u64,
+    /// The summarize lease this runs under (it guards every write to the PR row).
+    pub lease_owner: &'a str,
+    /// The PR row as claimed.
+    pub row: &'a Item,
+    /// When the invocation runs out of time.
+    pub deadline: Instant,
+}
+
+impl<'a> Publication<'a> {
+    /// A publication with no PR row behind it (tools, tests, the Markdown-only paths).
+    pub fn of_page(page: &'a ModulePage, number: u64, row: &'a Item, deadline: Instant) -> Self {
+        Publication {
+            page,
+            number,
+            lease_owner: "",
+            row,
+            deadline,
         }
     }
 }
 
 pub trait Publisher: Send + Sync {
-    /// Replaces the module's whole page with this rendering (idempotent: publishing the same
-    /// page twice leaves one copy of each entry).
-    fn publish<'a>(&'a self, page: &'a ModulePage) -> BoxFuture<'a, Result<(), PublishError>>;
+    /// Puts the PR's entry on the module's page, idempotently: publishing the same entry twice
+    /// leaves one copy of it.
+    fn publish<'a>(&'a self, p: &'a Publication<'a>) -> BoxFuture<'a, Result<(), PublishError>>;
 
     /// A short name for logs and metrics (`markdown`, `notion`).
     fn name(&self) -> &'static str;
@@ -48,12 +100,34 @@ pub trait Publisher: Send + Sync {
 
 /// A shared publisher (`Arc<dyn Publisher>`, `Arc<MarkdownPublisher>`) is a publisher.
 impl<P: Publisher + ?Sized> Publisher for Arc<P> {
-    fn publish<'a>(&'a self, page: &'a ModulePage) -> BoxFuture<'a, Result<(), PublishError>> {
-        (**self).publish(page)
+    fn publish<'a>(&'a self, p: &'a Publication<'a>) -> BoxFuture<'a, Result<(), PublishError>> {
+        (**self).publish(p)
     }
 
     fn name(&self) -> &'static str {
         (**self).name()
+    }
+}
+
+/// Several publishers at once (Markdown and Notion), in order; the first failure fails the
+/// publish, and since each one is idempotent the retry repeats none of their effects.
+pub struct Publishers(pub Vec<Arc<dyn Publisher>>);
+
+impl Publisher for Publishers {
+    fn publish<'a>(&'a self, p: &'a Publication<'a>) -> BoxFuture<'a, Result<(), PublishError>> {
+        Box::pin(async move {
+            for publisher in &self.0 {
+                publisher.publish(p).await?;
+            }
+            Ok(())
+        })
+    }
+
+    fn name(&self) -> &'static str {
+        match self.0.as_slice() {
+            [one] => one.name(),
+            _ => "several",
+        }
     }
 }
 
@@ -133,7 +207,8 @@ impl S3MarkdownPublisher {
 }
 
 impl Publisher for S3MarkdownPublisher {
-    fn publish<'a>(&'a self, page: &'a ModulePage) -> BoxFuture<'a, Result<(), PublishError>> {
+    fn publish<'a>(&'a self, p: &'a Publication<'a>) -> BoxFuture<'a, Result<(), PublishError>> {
+        let page = p.page;
         Box::pin(async move {
             let key = self.key(&page.repo, &page.module);
             let body = render_markdown(page);
@@ -159,7 +234,8 @@ impl Publisher for S3MarkdownPublisher {
 }
 
 impl Publisher for MarkdownPublisher {
-    fn publish<'a>(&'a self, page: &'a ModulePage) -> BoxFuture<'a, Result<(), PublishError>> {
+    fn publish<'a>(&'a self, p: &'a Publication<'a>) -> BoxFuture<'a, Result<(), PublishError>> {
+        let page = p.page;
         let path = self.page_path(&page.repo, &page.module);
         let markdown = render_markdown(page);
         async move {
@@ -261,6 +337,15 @@ mod tests {
     use super::*;
     use crate::narrative::Entry;
 
+    /// Publishes a page the way a worker does, for PR 0 with no row behind it.
+    async fn put(publisher: &dyn Publisher, page: &ModulePage) -> Result<(), PublishError> {
+        let row = Item::new();
+        let deadline = Instant::now() + std::time::Duration::from_secs(60);
+        publisher
+            .publish(&Publication::of_page(page, 0, &row, deadline))
+            .await
+    }
+
     /// A fresh directory under the system temp dir, removed when dropped.
     struct TempDir(PathBuf);
 
@@ -295,7 +380,9 @@ mod tests {
             author: "alice".into(),
             merged_at: merged_at.into(),
             labels: vec![],
+            kind: None,
             summary: format!("Summary of {number}."),
+            description: String::new(),
             files: vec![],
             linked_issues: vec![],
         }
@@ -328,7 +415,7 @@ mod tests {
             "src",
             vec![entry(1, "2024-01-01T00:00:00Z")],
         );
-        publisher.publish(&first).await.unwrap();
+        put(&publisher, &first).await.unwrap();
         let path = tmp.0.join("acme").join("widgets").join("src.md");
         assert_eq!(publisher.page_path("acme/widgets", "src"), path);
         assert_eq!(
@@ -337,7 +424,7 @@ mod tests {
         );
 
         // A duplicate publish, then a page with a second entry (and the first one again).
-        publisher.publish(&first).await.unwrap();
+        put(&publisher, &first).await.unwrap();
         let second = ModulePage::new(
             "acme/widgets",
             "src",
@@ -347,8 +434,8 @@ mod tests {
                 entry(1, "2024-01-01T00:00:00Z"),
             ],
         );
-        publisher.publish(&second).await.unwrap();
-        publisher.publish(&second).await.unwrap();
+        put(&publisher, &second).await.unwrap();
+        put(&publisher, &second).await.unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(text, render_markdown(&second));
         assert_eq!(text.matches("(#1)\n").count(), 1);
@@ -400,7 +487,7 @@ mod tests {
                 module,
                 vec![entry(3, "2024-01-03T00:00:00Z")],
             );
-            publisher.publish(&page).await.unwrap();
+            put(&publisher, &page).await.unwrap();
         }
         assert_eq!(
             files_under(&tmp.0),
@@ -418,7 +505,7 @@ mod tests {
         std::fs::write(tmp.0.join("acme"), b"not a directory").unwrap();
         let publisher: Arc<dyn Publisher> = Arc::new(MarkdownPublisher::new(&tmp.0));
         let page = ModulePage::new("acme/widgets", "src", vec![]);
-        let err = publisher.publish(&page).await.unwrap_err();
+        let err = put(&publisher, &page).await.unwrap_err();
         assert!(matches!(err, PublishError::Io { .. }), "{err:?}");
         assert!(!err.is_permanent());
         assert!(PublishError::Other("bad page".into()).is_permanent());

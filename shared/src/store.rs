@@ -59,6 +59,9 @@ pub mod attr {
     // Written by the summarize stage with `summarizedAt`.
     pub const MODULES: &str = "modules";
     pub const SUMMARY: &str = "summary";
+    /// Module → what the Notion publisher put on that module's page for this PR (`page`, and
+    /// `blocks` once appended, or `appendingSince` while an append may be under way).
+    pub const NOTION: &str = "notion";
     /// The last failure of the summarize stage, kept while it retries.
     pub const LAST_ERROR: &str = "lastError";
     /// TTL attribute (epoch seconds) for short-lived records.
@@ -82,9 +85,11 @@ pub const PENDING_INDEX: &str = "pending";
 
 pub type Item = HashMap<String, AttributeValue>;
 
+mod pages;
 mod summary;
 mod sweep;
-pub use summary::{SummaryClaim, SummaryFailure};
+pub use pages::{page_attr, NotionPages, PageLock, PageRow};
+pub use summary::{notion_record, NotionRecord, SummaryClaim, SummaryFailure};
 pub use sweep::{PendingPage, PendingRow};
 
 #[derive(Debug, thiserror::Error)]

@@ -22,7 +22,10 @@ use time::OffsetDateTime;
 use crate::config::SummarizeConfig;
 use crate::domain::RepoName;
 use crate::narrative::{self, ModulePage, NarrativeError};
-use crate::publish::{MarkdownPublisher, PublishError, Publisher, S3MarkdownPublisher};
+use crate::publish::{
+    MarkdownPublisher, NotionPublisher, Publication, PublishError, Publisher, Publishers,
+    S3MarkdownPublisher,
+};
 use crate::store::{attr, Item, PrStore, StoreError, SummaryClaim, SummaryFailure};
 use crate::summary::{ExtractiveSummarizer, Summarizer, SummaryInput};
 use crate::sweeper::SummarizeMessage;
@@ -53,6 +56,8 @@ pub enum SummarizeError {
 pub enum SummarizeInitError {
     #[error(transparent)]
     Tagging(#[from] TaggingError),
+    #[error("the Notion token: {0}")]
+    Secret(#[from] crate::secret::SecretError),
 }
 
 /// What happened to one message (all successes for SQS).
@@ -110,8 +115,9 @@ impl SummarizeHandler {
             (None, None) => ModulesConfig::from_yaml(tagging::BUNDLED_MODULES_YAML)?,
             (file, param) => ModulesConfig::load(file, param, sdk).await?,
         };
-        let store = PrStore::new(aws_sdk_dynamodb::Client::new(sdk), config.table.clone());
-        let publisher: Arc<dyn Publisher> = match &config.output_s3 {
+        let dynamo = aws_sdk_dynamodb::Client::new(sdk);
+        let store = PrStore::new(dynamo.clone(), config.table.clone());
+        let markdown: Arc<dyn Publisher> = match &config.output_s3 {
             Some((bucket, prefix)) => Arc::new(S3MarkdownPublisher::new(
                 crate::aws::s3_client(sdk),
                 bucket,
@@ -119,6 +125,29 @@ impl SummarizeHandler {
             )),
             None => Arc::new(MarkdownPublisher::new(&config.output_dir)),
         };
+        // Notion when configured (Markdown too if asked), else Markdown.
+        let publisher: Arc<dyn Publisher> = match &config.notion {
+            None => markdown,
+            Some(notion) => {
+                let token = notion.token.resolve(sdk).await?.ok_or_else(|| {
+                    crate::secret::SecretError::EmptyParameter {
+                        name: crate::config::NOTION_TOKEN.into(),
+                    }
+                })?;
+                let publisher: Arc<dyn Publisher> = Arc::new(NotionPublisher::new(
+                    crate::notion::NotionClient::new(&notion.api_url, token),
+                    &notion.parent_page_id,
+                    crate::store::NotionPages::new(dynamo, notion.pages_table.clone()),
+                    store.clone(),
+                ));
+                if config.markdown_with_notion {
+                    Arc::new(Publishers(vec![markdown, publisher]))
+                } else {
+                    publisher
+                }
+            }
+        };
+        tracing::info!(publisher = publisher.name(), "summarize publisher");
         let handler = Self::new(store, publisher, modules, config.max_attempts)
             .with_summarizer(crate::summary::from_env());
         Ok(match &config.dlq_url {
@@ -230,10 +259,17 @@ impl SummarizeHandler {
                 return Err(SummarizeError::LeaseHeld(until.unwrap_or_default()))
             }
         };
-        match self.publish_and_commit(repo, number, &item, owner).await {
+        match self
+            .publish_and_commit(repo, number, &item, owner, deadline)
+            .await
+        {
             Ok(modules) => Ok(MessageOutcome::Published { modules }),
             Err(SummarizeError::LeaseLost) => Err(SummarizeError::LeaseLost),
             Err(error) => {
+                // A request Notion calls invalid, or access that an operator must fix, fails the
+                // same way every time: the row is given up at once, with the reason.
+                let permanent = matches!(&error, SummarizeError::Publish(e) if e.is_permanent());
+                let max_attempts = if permanent { 1 } else { self.max_attempts };
                 let attempts = item
                     .get(attr::ATTEMPTS)
                     .and_then(|v| v.as_n().ok())
@@ -246,7 +282,7 @@ impl SummarizeHandler {
                         number,
                         owner,
                         attempts,
-                        self.max_attempts,
+                        max_attempts,
                         &error.to_string(),
                         OffsetDateTime::now_utc(),
                     )
@@ -270,6 +306,7 @@ impl SummarizeHandler {
         number: u64,
         item: &Item,
         owner: &str,
+        deadline: Instant,
     ) -> Result<Vec<String>, SummarizeError> {
         let files = changed_paths(item);
         let file_refs: Vec<&str> = files.iter().map(String::as_str).collect();
@@ -302,8 +339,16 @@ impl SummarizeHandler {
                     }
                 }
             }
-            let page = ModulePage::new(repo.as_str(), module, entries);
-            self.publisher.publish(&page).await?;
+            let paths = tagging::module_paths(repo, module, self.modules.for_repo(repo));
+            let page = ModulePage::new(repo.as_str(), module, entries).with_paths(paths);
+            let publication = Publication {
+                page: &page,
+                number,
+                lease_owner: owner,
+                row: &current,
+                deadline,
+            };
+            self.publisher.publish(&publication).await?;
         }
         if self
             .store

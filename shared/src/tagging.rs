@@ -133,6 +133,8 @@ struct Rule {
 struct GlobList {
     positive: GlobSet,
     negative: GlobSet,
+    /// The globs as written (`!` kept), for describing the module on its page.
+    written: Vec<String>,
 }
 
 impl GlobList {
@@ -474,6 +476,7 @@ impl ModuleCtx<'_> {
         Ok(GlobList {
             positive: build(positive)?,
             negative: build(negative)?,
+            written: globs.to_vec(),
         })
     }
 
@@ -505,6 +508,22 @@ impl RepoModules {
             .filter(|m| m.rules.iter().any(|r| r.matches(path)))
             .map(|m| m.name.as_str())
             .collect()
+    }
+
+    /// The globs of a configured module as written (`!` negations kept; the globs of an `all`
+    /// group joined with ` & `), or `None` if the module is not configured.
+    pub fn paths_of(&self, module: &str) -> Option<Vec<String>> {
+        let module = self.modules.iter().find(|m| m.name == module)?;
+        let mut paths = Vec::new();
+        for rule in &module.rules {
+            if let Some(any) = &rule.any {
+                paths.extend(any.written.iter().cloned());
+            }
+            if let Some(all) = &rule.all {
+                paths.push(all.written.join(" & "));
+            }
+        }
+        Some(paths)
     }
 
     /// The configured module names, sorted.
@@ -675,6 +694,22 @@ pub fn tag_modules(
     modules.into_iter().map(str::to_string).collect()
 }
 
+/// What a module covers, in words for its page header: the configured globs, else what the
+/// fallback that produced the name means (`src/` for a top-level directory, the root's files,
+/// the whole repository when the files were unknown).
+pub fn module_paths(repo: &RepoName, module: &str, config: Option<&RepoModules>) -> Vec<String> {
+    if let Some(paths) = config.and_then(|c| c.paths_of(module)) {
+        return paths;
+    }
+    if module == ROOT_MODULE {
+        vec!["files at the repository root".to_string()]
+    } else if module == repo.as_str() {
+        vec!["the whole repository (changed files unknown)".to_string()]
+    } else {
+        vec![format!("{module}/")]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -700,6 +735,33 @@ Codertocat/Hello-World:
   ci: [".github/**"]
 "#,
         )
+    }
+
+    #[test]
+    fn module_paths_say_what_a_module_covers() {
+        let m = sample();
+        let r = repo(FIXTURE_REPO);
+        assert_eq!(
+            module_paths(&r, "core", Some(&m)),
+            ["src/**", "!src/**/*_test.rs"]
+        );
+        let grouped = modules(
+            "Codertocat/Hello-World:\n  gen:\n    - 'x/**'\n    - all: ['gen/**', '**/*.rs']\n",
+        );
+        assert_eq!(
+            module_paths(&r, "gen", Some(&grouped)),
+            ["x/**", "gen/** & **/*.rs"]
+        );
+        assert_eq!(module_paths(&r, "lib", Some(&m)), ["lib/"]);
+        assert_eq!(module_paths(&r, "lib", None), ["lib/"]);
+        assert_eq!(
+            module_paths(&r, ROOT_MODULE, None),
+            ["files at the repository root"]
+        );
+        assert_eq!(
+            module_paths(&r, FIXTURE_REPO, None),
+            ["the whole repository (changed files unknown)"]
+        );
     }
 
     #[test]

@@ -196,6 +196,107 @@ impl PrStore {
     }
 }
 
+/// What the Notion publisher recorded on a PR row for one module.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotionRecord {
+    /// The entry's top-level blocks are on this page.
+    Appended { page: String, blocks: Vec<String> },
+    /// An append was started and may or may not have happened.
+    Appending { page: String },
+}
+
+/// The row's record for `module`, if any.
+pub fn notion_record(item: &Item, module: &str) -> Option<NotionRecord> {
+    let record = item
+        .get(attr::NOTION)?
+        .as_m()
+        .ok()?
+        .get(module)?
+        .as_m()
+        .ok()?;
+    let page = record.get("page")?.as_s().ok()?.clone();
+    match record.get("blocks") {
+        Some(AttributeValue::L(ids)) => Some(NotionRecord::Appended {
+            page,
+            blocks: ids.iter().filter_map(|v| v.as_s().ok().cloned()).collect(),
+        }),
+        _ => Some(NotionRecord::Appending { page }),
+    }
+}
+
+impl PrStore {
+    /// Records, under the lease, what was put on `module`'s Notion page for this PR.
+    pub async fn save_notion_record(
+        &self,
+        repo: &RepoName,
+        number: u64,
+        owner: &str,
+        module: &str,
+        record: &NotionRecord,
+        now: OffsetDateTime,
+    ) -> Result<bool, StoreError> {
+        let value = match record {
+            NotionRecord::Appended { page, blocks } => AttributeValue::M(
+                [
+                    ("page".to_string(), AttributeValue::S(page.clone())),
+                    (
+                        "blocks".to_string(),
+                        AttributeValue::L(blocks.iter().cloned().map(AttributeValue::S).collect()),
+                    ),
+                ]
+                .into(),
+            ),
+            NotionRecord::Appending { page } => AttributeValue::M(
+                [
+                    ("page".to_string(), AttributeValue::S(page.clone())),
+                    (
+                        "appendingSince".to_string(),
+                        AttributeValue::S(rfc3339_millis(now)),
+                    ),
+                ]
+                .into(),
+            ),
+        };
+        // `notion.<module>` needs the map to exist: on a first record, create it, then retry.
+        for _ in 0..2 {
+            let nested = self
+                .client
+                .update_item()
+                .table_name(self.table_name())
+                .set_key(Some(key(repo, number)))
+                .update_expression("SET #notion.#module = :record")
+                .condition_expression("attribute_exists(#notion) AND #owner = :owner")
+                .expression_attribute_names("#notion", attr::NOTION)
+                .expression_attribute_names("#module", module)
+                .expression_attribute_names("#owner", attr::LEASE_OWNER)
+                .expression_attribute_values(":record", value.clone())
+                .expression_attribute_values(":owner", AttributeValue::S(owner.to_string()))
+                .send()
+                .await;
+            if self.applied("UpdateItem", nested)? {
+                return Ok(true);
+            }
+            let create = self
+                .client
+                .update_item()
+                .table_name(self.table_name())
+                .set_key(Some(key(repo, number)))
+                .update_expression("SET #notion = if_not_exists(#notion, :empty)")
+                .condition_expression("#owner = :owner")
+                .expression_attribute_names("#notion", attr::NOTION)
+                .expression_attribute_names("#owner", attr::LEASE_OWNER)
+                .expression_attribute_values(":empty", AttributeValue::M(Default::default()))
+                .expression_attribute_values(":owner", AttributeValue::S(owner.to_string()))
+                .send()
+                .await;
+            if !self.applied("UpdateItem", create)? {
+                return Ok(false);
+            }
+        }
+        Ok(false)
+    }
+}
+
 /// `leaseOwner = :owner`, the guard of every write after a claim.
 fn lease_condition(update: &mut Update, owner: &str) -> String {
     format!(
