@@ -523,6 +523,7 @@ async fn pages_can_be_published_to_s3_and_a_retry_leaves_one_copy() {
     let entry = shared::narrative::entry_from_item(&row(&store, 9).await).unwrap();
     let page = ModulePage::new(REPO, REPO, vec![entry]);
     let item = row(&store, 9).await;
+    // (A PR without known files: its module is the repository, which has no paths.)
     let deadline = Instant::now() + Duration::from_secs(30);
     publisher
         .publish(&Publication::of_page(&page, 9, &item, deadline))
@@ -607,4 +608,79 @@ async fn the_summary_is_generated_once_even_when_publishing_is_retried() {
         "never generated twice"
     );
     assert_eq!(recorder.count(), 1);
+}
+
+/// Holds every first publish until two are waiting, so both workers render the module's page
+/// before either has committed: each page lacks the other's entry.
+struct Gate {
+    inner: shared::publish::MarkdownPublisher,
+    barrier: tokio::sync::Barrier,
+    passed: std::sync::atomic::AtomicUsize,
+}
+
+impl Publisher for Gate {
+    fn publish<'a>(&'a self, p: &'a Publication<'a>) -> BoxFuture<'a, Result<(), PublishError>> {
+        Box::pin(async move {
+            let n = self
+                .passed
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            if n < 2 {
+                assert_eq!(
+                    p.page.entries.len(),
+                    1,
+                    "each worker sees only its own entry"
+                );
+                self.barrier.wait().await;
+            }
+            self.inner.publish(p).await
+        })
+    }
+
+    fn name(&self) -> &'static str {
+        "gate"
+    }
+}
+
+#[tokio::test]
+async fn two_workers_publishing_one_module_at_once_leave_both_entries_on_the_page() {
+    let store = fresh_table(&sdk().await).await;
+    let dir =
+        std::env::temp_dir().join(format!("chronicle-race-{}", uuid::Uuid::new_v4().simple()));
+    let gate = Arc::new(Gate {
+        inner: shared::publish::MarkdownPublisher::new(&dir),
+        barrier: tokio::sync::Barrier::new(2),
+        passed: Default::default(),
+    });
+    let handler = Arc::new(SummarizeHandler::new(
+        store.clone(),
+        gate.clone(),
+        ModulesConfig::empty(),
+        5,
+    ));
+    pending(&store, 31).await;
+    pending(&store, 32).await;
+    let a = tokio::spawn({
+        let h = handler.clone();
+        async move {
+            h.handle(batch(vec![message("a", 31)]), within(30), "inv-a")
+                .await
+        }
+    });
+    let b = tokio::spawn({
+        let h = handler.clone();
+        async move {
+            h.handle(batch(vec![message("b", 32)]), within(30), "inv-b")
+                .await
+        }
+    });
+    assert!(a.await.unwrap().batch_item_failures.is_empty());
+    assert!(b.await.unwrap().batch_item_failures.is_empty());
+    let page =
+        std::fs::read_to_string(dir.join("Codertocat/Hello-World/Codertocat__Hello-World.md"))
+            .unwrap();
+    assert_eq!(page.matches("(#31)\n").count(), 1, "{page}");
+    assert_eq!(page.matches("(#32)\n").count(), 1, "{page}");
+    // The mending publish happened (2 gated first publishes + at least one more).
+    assert!(gate.passed.load(std::sync::atomic::Ordering::SeqCst) >= 3);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -22,7 +22,7 @@ use crate::emulator::{self, Emulator};
 use crate::http_server::{self, ServerHandle};
 use crate::queues::{self, QueueSettings, SqsBatchHandler, SqsEventSource};
 use crate::streams::{self, BatchHandler, EventSourceSettings, StreamEventSource};
-use crate::template::{Template, PR_TABLE};
+use crate::template::{Template, NOTION_PAGES_TABLE_ID, PR_TABLE};
 
 /// The enrich function's `Timeout` in template.yaml: each local invocation gets as long.
 const ENRICH_TIMEOUT: Duration = Duration::from_secs(60);
@@ -194,10 +194,20 @@ impl DevStack {
             stop.clone(),
         )));
 
+        let pages_table = lookup(shared::config::NOTION_PAGES_TABLE)
+            .unwrap_or_else(|| format!("{}-notion-pages", config.table.table_name));
         let summarize_config = SummarizeConfig::from_lookup(&|k: &str| match k {
             OUTPUT_DIR => lookup(k).or_else(|| Some("out".into())),
+            shared::config::NOTION_PAGES_TABLE => Some(pages_table.clone()),
             _ => lookup(k),
         })?;
+        if summarize_config.notion.is_some() {
+            let created = Template::bundled()?
+                .table(NOTION_PAGES_TABLE_ID)?
+                .create_if_missing(&aws_sdk_dynamodb::Client::new(&sdk), &pages_table)
+                .await?;
+            tracing::info!(table = %pages_table, created, "Notion pages table ready");
+        }
         let output_dir = match &summarize_config.output_s3 {
             Some((bucket, prefix)) => {
                 // The template creates the bucket; locally the stack does.

@@ -16,6 +16,8 @@ pub const TEMPLATE_YAML: &str = include_str!("../../template.yaml");
 
 /// Logical id of the PR table in the template.
 pub const PR_TABLE: &str = "PrTable";
+/// The logical id of the Notion pages table in template.yaml.
+pub const NOTION_PAGES_TABLE_ID: &str = "NotionPagesTable";
 
 #[derive(Debug, thiserror::Error)]
 pub enum TemplateError {

@@ -509,9 +509,18 @@ fn page_order_key(e: &Entry) -> (Option<OffsetDateTime>, u64, &Entry) {
 }
 
 fn merged(e: &Entry) -> Option<OffsetDateTime> {
-    OffsetDateTime::parse(&e.merged_at, &Rfc3339)
+    utc(&e.merged_at)
+}
+
+fn utc(rfc3339: &str) -> Option<OffsetDateTime> {
+    OffsetDateTime::parse(rfc3339, &Rfc3339)
         .ok()
         .map(|t| t.to_offset(UtcOffset::UTC))
+}
+
+/// The page-order key of a PR merged at `merged_at`: greater is newer (higher on the page).
+pub fn order_key(merged_at: &str, number: u64) -> (Option<OffsetDateTime>, u64) {
+    (utc(merged_at), number)
 }
 
 fn date(e: &Entry) -> String {
@@ -523,7 +532,12 @@ fn date(e: &Entry) -> String {
 
 /// The month group an entry belongs to: `May 2019` (or `Undated`).
 pub fn month(e: &Entry) -> String {
-    match merged(e) {
+    month_of(&e.merged_at)
+}
+
+/// The month group of a merge time.
+pub fn month_of(merged_at: &str) -> String {
+    match utc(merged_at) {
         Some(t) => format!("{} {:04}", t.month(), t.year()),
         None => "Undated".to_string(),
     }
@@ -608,12 +622,25 @@ pub const DESCRIPTION_MAX_CHARS: usize = 20_000;
 
 /// What the module is: its paths, how many merged PRs, first and latest merge, top authors.
 pub fn header_blocks(page: &ModulePage) -> Vec<Block> {
-    let entries = &page.entries;
+    header_of(
+        &page.paths,
+        page.entries
+            .iter()
+            .map(|e| (e.merged_at.as_str(), e.author.as_str())),
+    )
+}
+
+/// [`header_blocks`] from the module's paths and its entries' `(merged_at, author)`.
+pub fn header_of<'a>(
+    module_paths: &[String],
+    entries: impl Iterator<Item = (&'a str, &'a str)>,
+) -> Vec<Block> {
+    let entries: Vec<(&str, &str)> = entries.collect();
     let mut paths = vec![Span::text("Paths: ")];
-    if page.paths.is_empty() {
-        paths.push(Span::text("not configured"));
+    if module_paths.is_empty() {
+        paths.push(Span::text("not known (the changed files were not fetched)"));
     }
-    for (i, p) in page.paths.iter().enumerate() {
+    for (i, p) in module_paths.iter().enumerate() {
         if i > 0 {
             paths.push(Span::text(", "));
         }
@@ -621,7 +648,7 @@ pub fn header_blocks(page: &ModulePage) -> Vec<Block> {
     }
     paths.push(Span::text("."));
 
-    let dates: Vec<OffsetDateTime> = entries.iter().filter_map(merged).collect();
+    let dates: Vec<OffsetDateTime> = entries.iter().filter_map(|(at, _)| utc(at)).collect();
     let count = entries.len();
     let counts = if count == 0 {
         "No merged pull requests yet.".to_string()
@@ -641,8 +668,8 @@ pub fn header_blocks(page: &ModulePage) -> Vec<Block> {
     };
 
     let mut by_author: BTreeMap<&str, usize> = BTreeMap::new();
-    for e in entries {
-        *by_author.entry(e.author.as_str()).or_default() += 1;
+    for (_, author) in &entries {
+        *by_author.entry(author).or_default() += 1;
     }
     let mut authors: Vec<(&str, usize)> = by_author.into_iter().collect();
     authors.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
@@ -1394,7 +1421,7 @@ mod tests {
         let empty = render_markdown(&ModulePage::new("a/b", "m", vec![]));
         assert_eq!(
             empty,
-            "# a/b · m\n\nPaths: not configured.\n\nNo merged pull requests yet.\n\n\
+            "# a/b · m\n\nPaths: not known (the changed files were not fetched).\n\nNo merged pull requests yet.\n\n\
              Most frequent authors: none yet.\n"
         );
     }

@@ -94,6 +94,14 @@ pub trait Publisher: Send + Sync {
     /// leaves one copy of it.
     fn publish<'a>(&'a self, p: &'a Publication<'a>) -> BoxFuture<'a, Result<(), PublishError>>;
 
+    /// After the commit, when the module's committed entries are no longer those the page was
+    /// rendered from (another worker published at the same time, each without the other's
+    /// entry): a publisher that rewrites whole pages publishes the fresh page again. The
+    /// default does; one that places entries under a lock has nothing to mend.
+    fn republish<'a>(&'a self, p: &'a Publication<'a>) -> BoxFuture<'a, Result<(), PublishError>> {
+        self.publish(p)
+    }
+
     /// A short name for logs and metrics (`markdown`, `notion`).
     fn name(&self) -> &'static str;
 }
@@ -102,6 +110,10 @@ pub trait Publisher: Send + Sync {
 impl<P: Publisher + ?Sized> Publisher for Arc<P> {
     fn publish<'a>(&'a self, p: &'a Publication<'a>) -> BoxFuture<'a, Result<(), PublishError>> {
         (**self).publish(p)
+    }
+
+    fn republish<'a>(&'a self, p: &'a Publication<'a>) -> BoxFuture<'a, Result<(), PublishError>> {
+        (**self).republish(p)
     }
 
     fn name(&self) -> &'static str {
@@ -118,6 +130,15 @@ impl Publisher for Publishers {
         Box::pin(async move {
             for publisher in &self.0 {
                 publisher.publish(p).await?;
+            }
+            Ok(())
+        })
+    }
+
+    fn republish<'a>(&'a self, p: &'a Publication<'a>) -> BoxFuture<'a, Result<(), PublishError>> {
+        Box::pin(async move {
+            for publisher in &self.0 {
+                publisher.republish(p).await?;
             }
             Ok(())
         })

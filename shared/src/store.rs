@@ -88,7 +88,7 @@ pub type Item = HashMap<String, AttributeValue>;
 mod pages;
 mod summary;
 mod sweep;
-pub use pages::{page_attr, NotionPages, PageLock, PageRow};
+pub use pages::{page_attr, NotionPages, PageEntry, PageLock, PageRow};
 pub use summary::{notion_record, NotionRecord, SummaryClaim, SummaryFailure};
 pub use sweep::{PendingPage, PendingRow};
 

@@ -149,7 +149,7 @@ impl SummarizeHandler {
         };
         tracing::info!(publisher = publisher.name(), "summarize publisher");
         let handler = Self::new(store, publisher, modules, config.max_attempts)
-            .with_summarizer(crate::summary::from_env());
+            .with_summarizer(crate::summary::from_env_resolved(sdk).await);
         Ok(match &config.dlq_url {
             Some(url) => handler.with_dead_letter_queue(aws_sdk_sqs::Client::new(sdk), url.clone()),
             None => handler,
@@ -326,21 +326,9 @@ impl SummarizeHandler {
         current.insert(attr::SUMMARY.into(), AttributeValue::S(summary.clone()));
         let entry = narrative::entry_from_item(&current)?;
         let rows = self.store.summarized_rows(repo).await?;
+        let mut published: Vec<(String, Vec<u64>)> = Vec::new();
         for module in &modules {
-            let mut entries = vec![entry.clone()];
-            for row in rows
-                .iter()
-                .filter(|r| row_modules(r).contains(module.as_str()))
-            {
-                match narrative::entry_from_item(row) {
-                    Ok(e) => entries.push(e),
-                    Err(e) => {
-                        tracing::warn!(repo = %repo, module, error = %e, "a summarized row cannot be rendered; left out")
-                    }
-                }
-            }
-            let paths = tagging::module_paths(repo, module, self.modules.for_repo(repo));
-            let page = ModulePage::new(repo.as_str(), module, entries).with_paths(paths);
+            let page = self.module_page(repo, module, Some(&entry), &rows);
             let publication = Publication {
                 page: &page,
                 number,
@@ -349,8 +337,9 @@ impl SummarizeHandler {
                 deadline,
             };
             self.publisher.publish(&publication).await?;
+            published.push((module.clone(), page_numbers(&page)));
         }
-        if self
+        if !self
             .store
             .commit_summary(
                 repo,
@@ -362,11 +351,69 @@ impl SummarizeHandler {
             )
             .await?
         {
-            Ok(modules)
-        } else {
-            Err(SummarizeError::LeaseLost)
+            return Err(SummarizeError::LeaseLost);
+        }
+        self.mend_pages(repo, number, &published, &current, deadline)
+            .await;
+        Ok(modules)
+    }
+
+    /// A module's page: the summarized rows tagged with it, plus `entry` (not committed yet).
+    fn module_page(
+        &self,
+        repo: &RepoName,
+        module: &str,
+        entry: Option<&narrative::Entry>,
+        rows: &[Item],
+    ) -> ModulePage {
+        let mut entries: Vec<narrative::Entry> = entry.into_iter().cloned().collect();
+        for row in rows.iter().filter(|r| row_modules(r).contains(module)) {
+            match narrative::entry_from_item(row) {
+                Ok(e) => entries.push(e),
+                Err(e) => {
+                    tracing::warn!(repo = %repo, module, error = %e, "a summarized row cannot be rendered; left out")
+                }
+            }
+        }
+        let paths = tagging::module_paths(repo, module, self.modules.for_repo(repo));
+        ModulePage::new(repo.as_str(), module, entries).with_paths(paths)
+    }
+
+    /// Two workers publishing one module at once each render the page without the other's
+    /// (uncommitted) entry. After its commit, a worker re-reads the committed rows and, where a
+    /// module's entries changed, has the publisher mend the page; the later of the two commits
+    /// sees both entries. Best effort: the PR is committed either way.
+    async fn mend_pages(
+        &self,
+        repo: &RepoName,
+        number: u64,
+        published: &[(String, Vec<u64>)],
+        row: &Item,
+        deadline: Instant,
+    ) {
+        let rows = match self.store.summarized_rows(repo).await {
+            Ok(rows) => rows,
+            Err(e) => {
+                tracing::warn!(repo = %repo, error = %e, "could not re-read the rows to mend pages");
+                return;
+            }
+        };
+        for (module, numbers) in published {
+            let page = self.module_page(repo, module, None, &rows);
+            if page_numbers(&page) == *numbers {
+                continue;
+            }
+            tracing::info!(repo = %repo, module, "entries changed while publishing; mending the page");
+            let publication = Publication::of_page(&page, number, row, deadline);
+            if let Err(e) = self.publisher.republish(&publication).await {
+                tracing::warn!(repo = %repo, module, error = %e, "mending the page failed; the next publish of the module will");
+            }
         }
     }
+}
+
+fn page_numbers(page: &ModulePage) -> Vec<u64> {
+    page.entries.iter().map(|e| e.number).collect()
 }
 
 impl SummarizeHandler {

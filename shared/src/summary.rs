@@ -34,6 +34,8 @@ pub const SUMMARY_MAX_CHARS: usize = crate::narrative::SUMMARY_MAX_CHARS;
 pub const ANTHROPIC_API_KEY: &str = "ANTHROPIC_API_KEY";
 /// The model (default [`DEFAULT_MODEL`]).
 pub const ANTHROPIC_MODEL: &str = "ANTHROPIC_MODEL";
+/// Environment variable: a Secrets Manager secret holding the key (in AWS, instead of the key).
+pub const ANTHROPIC_API_KEY_ARN: &str = "ANTHROPIC_API_KEY_ARN";
 /// The API's base URL (default [`DEFAULT_API_URL`]); tests point it at a local stand-in.
 pub const ANTHROPIC_API_URL: &str = "ANTHROPIC_API_URL";
 
@@ -138,6 +140,32 @@ pub fn from_lookup(get: &impl Fn(&str) -> Option<String>) -> Arc<dyn Summarizer>
 /// [`from_lookup`] over the process environment.
 pub fn from_env() -> Arc<dyn Summarizer> {
     from_lookup(&|name| std::env::var(name).ok())
+}
+
+/// [`from_env`], with the key read from Secrets Manager when `ANTHROPIC_API_KEY_ARN` names it
+/// (and `ANTHROPIC_API_KEY` is not set). A key that cannot be read is logged and the summaries
+/// stay extractive: the LLM is an option, never a reason to stop publishing.
+pub async fn from_env_resolved(sdk: &aws_config::SdkConfig) -> Arc<dyn Summarizer> {
+    let env = |name: &str| std::env::var(name).ok();
+    let source = crate::secret::SecretSource::from_vars(
+        env(ANTHROPIC_API_KEY),
+        env(ANTHROPIC_API_KEY_ARN),
+        None,
+    );
+    match source.resolve(sdk).await {
+        Ok(Some(key)) => from_lookup(&|name| {
+            if name == ANTHROPIC_API_KEY {
+                Some(key.expose().to_string())
+            } else {
+                env(name)
+            }
+        }),
+        Ok(None) => Arc::new(ExtractiveSummarizer),
+        Err(e) => {
+            tracing::error!(error = %e, "the Anthropic API key cannot be read; summaries stay extractive");
+            Arc::new(ExtractiveSummarizer)
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -694,19 +694,19 @@ pub fn tag_modules(
     modules.into_iter().map(str::to_string).collect()
 }
 
-/// What a module covers, in words for its page header: the configured globs, else what the
-/// fallback that produced the name means (`src/` for a top-level directory, the root's files,
-/// the whole repository when the files were unknown).
+/// What a module covers, as globs for its page header: the configured ones, else those of the
+/// fallback that produced the name (`src/**` for a top-level directory, `*` for the files at
+/// the root); none when the module is the repository itself (its PRs' files were not known).
 pub fn module_paths(repo: &RepoName, module: &str, config: Option<&RepoModules>) -> Vec<String> {
     if let Some(paths) = config.and_then(|c| c.paths_of(module)) {
         return paths;
     }
     if module == ROOT_MODULE {
-        vec!["files at the repository root".to_string()]
+        vec!["*".to_string()]
     } else if module == repo.as_str() {
-        vec!["the whole repository (changed files unknown)".to_string()]
+        Vec::new()
     } else {
-        vec![format!("{module}/")]
+        vec![format!("{module}/**")]
     }
 }
 
@@ -752,16 +752,10 @@ Codertocat/Hello-World:
             module_paths(&r, "gen", Some(&grouped)),
             ["x/**", "gen/** & **/*.rs"]
         );
-        assert_eq!(module_paths(&r, "lib", Some(&m)), ["lib/"]);
-        assert_eq!(module_paths(&r, "lib", None), ["lib/"]);
-        assert_eq!(
-            module_paths(&r, ROOT_MODULE, None),
-            ["files at the repository root"]
-        );
-        assert_eq!(
-            module_paths(&r, FIXTURE_REPO, None),
-            ["the whole repository (changed files unknown)"]
-        );
+        assert_eq!(module_paths(&r, "lib", Some(&m)), ["lib/**"]);
+        assert_eq!(module_paths(&r, "lib", None), ["lib/**"]);
+        assert_eq!(module_paths(&r, ROOT_MODULE, None), ["*"]);
+        assert!(module_paths(&r, FIXTURE_REPO, None).is_empty());
     }
 
     #[test]

@@ -17,6 +17,7 @@ use shared::webhook::{Verifier, WebhookHandler, WebhookRequest};
 
 pub mod github_stub;
 pub mod messages_stub;
+pub mod notion_stub;
 pub use infra::samples;
 
 pub const SECRET: &str = "test-webhook-secret";
@@ -97,6 +98,20 @@ pub async fn fresh_table(sdk: &SdkConfig) -> PrStore {
             pending_shards: 4,
         },
     )
+}
+
+/// A Notion pages table of its own for one test, created from `template.yaml`'s definition.
+pub async fn fresh_pages_table(sdk: &SdkConfig) -> shared::store::NotionPages {
+    let name = format!("pages-{}", uuid::Uuid::new_v4().simple());
+    let client = aws_sdk_dynamodb::Client::new(sdk);
+    infra::template::Template::bundled()
+        .unwrap()
+        .table(infra::template::NOTION_PAGES_TABLE_ID)
+        .unwrap()
+        .create(&client, &name)
+        .await
+        .unwrap();
+    shared::store::NotionPages::new(client, name)
 }
 
 pub fn handler(store: PrStore) -> WebhookHandler {

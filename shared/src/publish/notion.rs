@@ -22,7 +22,9 @@ use super::{Publication, PublishError, Publisher};
 use crate::domain::RepoName;
 use crate::narrative::{self, Block, Entry, ModulePage, HEADER_BLOCKS};
 use crate::notion::{self, NotionClient};
-use crate::store::{notion_record, NotionPages, NotionRecord, PageLock, PageRow, PrStore};
+use crate::store::{
+    notion_record, NotionPages, NotionRecord, PageEntry, PageLock, PageRow, PrStore,
+};
 
 /// How long a worker waits for another worker's page lock before giving the message back.
 const LOCK_WAIT: Duration = Duration::from_secs(20);
@@ -132,10 +134,10 @@ impl NotionPublisher {
                 if *page == page_id && !blocks.is_empty() =>
             {
                 // Still there? Someone may have deleted the entry by hand: then it goes back.
-                match self.client.live_block(&blocks[0], deadline).await? {
-                    Some(_) => Some(blocks.clone()),
-                    None => None,
-                }
+                self.client
+                    .live_block(&blocks[0], deadline)
+                    .await?
+                    .map(|_| blocks.clone())
             }
             Some(NotionRecord::Appending { page }) if *page == page_id => {
                 self.remove_partial(&page_id, entry, &row, deadline).await?;
@@ -146,19 +148,20 @@ impl NotionPublisher {
         match on_page {
             Some(blocks) => {
                 // Appended before a crash; the page row may not know it yet.
-                let last = blocks.last().cloned().unwrap_or_default();
-                if row.entries.get(&p.number) != Some(&last) {
+                let mark = page_entry(entry, blocks.last().cloned().unwrap_or_default());
+                if row.entries.get(&p.number) != Some(&mark) {
                     self.ensure(
                         self.pages
-                            .set_entry(repo, module, owner, p.number, &last, None)
+                            .set_entry(repo, module, owner, p.number, &mark, None)
                             .await?,
                         "page lock",
                     )?;
+                    row.entries.insert(p.number, mark);
                 }
                 tracing::info!(repo = %repo, module, pr = p.number, "Notion entry already on the page");
             }
             None => {
-                self.append_entry(repo, p, entry, &page_id, &row, deadline)
+                self.append_entry(repo, p, entry, &page_id, &mut row, deadline)
                     .await?
             }
         }
@@ -248,11 +251,11 @@ impl NotionPublisher {
         p: &Publication<'_>,
         entry: &Entry,
         page_id: &str,
-        row: &PageRow,
+        row: &mut PageRow,
         deadline: Instant,
     ) -> Result<(), PublishError> {
         let module = p.page.module.as_str();
-        let (anchor, new_month) = placement(p.page, entry, row);
+        let (anchor, new_month) = placement(entry, row);
         let mut blocks: Vec<Block> = Vec::new();
         if new_month {
             blocks.push(narrative::month_heading(entry));
@@ -290,7 +293,7 @@ impl NotionPublisher {
             "summary lease",
         )?;
         let label = narrative::month(entry);
-        let last = ids.last().cloned().unwrap_or_default();
+        let mark = page_entry(entry, ids.last().cloned().unwrap_or_default());
         self.ensure(
             self.pages
                 .set_entry(
@@ -298,12 +301,16 @@ impl NotionPublisher {
                     module,
                     p.lease_owner,
                     p.number,
-                    &last,
+                    &mark,
                     month.as_deref().map(|id| (label.as_str(), id)),
                 )
                 .await?,
             "page lock",
         )?;
+        row.entries.insert(p.number, mark);
+        if let Some(id) = month {
+            row.months.insert(label, id);
+        }
         tracing::info!(repo = %repo, module, pr = p.number, blocks = ids.len(), new_month, "appended the Notion entry");
         Ok(())
     }
@@ -325,8 +332,8 @@ impl NotionPublisher {
         let mut i = 0;
         while i < children.len() {
             let block = &children[i];
-            let ours = block["type"] == "heading_3"
-                && notion::block_links(block).iter().any(|u| *u == entry.url);
+            let ours =
+                block["type"] == "heading_3" && notion::block_links(block).contains(&entry.url);
             if !ours {
                 i += 1;
                 continue;
@@ -359,7 +366,8 @@ impl NotionPublisher {
         Ok(())
     }
 
-    /// Rewrites the header blocks whose text changed (counts, dates, authors).
+    /// Rewrites the header blocks whose text changed (counts, dates, authors), from the entries
+    /// on the Notion page (the page row): workers publishing at once each see them all.
     async fn update_header(
         &self,
         repo: &RepoName,
@@ -368,7 +376,12 @@ impl NotionPublisher {
         row: &PageRow,
         deadline: Instant,
     ) -> Result<(), PublishError> {
-        let header = narrative::header_blocks(page);
+        let header = narrative::header_of(
+            &page.paths,
+            row.entries
+                .values()
+                .map(|e| (e.merged_at.as_str(), e.author.as_str())),
+        );
         let text: Vec<String> = header.iter().map(Block::plain_text).collect();
         if text == row.header_text {
             return Ok(());
@@ -402,39 +415,51 @@ impl NotionPublisher {
     }
 }
 
-/// Where the entry goes: after the last block of the nearest newer entry of its month that is on
-/// the page, else after its month's heading; if the month has no heading yet (`true`), the
-/// heading and the entry go after the nearest newer entry on the page, else after the header.
-fn placement(page: &ModulePage, entry: &Entry, row: &PageRow) -> (Option<String>, bool) {
-    let index = page
+fn page_entry(entry: &Entry, last: String) -> PageEntry {
+    PageEntry {
+        last,
+        merged_at: entry.merged_at.clone(),
+        author: entry.author.clone(),
+    }
+}
+
+/// Where the entry goes, from what is on the page (the page row, read under the lock): after
+/// the last block of the nearest newer entry of its month, else after its month's heading; if
+/// the month has no heading yet (`true`), the heading and the entry go after the nearest newer
+/// entry, else after the header.
+fn placement(entry: &Entry, row: &PageRow) -> (Option<String>, bool) {
+    let key = narrative::order_key(&entry.merged_at, entry.number);
+    let month = narrative::month(entry);
+    let nearest_newer = row
         .entries
         .iter()
-        .position(|e| e.number == entry.number)
-        .unwrap_or(page.entries.len());
-    let newer = &page.entries[..index];
-    let month = narrative::month(entry);
-    for e in newer.iter().rev() {
-        if narrative::month(e) != month {
-            break;
-        }
-        if let Some(last) = row.entries.get(&e.number) {
-            return (Some(last.clone()), false);
+        .filter(|(n, _)| **n != entry.number)
+        .map(|(n, e)| (narrative::order_key(&e.merged_at, *n), e))
+        .filter(|(k, _)| *k > key)
+        .min_by_key(|(k, _)| *k)
+        .map(|(_, e)| e);
+    if let Some(newer) = nearest_newer {
+        if narrative::month_of(&newer.merged_at) == month {
+            return (Some(newer.last.clone()), false);
         }
     }
     if let Some(heading) = row.months.get(&month) {
         return (Some(heading.clone()), false);
     }
-    for e in newer.iter().rev() {
-        if let Some(last) = row.entries.get(&e.number) {
-            return (Some(last.clone()), true);
-        }
+    match nearest_newer {
+        Some(newer) => (Some(newer.last.clone()), true),
+        None => (row.header_ids.last().cloned(), true),
     }
-    (row.header_ids.last().cloned(), true)
 }
 
 impl Publisher for NotionPublisher {
     fn publish<'a>(&'a self, p: &'a Publication<'a>) -> BoxFuture<'a, Result<(), PublishError>> {
         Box::pin(self.publish_entry(p))
+    }
+
+    fn republish<'a>(&'a self, _: &'a Publication<'a>) -> BoxFuture<'a, Result<(), PublishError>> {
+        // Entries are placed and the header counted under the page lock: nothing to mend.
+        Box::pin(async { Ok(()) })
     }
 
     fn name(&self) -> &'static str {
@@ -464,53 +489,43 @@ mod tests {
         }
     }
 
+    fn on_page(merged_at: &str, last: &str) -> PageEntry {
+        PageEntry {
+            last: last.into(),
+            merged_at: merged_at.into(),
+            author: "alice".into(),
+        }
+    }
+
     #[test]
     fn entries_are_placed_in_page_order() {
-        let page = ModulePage::new(
-            "acme/widgets",
-            "src",
-            vec![
-                entry(5, "2024-03-20T00:00:00Z"),
-                entry(4, "2024-03-10T00:00:00Z"),
-                entry(3, "2024-02-10T00:00:00Z"),
-                entry(2, "2024-02-01T00:00:00Z"),
-            ],
-        );
+        let e5 = entry(5, "2024-03-20T00:00:00Z");
+        let e4 = entry(4, "2024-03-10T00:00:00Z");
+        let e3 = entry(3, "2024-02-10T00:00:00Z");
+        let e2 = entry(2, "2024-02-01T00:00:00Z");
         let mut row = PageRow {
             header_ids: vec!["h1".into(), "h2".into(), "h3".into()],
             ..PageRow::default()
         };
         // An empty page: the first entry and its month go after the header.
-        assert_eq!(
-            placement(&page, &page.entries[2], &row),
-            (Some("h3".into()), true)
-        );
+        assert_eq!(placement(&e3, &row), (Some("h3".into()), true));
         row.months.insert("February 2024".into(), "feb".into());
-        row.entries.insert(3, "e3".into());
-        // #2 is older than #3, same month: after #3.
-        assert_eq!(
-            placement(&page, &page.entries[3], &row),
-            (Some("e3".into()), false)
-        );
+        row.entries.insert(3, on_page(&e3.merged_at, "e3"));
+        // #2 is older than #3, same month: after #3. Its own record is ignored.
+        row.entries.insert(2, on_page(&e2.merged_at, "stale"));
+        assert_eq!(placement(&e2, &row), (Some("e3".into()), false));
+        row.entries.remove(&2);
         // #4 is in a new, newer month: its heading goes after the header (nothing newer on it).
-        assert_eq!(
-            placement(&page, &page.entries[1], &row),
-            (Some("h3".into()), true)
-        );
+        assert_eq!(placement(&e4, &row), (Some("h3".into()), true));
         row.months.insert("March 2024".into(), "mar".into());
-        row.entries.insert(5, "e5".into());
+        row.entries.insert(5, on_page(&e5.merged_at, "e5"));
         // #4 under March, after #5 which is newer.
-        assert_eq!(
-            placement(&page, &page.entries[1], &row),
-            (Some("e5".into()), false)
-        );
-        // Had only #5 been on the page with no February heading, #3 would open February after #5.
-        let mut only_march = row.clone();
-        only_march.months.remove("February 2024");
-        only_march.entries.remove(&3);
-        assert_eq!(
-            placement(&page, &page.entries[2], &only_march),
-            (Some("e5".into()), true)
-        );
+        assert_eq!(placement(&e4, &row), (Some("e5".into()), false));
+        // #3 is older than everything of March, first of February: after February's heading.
+        row.entries.remove(&3);
+        assert_eq!(placement(&e3, &row), (Some("feb".into()), false));
+        // Without a February heading, #3 would open February after #5, the nearest newer entry.
+        row.months.remove("February 2024");
+        assert_eq!(placement(&e3, &row), (Some("e5".into()), true));
     }
 }

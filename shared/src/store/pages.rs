@@ -28,7 +28,8 @@ pub mod page_attr {
     pub const HEADER_TEXT: &str = "headerText";
     /// Month label (`May 2019`) → the id of its heading block.
     pub const MONTHS: &str = "months";
-    /// PR number → the id of the entry's last top-level block (where the next entry goes).
+    /// PR number → `{last, mergedAt, author}`: the entry's last top-level block (where the
+    /// next entry goes) and what the header and the page order need to know of it.
     pub const ENTRIES: &str = "entries";
     pub const LOCK_OWNER: &str = "lockOwner";
     pub const LOCK_UNTIL: &str = "lockUntil";
@@ -43,7 +44,16 @@ pub struct PageRow {
     pub header_ids: Vec<String>,
     pub header_text: Vec<String>,
     pub months: BTreeMap<String, String>,
-    pub entries: BTreeMap<u64, String>,
+    pub entries: BTreeMap<u64, PageEntry>,
+}
+
+/// An entry on a module's Notion page, as the page row remembers it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PageEntry {
+    /// The id of its last top-level block.
+    pub last: String,
+    pub merged_at: String,
+    pub author: String,
 }
 
 /// What taking a page's lock gave.
@@ -224,20 +234,34 @@ impl NotionPages {
         .await
     }
 
-    /// An entry is on the page: its last block (and its month's heading, if it made one).
+    /// An entry is on the page (and its month's heading, if it made one).
     pub async fn set_entry(
         &self,
         repo: &RepoName,
         module: &str,
         owner: &str,
         number: u64,
-        last_block: &str,
+        entry: &PageEntry,
         month: Option<(&str, &str)>,
     ) -> Result<bool, StoreError> {
-        let mut expression = "SET #entries.#n = :last".to_string();
+        let mut expression = "SET #entries.#n = :entry".to_string();
         let mut names = vec![("#entries", a::ENTRIES)];
         let number = number.to_string();
-        let mut values = vec![(":last", AttributeValue::S(last_block.to_string()))];
+        let value = AttributeValue::M(
+            [
+                ("last".to_string(), AttributeValue::S(entry.last.clone())),
+                (
+                    "mergedAt".to_string(),
+                    AttributeValue::S(entry.merged_at.clone()),
+                ),
+                (
+                    "author".to_string(),
+                    AttributeValue::S(entry.author.clone()),
+                ),
+            ]
+            .into(),
+        );
+        let mut values = vec![(":entry", value)];
         let mut extra_names: Vec<(String, String)> = vec![("#n".into(), number)];
         if let Some((label, id)) = month {
             expression.push_str(", #months.#month = :heading");
@@ -348,9 +372,29 @@ fn parse_row(item: &Item) -> PageRow {
         header_ids: list(a::HEADER_IDS),
         header_text: list(a::HEADER_TEXT),
         months: map(a::MONTHS),
-        entries: map(a::ENTRIES)
-            .into_iter()
-            .filter_map(|(k, v)| Some((k.parse().ok()?, v)))
-            .collect(),
+        entries: match item.get(a::ENTRIES) {
+            Some(AttributeValue::M(m)) => m
+                .iter()
+                .filter_map(|(k, v)| {
+                    let fields = v.as_m().ok()?;
+                    let field = |name: &str| {
+                        fields
+                            .get(name)
+                            .and_then(|v| v.as_s().ok())
+                            .cloned()
+                            .unwrap_or_default()
+                    };
+                    Some((
+                        k.parse().ok()?,
+                        PageEntry {
+                            last: field("last"),
+                            merged_at: field("mergedAt"),
+                            author: field("author"),
+                        },
+                    ))
+                })
+                .collect(),
+            _ => BTreeMap::new(),
+        },
     }
 }

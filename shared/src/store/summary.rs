@@ -180,6 +180,8 @@ impl PrStore {
                 .table_name(self.table_name())
                 .key_condition_expression("#repo = :repo")
                 .filter_expression("attribute_exists(#summarizedAt)")
+                // A commit that just happened must be seen (pages are rebuilt from these rows).
+                .consistent_read(true)
                 .expression_attribute_names("#repo", attr::REPO)
                 .expression_attribute_names("#summarizedAt", attr::SUMMARIZED_AT)
                 .expression_attribute_values(":repo", AttributeValue::S(repo.to_string()))
