@@ -15,8 +15,6 @@ use time::{OffsetDateTime, UtcOffset};
 
 use crate::store::{attr, Item};
 
-/// The longest summary paragraph, in characters, ellipsis included.
-pub const SUMMARY_MAX_CHARS: usize = 600;
 
 /// How many of an entry's files the page lists.
 const KEY_FILES: usize = 5;
@@ -78,7 +76,7 @@ fn invalid(attribute: &'static str, reason: impl Into<String>) -> NarrativeError
 /// An [`Entry`] from a stored PR row. Required: `repo`, `prNumber`, `title`, `url`, `author`,
 /// `mergedAt` (RFC 3339). Optional: `labels`, `body`, and what enrichment adds (`files`,
 /// `linkedIssues`); absent means empty. `summary` is the row's `summary` attribute if present
-/// and not blank, else [`summary_paragraph`] of the title and body.
+/// and not blank, else [`crate::summary::extractive`] of the title and body.
 pub fn entry_from_item(item: &Item) -> Result<Entry, NarrativeError> {
     let repo = required_string(item, attr::REPO)?;
     let number = match item.get(attr::PR_NUMBER) {
@@ -108,7 +106,15 @@ pub fn entry_from_item(item: &Item) -> Result<Entry, NarrativeError> {
     let body = optional_string(item, attr::BODY)?;
     let summary = match optional_string(item, attr::SUMMARY)? {
         Some(s) if !s.trim().is_empty() => s.trim().to_string(),
-        _ => summary_paragraph(&title, body),
+        // Rows summarized before summaries were stored: the same extractive paragraph.
+        _ => {
+            crate::summary::extractive(&crate::summary::SummaryInput {
+                title: &title,
+                body,
+                ..Default::default()
+            })
+            .text
+        }
     };
     let files = maps(item, attr::FILES)?
         .into_iter()
@@ -211,243 +217,7 @@ fn field_number(m: &Map, field: &str, attribute: &'static str) -> Result<u64, Na
     }
 }
 
-// ---------------------------------------------------------------------------------------------
-// The summary paragraph.
-
-/// Deterministic extractive summary: the body's first meaningful paragraph, whitespace
-/// collapsed, capped at [`SUMMARY_MAX_CHARS`] (a clean cut at a word boundary plus "…").
-///
-/// Not meaningful: HTML comments, headings (ATX `#` and setext underlines), task-list lines
-/// (`- [ ]`, `- [x]`), images and badges (`![..](..)`, `[![..](..)](..)`, `<img>`), fenced code,
-/// thematic breaks, link reference definitions and blank lines. An absent or empty body — or
-/// one with nothing meaningful left — gives the title.
-pub fn summary_paragraph(title: &str, body: Option<&str>) -> String {
-    let paragraph = body.map(first_paragraph).unwrap_or_default();
-    let text = if paragraph.is_empty() {
-        collapse_whitespace(title)
-    } else {
-        paragraph
-    };
-    cap(&text, SUMMARY_MAX_CHARS)
-}
-
-fn first_paragraph(body: &str) -> String {
-    let body = strip_html_comments(&body.replace("\r\n", "\n").replace('\r', "\n"));
-    let mut paragraph: Vec<String> = Vec::new();
-    let mut fence: Option<&str> = None;
-    for raw in body.lines() {
-        let line = raw.trim();
-        if let Some(marker) = fence {
-            if line.starts_with(marker) {
-                fence = None;
-            }
-            continue;
-        }
-        if let Some(marker) = ["```", "~~~"].into_iter().find(|m| line.starts_with(m)) {
-            fence = Some(marker);
-            if !paragraph.is_empty() {
-                break;
-            }
-            continue;
-        }
-        if is_setext_underline(line) && !paragraph.is_empty() {
-            // The lines above were a heading ("Description\n-----------"), not a paragraph.
-            paragraph.clear();
-            continue;
-        }
-        let text = strip_images(line);
-        let text = text.trim();
-        let skip = text.is_empty()
-            || is_heading(text)
-            || is_task(text)
-            || is_thematic_break(text)
-            || is_link_definition(text);
-        if skip {
-            if !paragraph.is_empty() {
-                break;
-            }
-            continue;
-        }
-        paragraph.push(text.to_string());
-    }
-    collapse_whitespace(&paragraph.join(" "))
-}
-
-fn collapse_whitespace(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// Removes `<!-- … -->` (across lines; an unterminated comment runs to the end).
-fn strip_html_comments(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(start) = rest.find("<!--") {
-        out.push_str(&rest[..start]);
-        match rest[start + 4..].find("-->") {
-            Some(end) => rest = &rest[start + 4 + end + 3..],
-            None => return out,
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
-/// `# Title` … `###### Title` (a `#` run of 1–6 followed by a space or the end of the line).
-fn is_heading(line: &str) -> bool {
-    let hashes = line.chars().take_while(|&c| c == '#').count();
-    (1..=6).contains(&hashes)
-        && line[hashes..]
-            .chars()
-            .next()
-            .is_none_or(char::is_whitespace)
-}
-
-/// `- [ ] …`, `* [x] …`, `1. [X] …`.
-fn is_task(line: &str) -> bool {
-    let after_marker = if let Some(rest) = line.strip_prefix(['-', '*', '+']) {
-        rest
-    } else {
-        let digits = line.chars().take_while(char::is_ascii_digit).count();
-        match line[digits..].strip_prefix(['.', ')']) {
-            Some(rest) if digits > 0 => rest,
-            _ => return false,
-        }
-    };
-    if !after_marker.starts_with(char::is_whitespace) {
-        return false;
-    }
-    let item = after_marker.trim_start();
-    ["[ ]", "[x]", "[X]"].iter().any(|b| item.starts_with(b))
-}
-
-/// `---`, `***`, `___` (with optional spaces).
-fn is_thematic_break(line: &str) -> bool {
-    let compact: String = line.chars().filter(|c| !c.is_whitespace()).collect();
-    compact.len() >= 3
-        && ['-', '*', '_']
-            .iter()
-            .any(|&m| compact.chars().all(|c| c == m))
-}
-
-fn is_setext_underline(line: &str) -> bool {
-    !line.is_empty() && (line.chars().all(|c| c == '=') || line.chars().all(|c| c == '-'))
-}
-
-/// `[label]: https://…`
-fn is_link_definition(line: &str) -> bool {
-    line.starts_with('[')
-        && line
-            .find("]:")
-            .is_some_and(|i| i > 1 && !line[..i].contains(']'))
-}
-
-/// Removes images from one line: `![alt](src)`, `![alt][ref]`, `<img …>`, and the empty links
-/// that linked images (badges: `[![alt](src)](href)`) leave behind.
-fn strip_images(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut rest = line;
-    while let Some(start) = rest.find("![") {
-        out.push_str(&rest[..start]);
-        match bracketed_end(&rest[start + 1..]) {
-            Some(end) => rest = &rest[start + 1 + end..],
-            None => {
-                out.push_str(&rest[start..]);
-                rest = "";
-            }
-        }
-    }
-    out.push_str(rest);
-    let out = strip_img_tags(&out);
-    strip_empty_links(&out)
-}
-
-/// For text starting with `[`: the byte length of `[…](…)` or `[…][…]`, if it is one.
-fn bracketed_end(s: &str) -> Option<usize> {
-    let close = s.find(']')?;
-    let after = &s[close + 1..];
-    let (open, shut) = match after.chars().next() {
-        Some('(') => ('(', ')'),
-        Some('[') => ('[', ']'),
-        _ => return None,
-    };
-    let mut depth = 0usize;
-    for (i, c) in after.char_indices() {
-        if c == open {
-            depth += 1;
-        } else if c == shut {
-            depth -= 1;
-            if depth == 0 {
-                return Some(close + 1 + i + 1);
-            }
-        }
-    }
-    None
-}
-
-fn strip_img_tags(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(start) = rest.to_ascii_lowercase().find("<img") {
-        out.push_str(&rest[..start]);
-        match rest[start..].find('>') {
-            Some(end) => rest = &rest[start + end + 1..],
-            None => {
-                rest = "";
-            }
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
-fn strip_empty_links(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(start) = rest.find('[') {
-        let candidate = &rest[start..];
-        let inner_empty = candidate
-            .find(']')
-            .is_some_and(|close| candidate[1..close].trim().is_empty());
-        match bracketed_end(candidate).filter(|_| inner_empty) {
-            Some(end) => {
-                out.push_str(&rest[..start]);
-                rest = &rest[start + end..];
-            }
-            None => {
-                out.push_str(&rest[..start + 1]);
-                rest = &rest[start + 1..];
-            }
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
-/// At most `max` characters: cut at the last word boundary that leaves room for "…".
-fn cap(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_string();
-    }
-    let budget = max.saturating_sub(1);
-    let Some((cut, next)) = text.char_indices().nth(budget) else {
-        return text.to_string();
-    };
-    let head = &text[..cut];
-    let head = if next.is_whitespace() {
-        head
-    } else {
-        match head.rfind(char::is_whitespace) {
-            Some(i) if i > 0 => &head[..i],
-            // One word longer than the cap: a hard cut is all there is.
-            _ => head,
-        }
-    };
-    let trimmed = head.trim_end_matches(|c: char| {
-        c.is_whitespace() || matches!(c, ',' | ';' | ':' | '-' | '–' | '—' | '(' | '[' | '/')
-    });
-    let head = if trimmed.is_empty() { head } else { trimmed };
-    format!("{head}…")
-}
+use crate::summary::{cap, collapse_whitespace};
 
 // ---------------------------------------------------------------------------------------------
 // The page.
@@ -1006,126 +776,6 @@ mod tests {
             files: vec![],
             linked_issues: vec![],
         }
-    }
-
-    // --- summary_paragraph ---
-
-    #[test]
-    fn fixture_body_is_its_own_summary() {
-        assert_eq!(
-            summary_paragraph("Update the README", Some(FIXTURE_BODY)),
-            FIXTURE_BODY
-        );
-    }
-
-    #[test]
-    fn pr_template_noise_is_skipped() {
-        let body =
-            "<!-- Thank you for contributing!\n     Please fill in the template below. -->\r\n\
-                    ## Description\r\n\
-                    <!-- What does this PR do? -->\r\n\
-                    \r\n\
-                    Replaces the   hand-rolled retry loop\r\n\
-                    with the shared backoff helper, so that\tthrottling is handled once.\r\n\
-                    \r\n\
-                    Second paragraph is not part of the summary.\r\n\
-                    \r\n\
-                    ## Checklist\r\n\
-                    - [x] Tests added\r\n\
-                    - [ ] Docs updated\r\n";
-        assert_eq!(
-            summary_paragraph("Use shared backoff", Some(body)),
-            "Replaces the hand-rolled retry loop with the shared backoff helper, so that \
-             throttling is handled once."
-        );
-    }
-
-    #[test]
-    fn template_with_only_noise_falls_back_to_title() {
-        let body = "<!-- describe your change -->\n## Checklist\n- [ ] tests\n* [X] lint\n1. [ ] docs\n---\n";
-        assert_eq!(
-            summary_paragraph("  Bump   tokio ", Some(body)),
-            "Bump tokio"
-        );
-    }
-
-    #[test]
-    fn images_and_badges_are_not_a_summary() {
-        let body = "![screenshot](https://user-images.githubusercontent.com/1/shot.png)\n\n\
-                    [![CI](https://ci.example/badge.svg)](https://ci.example) <img src=\"x.png\" width=\"200\">\n";
-        assert_eq!(
-            summary_paragraph("Fix the header", Some(body)),
-            "Fix the header"
-        );
-        let inline = "Before/after: ![before](a.png) the logo is now centred.";
-        assert_eq!(
-            summary_paragraph("t", Some(inline)),
-            "Before/after: the logo is now centred."
-        );
-    }
-
-    #[test]
-    fn setext_headings_code_fences_and_link_definitions_are_skipped() {
-        let body =
-            "Motivation\n==========\n\n```rust\nfn main() {}\n```\n[1]: https://example.com\n\
-                    The cache was never invalidated.\n";
-        assert_eq!(
-            summary_paragraph("t", Some(body)),
-            "The cache was never invalidated."
-        );
-    }
-
-    #[test]
-    fn long_paragraph_is_cut_cleanly_at_a_word() {
-        let words = ["alpha", "beta,", "gamma", "delta", "epsilon—"];
-        let mut body = String::new();
-        let mut i = 0;
-        while body.chars().count() < 2_000 {
-            body.push_str(words[i % words.len()]);
-            body.push(' ');
-            i += 1;
-        }
-        let summary = summary_paragraph("t", Some(&body));
-        assert!(summary.chars().count() <= SUMMARY_MAX_CHARS, "{summary}");
-        assert!(
-            summary.chars().count() > SUMMARY_MAX_CHARS - 20,
-            "{summary}"
-        );
-        let head = summary.strip_suffix('…').expect("ends with an ellipsis");
-        assert!(!head.ends_with([' ', ',', '—']), "{head:?}");
-        assert!(body.starts_with(head));
-        // The cut falls at the end of a word of the original text.
-        let next = body[head.len()..].chars().next().unwrap();
-        assert!(
-            next.is_whitespace() || next == ',' || next == '—',
-            "{next:?}"
-        );
-        // A single word longer than the cap is cut hard but still capped.
-        let word = "x".repeat(2_000);
-        let cut = summary_paragraph("t", Some(&word));
-        assert_eq!(cut.chars().count(), SUMMARY_MAX_CHARS);
-        assert!(cut.ends_with('…'));
-    }
-
-    #[test]
-    fn no_body_or_empty_body_gives_the_title() {
-        assert_eq!(summary_paragraph("Add login", None), "Add login");
-        assert_eq!(summary_paragraph("Add login", Some("")), "Add login");
-        assert_eq!(summary_paragraph("Add login", Some(" \n\t\n")), "Add login");
-        assert_eq!(
-            summary_paragraph("Add login", Some("<!-- unterminated comment")),
-            "Add login"
-        );
-    }
-
-    #[test]
-    fn summary_is_a_pure_function() {
-        let body = "## Why\nBecause.\n";
-        assert_eq!(
-            summary_paragraph("t", Some(body)),
-            summary_paragraph("t", Some(body))
-        );
-        assert_eq!(summary_paragraph("t", Some(body)), "Because.");
     }
 
     // --- entry_from_item ---

@@ -28,7 +28,8 @@ use serde_json::{json, Value};
 use crate::secret::Secret;
 
 /// The longest summary paragraph, in characters, ellipsis included.
-pub const SUMMARY_MAX_CHARS: usize = crate::narrative::SUMMARY_MAX_CHARS;
+/// The longest summary paragraph, in characters, ellipsis included.
+pub const SUMMARY_MAX_CHARS: usize = 600;
 
 /// The variable whose presence turns LLM summaries on.
 pub const ANTHROPIC_API_KEY: &str = "ANTHROPIC_API_KEY";
@@ -1109,13 +1110,13 @@ fn is_meaningful(text: &str) -> bool {
     !ISSUE_REFS.is_match(text.trim()) && !PLACEHOLDERS.contains(&bare.as_str())
 }
 
-fn collapse_whitespace(s: &str) -> String {
+pub(crate) fn collapse_whitespace(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// At most `max` characters: cut at the last word boundary that leaves room for "…", never
 /// inside a code span, trailing punctuation trimmed. A single word longer than `max` is cut hard.
-fn cap(text: &str, max: usize) -> String {
+pub(crate) fn cap(text: &str, max: usize) -> String {
     if text.chars().count() <= max {
         return text.to_string();
     }
