@@ -15,7 +15,6 @@ use time::{OffsetDateTime, UtcOffset};
 
 use crate::store::{attr, Item};
 
-
 /// How many of an entry's files the page lists.
 const KEY_FILES: usize = 5;
 /// How many authors the page header names.
@@ -490,9 +489,10 @@ pub fn entry_blocks(e: &Entry) -> Vec<Block> {
     }
     blocks.push(Block::Paragraph(meta));
 
-    let summary = collapse_whitespace(&e.summary);
+    let summary = inline_spans(&collapse_whitespace(&e.summary));
+    let summary_text = plain(&summary);
     if !summary.is_empty() {
-        blocks.push(Block::Paragraph(vec![Span::text(summary.clone())]));
+        blocks.push(Block::Paragraph(summary));
     }
 
     if !e.linked_issues.is_empty() {
@@ -524,18 +524,110 @@ pub fn entry_blocks(e: &Entry) -> Vec<Block> {
         }
     }
 
-    let paragraphs = description_paragraphs(&e.description);
-    let only_the_summary = paragraphs.len() == 1 && collapse_whitespace(&paragraphs[0]) == summary;
+    let paragraphs: Vec<Vec<Span>> = description_paragraphs(&e.description)
+        .iter()
+        .map(|p| inline_spans(p))
+        .collect();
+    let only_the_summary = paragraphs.len() == 1
+        && collapse_whitespace(&plain(&paragraphs[0])) == collapse_whitespace(&summary_text);
     if !paragraphs.is_empty() && !only_the_summary {
         blocks.push(Block::Toggle {
             summary: vec![Span::text("Description")],
-            children: paragraphs
-                .into_iter()
-                .map(|p| Block::Paragraph(vec![Span::text(p)]))
-                .collect(),
+            children: paragraphs.into_iter().map(Block::Paragraph).collect(),
         });
     }
     blocks
+}
+
+fn plain(spans: &[Span]) -> String {
+    spans.iter().map(|s| s.text.as_str()).collect()
+}
+
+/// The inline Markdown of PR text as spans: `` `code` ``, `**bold**`, and `[text](https://…)`
+/// links (a link to anything but http(s) keeps only its text). Everything else is text, so
+/// nothing in a PR body can become markup it did not mean.
+pub fn inline_spans(text: &str) -> Vec<Span> {
+    let mut spans: Vec<Span> = Vec::new();
+    let mut plain_text = String::new();
+    let mut rest = text;
+    let flush = |plain_text: &mut String, spans: &mut Vec<Span>| {
+        if !plain_text.is_empty() {
+            spans.push(Span::text(std::mem::take(plain_text)));
+        }
+    };
+    while let Some(c) = rest.chars().next() {
+        if c == '`' {
+            let ticks = rest.chars().take_while(|&c| c == '`').count();
+            let fence = &rest[..ticks];
+            if let Some(end) = rest[ticks..].find(fence) {
+                let code = rest[ticks..ticks + end].trim();
+                if !code.is_empty() {
+                    flush(&mut plain_text, &mut spans);
+                    spans.push(Span::code(code));
+                    rest = &rest[ticks + end + ticks..];
+                    continue;
+                }
+            }
+            plain_text.push_str(fence);
+            rest = &rest[ticks..];
+            continue;
+        }
+        if let Some(after) = rest.strip_prefix("**") {
+            if let Some(end) = after.find("**").filter(|&e| e > 0) {
+                flush(&mut plain_text, &mut spans);
+                spans.push(Span {
+                    bold: true,
+                    ..Span::text(&after[..end])
+                });
+                rest = &after[end + 2..];
+                continue;
+            }
+        }
+        if c == '[' {
+            if let Some((label, url, used)) = link_at(rest) {
+                flush(&mut plain_text, &mut spans);
+                if url.starts_with("https://") || url.starts_with("http://") {
+                    spans.push(Span::link(label, url));
+                } else {
+                    spans.push(Span::text(label));
+                }
+                rest = &rest[used..];
+                continue;
+            }
+        }
+        plain_text.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    flush(&mut plain_text, &mut spans);
+    // Adjacent plain runs (a link that fell back to text) become one.
+    let mut merged: Vec<Span> = Vec::new();
+    for span in spans {
+        match merged.last_mut() {
+            Some(last) if is_plain(last) && is_plain(&span) => last.text.push_str(&span.text),
+            _ => merged.push(span),
+        }
+    }
+    merged
+}
+
+fn is_plain(s: &Span) -> bool {
+    s.link.is_none() && !s.code && !s.bold
+}
+
+/// `[label](url)` at the start of `s`: the label, the url and the bytes used.
+fn link_at(s: &str) -> Option<(&str, &str, usize)> {
+    let close = s.find("](")?;
+    let label = &s[1..close];
+    if label.is_empty() || label.contains(['[', ']', '\n']) {
+        return None;
+    }
+    let after = &s[close + 2..];
+    let end = after.find(')')?;
+    let url = after[..end].trim();
+    if url.is_empty() || url.contains(char::is_whitespace) {
+        return None;
+    }
+    Some((label, url, close + 2 + end + 1))
 }
 
 fn file_bullet(f: &FileChange) -> Block {
@@ -1029,6 +1121,34 @@ mod tests {
         assert!(md.starts_with("# acme/widgets · docs\\_\\*\n"));
         assert!(md.contains("(https://example.com/a%20%28b%29)"));
         assert!(md.contains("by @a\\_b\n"));
+    }
+
+    #[test]
+    fn inline_markdown_in_pr_text_becomes_spans() {
+        let spans = inline_spans(
+            "Use `read_all` for **small** files, see [the docs](https://x.dev/a) or [local](docs/a.md); a ` lone tick and [not a link].",
+        );
+        assert_eq!(
+            spans,
+            vec![
+                Span::text("Use "),
+                Span::code("read_all"),
+                Span::text(" for "),
+                Span {
+                    bold: true,
+                    ..Span::text("small")
+                },
+                Span::text(" files, see "),
+                Span::link("the docs", "https://x.dev/a"),
+                Span::text(" or local; a ` lone tick and [not a link]."),
+            ]
+        );
+        let md = inline(&spans);
+        assert_eq!(
+            md,
+            "Use `read_all` for **small** files, see [the docs](https://x.dev/a) or local; a \\` lone tick and \\[not a link\\]."
+        );
+        assert_eq!(inline_spans("``a`b``"), vec![Span::code("a`b")]);
     }
 
     #[test]

@@ -1,0 +1,308 @@
+//! Golden files: two module pages rendered from stored rows, byte for byte. They were read by
+//! eye when written; a change to the narrative shows up here as a diff to read again.
+//! `UPDATE_GOLDEN=1 cargo test -p chronicle-tests --test golden` rewrites them.
+//!
+//! - `tests/golden/fixture-root.md`: the recorded webhook delivery (PR #2, made merged as the
+//!   fixtures README says) enriched with the recorded REST answers (its files, a linked issue).
+//! - `tests/golden/core-module.md`: HAND-WRITTEN rows (titles, bodies, files, authors are made
+//!   up to look like a real repository: a PR template, an HTML comment, Dependabot and Renovate
+//!   bodies, an empty body, more than five files), rendered with a real modules config.
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use shared::domain::{Delivery, RepoName};
+use shared::narrative::{entry_from_item, render_markdown, ModulePage};
+use shared::payload::{classify_pull_request, Classified};
+use shared::store::{attr, new_item, Item};
+use shared::summary::{extractive, SummaryInput};
+use shared::tagging::{module_paths, tag_modules, ModulesConfig};
+use time::macros::datetime;
+
+fn s(v: &str) -> AttributeValue {
+    AttributeValue::S(v.to_string())
+}
+
+fn files(list: &[(&str, u64, u64)]) -> AttributeValue {
+    AttributeValue::L(
+        list.iter()
+            .map(|(p, a, d)| {
+                AttributeValue::M(HashMap::from([
+                    ("path".to_string(), s(p)),
+                    ("additions".to_string(), AttributeValue::N(a.to_string())),
+                    ("deletions".to_string(), AttributeValue::N(d.to_string())),
+                ]))
+            })
+            .collect(),
+    )
+}
+
+fn issue(title: &str, state: &str, url: &str) -> AttributeValue {
+    AttributeValue::M(HashMap::from([
+        ("title".to_string(), s(title)),
+        ("state".to_string(), s(state)),
+        ("url".to_string(), s(url)),
+    ]))
+}
+
+fn check(name: &str, rendered: &str) {
+    let path = infra::emulator::repo_root().join("tests/golden").join(name);
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, rendered).unwrap();
+    }
+    let golden = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (UPDATE_GOLDEN=1 writes it)", path.display()));
+    assert_eq!(
+        rendered, golden,
+        "{name} changed; read the diff, then UPDATE_GOLDEN=1"
+    );
+}
+
+#[test]
+fn the_recorded_pr_as_its_root_module_page() {
+    let Classified::Merged(pr) =
+        classify_pull_request(support::merged_payload().to_string().as_bytes()).unwrap()
+    else {
+        panic!("the derived payload is merged")
+    };
+    let delivery = Delivery {
+        id: "72d3162e-cc78-11e3-81ab-4c9367dc0958".into(),
+        received_at: datetime!(2019-05-15 15:21:20 UTC),
+    };
+    let mut row: Item = new_item(&pr, &delivery, 4);
+    let root = infra::emulator::repo_root().join("tests/fixtures/github/rest");
+    let read = |f: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(root.join(f)).unwrap()).unwrap()
+    };
+    let listed: Vec<(String, u64, u64)> = read("pulls.list-files.json")
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["filename"].as_str().unwrap().to_string(),
+                f["additions"].as_u64().unwrap(),
+                f["deletions"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let refs: Vec<(&str, u64, u64)> = listed
+        .iter()
+        .map(|(p, a, d)| (p.as_str(), *a, *d))
+        .collect();
+    row.insert(attr::FILES.into(), files(&refs));
+    let linked = read("issues.get.json");
+    row.insert(
+        attr::LINKED_ISSUES.into(),
+        AttributeValue::L(vec![issue(
+            linked["title"].as_str().unwrap(),
+            linked["state"].as_str().unwrap(),
+            linked["html_url"].as_str().unwrap(),
+        )]),
+    );
+    let repo = RepoName::parse(&pr.repo.to_string()).unwrap();
+    let paths: Vec<&str> = listed.iter().map(|(p, _, _)| p.as_str()).collect();
+    let modules = tag_modules(&repo, &paths, None, None);
+    assert_eq!(modules, ["(root)"]);
+    let page = ModulePage::new(
+        repo.as_str(),
+        "(root)",
+        vec![entry_from_item(&row).unwrap()],
+    )
+    .with_paths(module_paths(&repo, "(root)", None));
+    check("fixture-root.md", &render_markdown(&page));
+}
+
+const MODULES: &str = r#"
+acme/ledger:
+  core: ["src/**", "Cargo.toml", "Cargo.lock", "!src/**/*_test.rs"]
+  docs: ["docs/**", "*.md"]
+"#;
+
+/// HAND-WRITTEN: a PR template as people fill it in.
+const TEMPLATE_BODY: &str = "<!-- Thanks for the pull request! Fill in the sections below. -->\r\n\
+## Description\r\n\
+\r\n\
+Large statements are now parsed as a stream: the reader hands the parser one record at a \
+time instead of loading the whole file, so memory stays flat on 2 GB imports.\r\n\
+\r\n\
+The old `read_all` entry point is kept for small files and now calls the stream.\r\n\
+\r\n\
+## Type of change\r\n\
+- [ ] Bug fix\r\n\
+- [x] New feature\r\n\
+\r\n\
+## Checklist\r\n\
+- [x] Tests added\r\n\
+- [x] Docs updated\r\n";
+
+/// HAND-WRITTEN, in Dependabot's shape.
+const DEPENDABOT_BODY: &str = "Bumps [serde](https://github.com/serde-rs/serde) from 1.0.210 to 1.0.215.\n\
+<details>\n<summary>Release notes</summary>\n<p>Sourced from serde's releases.</p>\n</details>\n\
+<details>\n<summary>Commits</summary>\n<ul><li>Release 1.0.215</li></ul>\n</details>\n\
+<br />\n\n\
+[![Dependabot compatibility score](https://dependabot-badges.githubapp.com/badges/compatibility_score?dependency-name=serde&package-manager=cargo&previous-version=1.0.210&new-version=1.0.215)](https://docs.github.com/en/github/managing-security-vulnerabilities/about-dependabot-security-updates#about-compatibility-scores)\n\n\
+Dependabot will resolve any conflicts with this PR as long as you don't alter it yourself.\n\n\
+---\n\n\
+<details>\n<summary>Dependabot commands and options</summary>\n<br />\n\n\
+You can trigger Dependabot actions by commenting on this PR:\n\
+- `@dependabot rebase` will rebase this PR\n\
+</details>\n";
+
+/// HAND-WRITTEN, in Renovate's shape.
+const RENOVATE_BODY: &str = "[![Mend Renovate](https://app.renovatebot.com/images/banner.svg)](https://renovatebot.com)\n\n\
+This PR contains the following updates:\n\n\
+| Package | Type | Update | Change |\n|---|---|---|---|\n\
+| [tokio](https://tokio.rs) ([source](https://github.com/tokio-rs/tokio)) | dependencies | minor | `1.47.1` -> `1.48.0` |\n\n\
+---\n\n### Release Notes\n\n<details>\n<summary>tokio-rs/tokio (tokio)</summary>\n\n\
+### [`v1.48.0`](https://github.com/tokio-rs/tokio/releases/tag/tokio-1.48.0)\n\n</details>\n\n\
+---\n\n### Configuration\n\n📅 **Schedule**: Branch creation - At any time.\n\n\
+---\n\nThis PR was generated by [Mend Renovate](https://mend.io/renovate/).\n";
+
+struct Hand {
+    number: u64,
+    title: &'static str,
+    author: &'static str,
+    merged_at: &'static str,
+    labels: &'static [&'static str],
+    body: &'static str,
+    files: &'static [(&'static str, u64, u64)],
+    issues: &'static [(&'static str, &'static str, u64)],
+}
+
+/// The row as the summarize worker leaves it: its summary written from the row once.
+fn hand_row(h: &Hand, modules: &[String]) -> Item {
+    let url = format!("https://github.com/acme/ledger/pull/{}", h.number);
+    let mut row = HashMap::from([
+        (attr::REPO.to_string(), s("acme/ledger")),
+        (
+            attr::PR_NUMBER.to_string(),
+            AttributeValue::N(h.number.to_string()),
+        ),
+        (attr::TITLE.to_string(), s(h.title)),
+        (attr::BODY.to_string(), s(h.body)),
+        (attr::AUTHOR.to_string(), s(h.author)),
+        (attr::URL.to_string(), s(&url)),
+        (attr::MERGED_AT.to_string(), s(h.merged_at)),
+        (
+            attr::LABELS.to_string(),
+            AttributeValue::L(h.labels.iter().map(|l| s(l)).collect()),
+        ),
+        (attr::FILES.to_string(), files(h.files)),
+    ]);
+    let files: Vec<String> = h.files.iter().map(|f| f.0.to_string()).collect();
+    let labels: Vec<String> = h.labels.iter().map(|l| l.to_string()).collect();
+    let summary = extractive(&SummaryInput {
+        title: h.title,
+        body: Some(h.body),
+        labels: &labels,
+        files: &files,
+        issues: &[],
+        modules,
+    });
+    row.insert(attr::SUMMARY.to_string(), s(&summary.text));
+    row.insert(
+        attr::LINKED_ISSUES.to_string(),
+        AttributeValue::L(
+            h.issues
+                .iter()
+                .map(|(t, st, n)| {
+                    issue(t, st, &format!("https://github.com/acme/ledger/issues/{n}"))
+                })
+                .collect(),
+        ),
+    );
+    row
+}
+
+#[test]
+fn a_hand_written_core_module_page() {
+    let rows = [
+        Hand {
+            number: 41,
+            title: "feat(parser): stream large statements instead of loading them",
+            author: "alice",
+            merged_at: "2026-10-14T09:12:00Z",
+            labels: &["enhancement", "performance"],
+            body: TEMPLATE_BODY,
+            files: &[
+                ("src/parser/stream.rs", 240, 0),
+                ("src/parser/mod.rs", 35, 80),
+                ("src/reader.rs", 60, 12),
+                ("src/parser/record.rs", 18, 4),
+                ("src/lib.rs", 3, 1),
+                ("src/parser/stream_test.rs", 150, 0),
+                ("docs/parsing.md", 40, 2),
+            ],
+            issues: &[(
+                "Import of a 2 GB statement runs out of memory",
+                "closed",
+                37,
+            )],
+        },
+        Hand {
+            number: 44,
+            title: "fix: accept CRLF line endings in CSV headers",
+            author: "bob",
+            merged_at: "2026-11-03T16:40:00Z",
+            labels: &["bug"],
+            body: "<!-- What does this fix? -->\nHeaders written by Excel end in `\\r\\n`; the \
+                   header parser now trims the carriage return, so the first column is no \
+                   longer named `date\\r`.",
+            files: &[
+                ("src/parser/header.rs", 9, 2),
+                ("src/parser/header_test.rs", 25, 0),
+            ],
+            issues: &[("First column is named \"date\\r\"", "closed", 43)],
+        },
+        Hand {
+            number: 45,
+            title: "chore(deps): bump serde from 1.0.210 to 1.0.215",
+            author: "dependabot[bot]",
+            merged_at: "2026-11-05T07:02:00Z",
+            labels: &["dependencies"],
+            body: DEPENDABOT_BODY,
+            files: &[("Cargo.toml", 1, 1), ("Cargo.lock", 4, 4)],
+            issues: &[],
+        },
+        Hand {
+            number: 47,
+            title: "Update Rust crate tokio to v1.48.0",
+            author: "renovate[bot]",
+            merged_at: "2026-11-12T03:15:00Z",
+            labels: &["dependencies"],
+            body: RENOVATE_BODY,
+            files: &[("Cargo.toml", 1, 1), ("Cargo.lock", 12, 10)],
+            issues: &[],
+        },
+        Hand {
+            number: 50,
+            title: "Refactor the reader into a buffered source",
+            author: "alice",
+            merged_at: "2026-11-20T11:30:00Z",
+            labels: &[],
+            body: "",
+            files: &[("src/reader.rs", 70, 95), ("src/source.rs", 88, 0)],
+            issues: &[],
+        },
+    ];
+    let config = ModulesConfig::from_yaml(MODULES).unwrap();
+    let repo = RepoName::parse("acme/ledger").unwrap();
+    let mut entries = Vec::new();
+    for h in &rows {
+        let paths: Vec<&str> = h.files.iter().map(|f| f.0).collect();
+        let modules = tag_modules(&repo, &paths, config.for_repo(&repo), None);
+        assert!(
+            modules.contains(&"core".to_string()),
+            "#{}: {modules:?}",
+            h.number
+        );
+        entries.push(entry_from_item(&hand_row(h, &modules)).unwrap());
+    }
+    let page = ModulePage::new("acme/ledger", "core", entries).with_paths(module_paths(
+        &repo,
+        "core",
+        config.for_repo(&repo),
+    ));
+    check("core-module.md", &render_markdown(&page));
+}
