@@ -247,7 +247,15 @@ async fn a_signed_delivery_ends_as_an_entry_in_the_modules_markdown_narrative() 
     );
     assert!(text.contains("(#2)"), "{text}");
     assert_eq!(text.matches("(#2)").count(), 1, "one entry: {text}");
-    let item = stack.store().get(&repo, 2).await.unwrap().unwrap();
+    // The page is written before the row is committed: wait for the commit.
+    let mut item = stack.store().get(&repo, 2).await.unwrap().unwrap();
+    for _ in 0..50 {
+        if item.contains_key(attr::SUMMARIZED_AT) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        item = stack.store().get(&repo, 2).await.unwrap().unwrap();
+    }
     assert!(item.contains_key(attr::SUMMARIZED_AT));
     assert!(!item.contains_key(attr::PENDING_SHARD));
     println!("{text}");
@@ -268,4 +276,58 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
             }
         })
         .collect()
+}
+
+#[tokio::test]
+async fn with_a_notion_token_and_parent_the_local_stack_publishes_to_notion_and_markdown() {
+    let (notion, parent) = support::notion_stub::NotionStub::start("ntn_local").await;
+    let stack = start_with(vec![
+        ("NOTION_TOKEN".into(), "ntn_local".into()),
+        ("NOTION_PARENT_PAGE_ID".into(), parent.clone()),
+        ("NOTION_API_URL".into(), notion.url()),
+        ("PUBLISH_MARKDOWN".into(), "1".into()),
+    ])
+    .await;
+    let dir = infra::emulator::repo_root().join("events");
+    infra::replay::replay(&dir, &stack.webhook_url(), stack.secret(), stack.store())
+        .await
+        .unwrap();
+    let repo = RepoName::parse("Codertocat/Hello-World").unwrap();
+    let mut summarized = false;
+    for _ in 0..200 {
+        let item = stack.store().get(&repo, 2).await.unwrap();
+        if item.is_some_and(|i| i.contains_key(attr::SUMMARIZED_AT)) {
+            summarized = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(
+        summarized,
+        "not summarized within 20 s: {:?}",
+        notion.requests()
+    );
+    // Enrichment is off (no GitHub token): the module is the repository itself. The events/
+    // replay ends with an edit after the merge, so the newer title is the one shown.
+    let pages = notion.child_pages(&parent);
+    assert_eq!(pages.len(), 1, "{pages:?}");
+    assert_eq!(
+        pages[0].1,
+        "Codertocat/Hello-World · Codertocat/Hello-World"
+    );
+    let blocks = notion.blocks(&pages[0].0);
+    let headings: Vec<&str> = blocks
+        .iter()
+        .filter(|b| b.kind == "heading_3")
+        .map(|b| b.text.as_str())
+        .collect();
+    assert_eq!(
+        headings,
+        ["2019-05-15 — Update the README with new information (edited after merge) (#2)"]
+    );
+    let markdown = std::path::Path::new(stack.output_dir())
+        .join("Codertocat/Hello-World/Codertocat__Hello-World.md");
+    assert!(std::fs::read_to_string(markdown).unwrap().contains("(#2)"));
+    stack.shutdown().await;
+    notion.stop().await;
 }
