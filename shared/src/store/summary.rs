@@ -154,7 +154,8 @@ impl PrStore {
             update.set(
                 attr::FAILED_REASON,
                 AttributeValue::S(format!(
-                    "gave up after {attempts} attempts; last error: {error}"
+                    "gave up after {attempts} attempt{}; last error: {error}",
+                    if attempts == 1 { "" } else { "s" }
                 )),
             );
             update.remove(attr::PENDING_SHARD);
