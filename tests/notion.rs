@@ -8,10 +8,9 @@ use std::time::{Duration, Instant};
 
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
 use aws_sdk_dynamodb::types::AttributeValue;
-use shared::domain::{Delivery, RepoName};
+use shared::domain::RepoName;
 use shared::narrative::{self, Block, ModulePage};
 use shared::notion::NotionClient;
-use shared::payload::{classify_pull_request, Classified};
 use shared::publish::{MarkdownPublisher, NotionPublisher, Publisher, Publishers};
 use shared::secret::Secret;
 use shared::store::{attr, notion_record, Item, NotionRecord, PrStore};
@@ -86,19 +85,7 @@ async fn pending(store: &PrStore, number: u64, merged_at: &str, body: Option<&st
     if let Some(body) = body {
         payload["pull_request"]["body"] = serde_json::json!(body);
     }
-    let Ok(Classified::Merged(pr)) = classify_pull_request(payload.to_string().as_bytes()) else {
-        panic!("not a merged PR")
-    };
-    store
-        .upsert(
-            &pr,
-            &Delivery {
-                id: format!("d-{number}"),
-                received_at: OffsetDateTime::now_utc(),
-            },
-        )
-        .await
-        .unwrap();
+    store_merged(store, &payload, OffsetDateTime::now_utc()).await;
 }
 
 /// What the enrich stage would have stored: the changed files.

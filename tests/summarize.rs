@@ -7,9 +7,8 @@ use std::time::{Duration, Instant};
 
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
 use futures::future::BoxFuture;
-use shared::domain::{Delivery, RepoName};
+use shared::domain::RepoName;
 use shared::narrative::ModulePage;
-use shared::payload::{classify_pull_request, Classified};
 use shared::publish::{Publication, PublishError, Publisher};
 use shared::store::{attr, Item, PrStore};
 use shared::summarize::SummarizeHandler;
@@ -81,19 +80,7 @@ impl Publisher for Recorder {
 async fn pending(store: &PrStore, number: u64) {
     let mut payload = merged_payload();
     payload["pull_request"]["number"] = serde_json::json!(number);
-    let Ok(Classified::Merged(pr)) = classify_pull_request(payload.to_string().as_bytes()) else {
-        panic!()
-    };
-    store
-        .upsert(
-            &pr,
-            &Delivery {
-                id: format!("d-{number}"),
-                received_at: OffsetDateTime::now_utc(),
-            },
-        )
-        .await
-        .unwrap();
+    store_merged(store, &payload, OffsetDateTime::now_utc()).await;
 }
 
 fn message(id: &str, number: u64) -> SqsMessage {

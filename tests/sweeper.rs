@@ -5,8 +5,6 @@ use std::time::{Duration, Instant};
 
 use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
 use shared::config::SweeperConfig;
-use shared::domain::Delivery;
-use shared::payload::{classify_pull_request, Classified};
 use shared::store::{attr, PrStore};
 use shared::sweeper::{SummarizeMessage, Sweeper};
 use support::*;
@@ -16,19 +14,7 @@ use time::OffsetDateTime;
 async fn pending(store: &PrStore, number: u64, received_at: OffsetDateTime) {
     let mut payload = merged_payload();
     payload["pull_request"]["number"] = serde_json::json!(number);
-    let Ok(Classified::Merged(pr)) = classify_pull_request(payload.to_string().as_bytes()) else {
-        panic!()
-    };
-    store
-        .upsert(
-            &pr,
-            &Delivery {
-                id: format!("d-{number}"),
-                received_at,
-            },
-        )
-        .await
-        .unwrap();
+    store_merged(store, &payload, received_at).await;
 }
 
 async fn queue(sdk: &aws_config::SdkConfig) -> (aws_sdk_sqs::Client, String) {

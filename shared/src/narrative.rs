@@ -809,6 +809,29 @@ fn code_span(s: &str) -> String {
     }
 }
 
+/// An entry for unit tests of the narrative and the publishers.
+#[cfg(test)]
+pub(crate) mod sample {
+    use super::Entry;
+
+    pub fn entry(number: u64, merged_at: &str, author: &str) -> Entry {
+        Entry {
+            repo: "acme/widgets".into(),
+            number,
+            title: format!("Change {number}"),
+            url: format!("https://github.com/acme/widgets/pull/{number}"),
+            author: author.into(),
+            merged_at: merged_at.into(),
+            labels: vec![],
+            kind: None,
+            summary: format!("Summary of {number}."),
+            description: String::new(),
+            files: vec![],
+            linked_issues: vec![],
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -853,22 +876,7 @@ mod tests {
         ])
     }
 
-    fn entry(number: u64, merged_at: &str, author: &str) -> Entry {
-        Entry {
-            repo: "acme/widgets".into(),
-            number,
-            title: format!("Change {number}"),
-            url: format!("https://github.com/acme/widgets/pull/{number}"),
-            author: author.into(),
-            merged_at: merged_at.into(),
-            labels: vec![],
-            kind: None,
-            summary: format!("Summary of {number}."),
-            description: String::new(),
-            files: vec![],
-            linked_issues: vec![],
-        }
-    }
+    use super::sample::entry;
 
     // --- entry_from_item ---
 

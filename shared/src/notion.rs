@@ -685,32 +685,29 @@ fn id_of(value: &Value, what: &str) -> Result<String, NotionError> {
         })
 }
 
-/// The plain text of a Notion block's rich text (for reading a page back).
-pub fn block_text(block: &Value) -> String {
+/// The rich-text items of a Notion block as the API returns it.
+fn rich_text_items(block: &Value) -> &[Value] {
     let kind = block["type"].as_str().unwrap_or_default();
     block[kind]["rich_text"]
         .as_array()
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(|i| i["plain_text"].as_str().or(i["text"]["content"].as_str()))
-                .collect()
-        })
+        .map(Vec::as_slice)
         .unwrap_or_default()
+}
+
+/// The plain text of a Notion block's rich text (for reading a page back).
+pub fn block_text(block: &Value) -> String {
+    rich_text_items(block)
+        .iter()
+        .filter_map(|i| i["plain_text"].as_str().or(i["text"]["content"].as_str()))
+        .collect()
 }
 
 /// The link URLs in a Notion block's rich text.
 pub fn block_links(block: &Value) -> Vec<String> {
-    let kind = block["type"].as_str().unwrap_or_default();
-    block[kind]["rich_text"]
-        .as_array()
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(|i| i["text"]["link"]["url"].as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
+    rich_text_items(block)
+        .iter()
+        .filter_map(|i| i["text"]["link"]["url"].as_str().map(str::to_string))
+        .collect()
 }
 
 #[cfg(test)]

@@ -393,20 +393,7 @@ mod tests {
     }
 
     fn entry(number: u64, merged_at: &str) -> Entry {
-        Entry {
-            repo: "acme/widgets".into(),
-            number,
-            title: format!("Change {number}"),
-            url: format!("https://github.com/acme/widgets/pull/{number}"),
-            author: "alice".into(),
-            merged_at: merged_at.into(),
-            labels: vec![],
-            kind: None,
-            summary: format!("Summary of {number}."),
-            description: String::new(),
-            files: vec![],
-            linked_issues: vec![],
-        }
+        crate::narrative::sample::entry(number, merged_at, "alice")
     }
 
     fn files_under(dir: &Path) -> Vec<PathBuf> {

@@ -18,6 +18,7 @@ use shared::webhook::{Verifier, WebhookHandler, WebhookRequest};
 pub mod github_stub;
 pub mod messages_stub;
 pub mod notion_stub;
+pub mod serve;
 pub use infra::samples;
 
 pub const SECRET: &str = "test-webhook-secret";
@@ -98,6 +99,31 @@ pub async fn fresh_table(sdk: &SdkConfig) -> PrStore {
             pending_shards: 4,
         },
     )
+}
+
+/// Stores a merged delivery the way the webhook does (`payload` is a `pull_request` event whose
+/// PR is merged), as delivery `d-<number>` received at `received_at`.
+pub async fn store_merged(
+    store: &PrStore,
+    payload: &serde_json::Value,
+    received_at: time::OffsetDateTime,
+) {
+    let shared::payload::Classified::Merged(pr) =
+        shared::payload::classify_pull_request(payload.to_string().as_bytes())
+            .expect("a valid pull_request payload")
+    else {
+        panic!("the payload's PR is not merged")
+    };
+    store
+        .upsert(
+            &pr,
+            &shared::domain::Delivery {
+                id: format!("d-{}", pr.number),
+                received_at,
+            },
+        )
+        .await
+        .unwrap();
 }
 
 /// A Notion pages table of its own for one test, created from `template.yaml`'s definition.

@@ -31,13 +31,8 @@ use bytes::Bytes;
 use http::{HeaderMap, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
 
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 pub const DEFAULT_TEXT: &str = "Summarizes the change for a newcomer.";
@@ -106,8 +101,7 @@ struct State {
 pub struct MessagesStub {
     addr: SocketAddr,
     state: Arc<Mutex<State>>,
-    stop: Arc<watch::Sender<bool>>,
-    task: Arc<Mutex<Option<JoinHandle<()>>>>,
+    server: crate::serve::Serving,
 }
 
 impl MessagesStub {
@@ -124,34 +118,12 @@ impl MessagesStub {
             default: Reply::Text(DEFAULT_TEXT.to_string()),
             requests: Vec::new(),
         }));
-        let (stop, mut stopped) = watch::channel(false);
         let shared = state.clone();
-        let task = tokio::spawn(async move {
-            let mut connections = tokio::task::JoinSet::new();
-            loop {
-                tokio::select! {
-                    _ = stopped.changed() => break,
-                    accepted = listener.accept() => {
-                        let Ok((stream, _)) = accepted else { continue };
-                        let state = shared.clone();
-                        connections.spawn(async move {
-                            let service = service_fn(move |req| handle(state.clone(), req));
-                            let _ = http1::Builder::new()
-                                .serve_connection(TokioIo::new(stream), service)
-                                .await;
-                        });
-                    }
-                }
-            }
-            // Keep-alive connections and hanging requests would otherwise hold shutdown.
-            connections.abort_all();
-            while connections.join_next().await.is_some() {}
-        });
+        let server = crate::serve::Serving::spawn(listener, move |req| handle(shared.clone(), req));
         MessagesStub {
             addr,
             state,
-            stop: Arc::new(stop),
-            task: Arc::new(Mutex::new(Some(task))),
+            server,
         }
     }
 
@@ -186,11 +158,7 @@ impl MessagesStub {
 
     /// Stops accepting and drops open connections (a hanging request is cut).
     pub async fn stop(self) {
-        let _ = self.stop.send(true);
-        let task = self.task.lock().unwrap().take();
-        if let Some(task) = task {
-            let _ = task.await;
-        }
+        self.server.stop().await;
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {

@@ -30,13 +30,9 @@ use bytes::Bytes;
 use http::{HeaderMap, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
-use tokio::sync::{watch, Notify};
-use tokio::task::JoinHandle;
+use tokio::sync::Notify;
 
 pub const NOTION_VERSION: &str = "2025-09-03";
 const MAX_CHILDREN: usize = 100;
@@ -106,8 +102,7 @@ struct State {
 pub struct NotionStub {
     addr: SocketAddr,
     state: Arc<Mutex<State>>,
-    stop: Arc<watch::Sender<bool>>,
-    task: Arc<Mutex<Option<JoinHandle<()>>>>,
+    server: crate::serve::Serving,
     /// Notified when a [`Fault::HangAfterApply`] request has been applied.
     pub applied: Arc<Notify>,
 }
@@ -137,35 +132,15 @@ impl NotionStub {
             next_id: 1,
         }));
         let applied = Arc::new(Notify::new());
-        let (stop, mut stopped) = watch::channel(false);
         let shared = state.clone();
         let notify = applied.clone();
-        let task = tokio::spawn(async move {
-            let mut connections = tokio::task::JoinSet::new();
-            loop {
-                tokio::select! {
-                    _ = stopped.changed() => break,
-                    accepted = listener.accept() => {
-                        let Ok((stream, _)) = accepted else { continue };
-                        let state = shared.clone();
-                        let notify = notify.clone();
-                        connections.spawn(async move {
-                            let service = service_fn(move |req| handle(state.clone(), notify.clone(), req));
-                            let _ = http1::Builder::new()
-                                .serve_connection(TokioIo::new(stream), service)
-                                .await;
-                        });
-                    }
-                }
-            }
-            connections.abort_all();
-            while connections.join_next().await.is_some() {}
+        let server = crate::serve::Serving::spawn(listener, move |req| {
+            handle(shared.clone(), notify.clone(), req)
         });
         let stub = NotionStub {
             addr,
             state,
-            stop: Arc::new(stop),
-            task: Arc::new(Mutex::new(Some(task))),
+            server,
             applied,
         };
         let parent = stub.add_page(None, "Engineering onboarding", true);
@@ -256,11 +231,7 @@ impl NotionStub {
     }
 
     pub async fn stop(self) {
-        let _ = self.stop.send(true);
-        let task = self.task.lock().unwrap().take();
-        if let Some(task) = task {
-            let _ = task.await;
-        }
+        self.server.stop().await;
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {

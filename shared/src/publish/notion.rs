@@ -473,20 +473,7 @@ mod tests {
     use crate::narrative::Entry;
 
     fn entry(number: u64, merged_at: &str) -> Entry {
-        Entry {
-            repo: "acme/widgets".into(),
-            number,
-            title: format!("Change {number}"),
-            url: format!("https://github.com/acme/widgets/pull/{number}"),
-            author: "alice".into(),
-            merged_at: merged_at.into(),
-            labels: vec![],
-            kind: None,
-            summary: String::new(),
-            description: String::new(),
-            files: vec![],
-            linked_issues: vec![],
-        }
+        crate::narrative::sample::entry(number, merged_at, "alice")
     }
 
     fn on_page(merged_at: &str, last: &str) -> PageEntry {
