@@ -658,3 +658,55 @@ fn tagging_of(row: &Item) -> Vec<String> {
         _ => Vec::new(),
     }
 }
+
+#[tokio::test]
+async fn notion_requests_per_published_pr() {
+    let s = setup().await;
+    for n in 61..=63 {
+        pending(
+            &s.store,
+            n,
+            &format!("2024-09-{:02}T00:00:00Z", n - 50),
+            None,
+        )
+        .await;
+    }
+    let mut costs = Vec::new();
+    for n in 61..=63 {
+        let before = s.stub.requests().len();
+        let r = s
+            .handler
+            .handle(batch(vec![message(&format!("m{n}"), n)]), within(30), "inv")
+            .await;
+        assert!(r.batch_item_failures.is_empty(), "{r:?}");
+        let made: Vec<String> = s.stub.requests()[before..]
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} {}",
+                    r.method,
+                    if r.path.ends_with("/children") {
+                        "children"
+                    } else {
+                        "block/page"
+                    }
+                )
+            })
+            .collect();
+        costs.push(made);
+    }
+    println!("Notion requests per PR: {costs:?}");
+    // New module: create the page, read its header ids, append the entry.
+    assert_eq!(
+        costs[0],
+        ["POST block/page", "GET children", "PATCH children"]
+    );
+    // A later PR: the append, then the two header lines that changed (the counts and the
+    // author's count); the paths line is left alone.
+    for later in &costs[1..] {
+        assert_eq!(
+            *later,
+            ["PATCH children", "PATCH block/page", "PATCH block/page"]
+        );
+    }
+}

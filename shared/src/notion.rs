@@ -804,6 +804,8 @@ mod tests {
     fn access_errors_say_what_to_do() {
         let e = access_action(StatusCode::UNAUTHORIZED, "unauthorized");
         assert!(e.contains("NOTION_TOKEN"));
+        let e = access_action(StatusCode::FORBIDDEN, "restricted_resource");
+        assert!(e.contains("Insert content"), "{e}");
         let e = access_action(StatusCode::NOT_FOUND, "object_not_found");
         assert!(e.contains("Connections"));
     }
