@@ -710,3 +710,46 @@ async fn notion_requests_per_published_pr() {
         );
     }
 }
+
+#[tokio::test]
+async fn the_token_is_read_from_secrets_manager_as_the_template_configures_it() {
+    let sdk = sdk().await;
+    let store = fresh_table(&sdk).await;
+    let pages = fresh_pages_table(&sdk).await;
+    let (stub, parent) = NotionStub::start(TOKEN).await;
+    let arn = aws_sdk_secretsmanager::Client::new(&sdk)
+        .create_secret()
+        .name(format!(
+            "chronicle/notion-{}",
+            uuid::Uuid::new_v4().simple()
+        ))
+        .secret_string(TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .arn
+        .unwrap();
+    // The summarize function's environment as template.yaml sets it (Markdown off).
+    let vars = [
+        ("TABLE_NAME", store.table_name().to_string()),
+        ("NOTION_TOKEN_ARN", arn),
+        ("NOTION_PARENT_PAGE_ID", parent.clone()),
+        ("NOTION_PAGES_TABLE", pages.table_name().to_string()),
+        ("NOTION_API_URL", stub.url()),
+        ("PUBLISH_MARKDOWN", "false".to_string()),
+    ];
+    let config = shared::config::SummarizeConfig::from_lookup(&|k: &str| {
+        vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())
+    })
+    .unwrap();
+    let handler = Arc::new(SummarizeHandler::from_config(&config, &sdk).await.unwrap());
+    pending(&store, 70, "2024-10-01T00:00:00Z", None).await;
+    let r = handler
+        .handle(batch(vec![message("m70", 70)]), within(30), "inv")
+        .await;
+    assert!(r.batch_item_failures.is_empty(), "{r:?}");
+    let pages = stub.child_pages(&parent);
+    assert_eq!(pages.len(), 1);
+    assert_eq!(entry_count(&stub.blocks(&pages[0].0), 70), 1);
+    assert!(row(&store, 70).await.contains_key(attr::SUMMARIZED_AT));
+}
