@@ -2,8 +2,9 @@
 //! `WebhookHandler` the Lambda function runs (API Gateway's place, minus API Gateway).
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
@@ -19,11 +20,62 @@ use tokio::task::JoinHandle;
 
 pub const WEBHOOK_PATH: &str = "/webhook";
 
-/// A running server; dropping it does not stop it, [`ServerHandle::shutdown`] does.
+/// A running HTTP/1.1 accept loop. Clones share it; dropping it does not stop it,
+/// [`Serving::stop`] does.
+#[derive(Clone)]
+pub struct Serving {
+    stop: Arc<watch::Sender<bool>>,
+    task: Arc<Mutex<Option<JoinHandle<()>>>>,
+}
+
+impl Serving {
+    /// Accepts on `listener` and serves each connection with `handle`, until stopped.
+    pub fn spawn<F, Fut>(listener: TcpListener, handle: F) -> Serving
+    where
+        F: Fn(Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
+        Fut: Future<Output = Result<Response<Full<Bytes>>, Infallible>> + Send + 'static,
+    {
+        let (stop, mut stopped) = watch::channel(false);
+        let task = tokio::spawn(async move {
+            let mut connections = tokio::task::JoinSet::new();
+            loop {
+                tokio::select! {
+                    _ = stopped.changed() => break,
+                    accepted = listener.accept() => {
+                        let Ok((stream, _)) = accepted else { continue };
+                        let handle = handle.clone();
+                        connections.spawn(async move {
+                            let _ = http1::Builder::new()
+                                .serve_connection(TokioIo::new(stream), service_fn(handle))
+                                .await;
+                        });
+                    }
+                }
+            }
+            // Keep-alive connections (and hanging requests) would otherwise hold shutdown.
+            connections.abort_all();
+            while connections.join_next().await.is_some() {}
+        });
+        Serving {
+            stop: Arc::new(stop),
+            task: Arc::new(Mutex::new(Some(task))),
+        }
+    }
+
+    /// Stops accepting and drops open connections.
+    pub async fn stop(&self) {
+        let _ = self.stop.send(true);
+        let task = self.task.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(task) = task {
+            let _ = task.await;
+        }
+    }
+}
+
+/// The webhook server; dropping it does not stop it, [`ServerHandle::shutdown`] does.
 pub struct ServerHandle {
     addr: SocketAddr,
-    stop: watch::Sender<bool>,
-    task: JoinHandle<()>,
+    serving: Serving,
 }
 
 impl ServerHandle {
@@ -35,10 +87,9 @@ impl ServerHandle {
         format!("http://{}{WEBHOOK_PATH}", self.addr)
     }
 
-    /// Stops accepting, lets requests in flight finish.
+    /// Stops accepting and drops open connections.
     pub async fn shutdown(self) {
-        let _ = self.stop.send(true);
-        let _ = self.task.await;
+        self.serving.stop().await;
     }
 }
 
@@ -49,27 +100,8 @@ pub async fn serve(
 ) -> std::io::Result<ServerHandle> {
     let listener = TcpListener::bind(addr).await?;
     let addr = listener.local_addr()?;
-    let (stop, mut stopped) = watch::channel(false);
-    let task = tokio::spawn(async move {
-        let mut connections = tokio::task::JoinSet::new();
-        loop {
-            tokio::select! {
-                _ = stopped.changed() => break,
-                accepted = listener.accept() => {
-                    let Ok((stream, _)) = accepted else { continue };
-                    let handler = handler.clone();
-                    connections.spawn(async move {
-                        let service = service_fn(move |req| route(handler.clone(), req));
-                        let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
-                    });
-                }
-            }
-        }
-        // Keep-alive connections would otherwise hold shutdown forever.
-        connections.abort_all();
-        while connections.join_next().await.is_some() {}
-    });
-    Ok(ServerHandle { addr, stop, task })
+    let serving = Serving::spawn(listener, move |req| route(handler.clone(), req));
+    Ok(ServerHandle { addr, serving })
 }
 
 async fn route(

@@ -164,7 +164,7 @@ struct Fixtures {
 pub struct GitHubStub {
     addr: SocketAddr,
     state: Arc<Mutex<State>>,
-    server: crate::serve::Serving,
+    server: infra::http_server::Serving,
 }
 
 impl GitHubStub {
@@ -190,7 +190,7 @@ impl GitHubStub {
             served: 0,
         }));
         let shared = state.clone();
-        let server = crate::serve::Serving::spawn(listener, move |req| {
+        let server = infra::http_server::Serving::spawn(listener, move |req| {
             handle(shared.clone(), fixtures.clone(), req)
         });
         GitHubStub {

@@ -18,7 +18,6 @@ use shared::webhook::{Verifier, WebhookHandler, WebhookRequest};
 pub mod github_stub;
 pub mod messages_stub;
 pub mod notion_stub;
-pub mod serve;
 pub use infra::samples;
 
 pub const SECRET: &str = "test-webhook-secret";

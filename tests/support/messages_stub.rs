@@ -101,7 +101,7 @@ struct State {
 pub struct MessagesStub {
     addr: SocketAddr,
     state: Arc<Mutex<State>>,
-    server: crate::serve::Serving,
+    server: infra::http_server::Serving,
 }
 
 impl MessagesStub {
@@ -119,7 +119,8 @@ impl MessagesStub {
             requests: Vec::new(),
         }));
         let shared = state.clone();
-        let server = crate::serve::Serving::spawn(listener, move |req| handle(shared.clone(), req));
+        let server =
+            infra::http_server::Serving::spawn(listener, move |req| handle(shared.clone(), req));
         MessagesStub {
             addr,
             state,
