@@ -276,16 +276,7 @@ impl PrStore {
     where
         E: std::error::Error + aws_sdk_dynamodb::error::ProvideErrorMetadata + 'static,
     {
-        match result {
-            Ok(_) => Ok(true),
-            Err(e)
-                if e.as_service_error().and_then(|s| s.code())
-                    == Some("ConditionalCheckFailedException") =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(self.dynamo_error(operation, &e)),
-        }
+        applied(self.table_name(), operation, result)
     }
 
     fn dynamo_error<E>(
@@ -296,11 +287,43 @@ impl PrStore {
     where
         E: std::error::Error + aws_sdk_dynamodb::error::ProvideErrorMetadata + 'static,
     {
-        StoreError::Dynamo {
-            operation,
-            table: self.table_name().to_string(),
-            message: crate::aws::error_message(err),
+        dynamo_error(self.table_name(), operation, err)
+    }
+}
+
+/// `true` if a conditional write on `table` was applied, `false` if its condition refused it.
+fn applied<T, E>(
+    table: &str,
+    operation: &'static str,
+    result: Result<T, aws_sdk_dynamodb::error::SdkError<E>>,
+) -> Result<bool, StoreError>
+where
+    E: std::error::Error + aws_sdk_dynamodb::error::ProvideErrorMetadata + 'static,
+{
+    match result {
+        Ok(_) => Ok(true),
+        Err(e)
+            if e.as_service_error().and_then(|s| s.code())
+                == Some("ConditionalCheckFailedException") =>
+        {
+            Ok(false)
         }
+        Err(e) => Err(dynamo_error(table, operation, &e)),
+    }
+}
+
+fn dynamo_error<E>(
+    table: &str,
+    operation: &'static str,
+    err: &aws_sdk_dynamodb::error::SdkError<E>,
+) -> StoreError
+where
+    E: std::error::Error + aws_sdk_dynamodb::error::ProvideErrorMetadata + 'static,
+{
+    StoreError::Dynamo {
+        operation,
+        table: table.to_string(),
+        message: crate::aws::error_message(err),
     }
 }
 

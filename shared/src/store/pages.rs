@@ -143,7 +143,7 @@ impl NotionPages {
                     };
                     Ok(PageLock::Busy { until })
                 }
-                _ => Err(self.error("UpdateItem", &e)),
+                _ => Err(super::dynamo_error(&self.table, "UpdateItem", &e)),
             },
         }
     }
@@ -319,31 +319,7 @@ impl NotionPages {
         for (placeholder, value) in values {
             request = request.expression_attribute_values(placeholder, value);
         }
-        match request.send().await {
-            Ok(_) => Ok(true),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(self.error("UpdateItem", &e)),
-        }
-    }
-
-    fn error<E>(
-        &self,
-        operation: &'static str,
-        e: &aws_sdk_dynamodb::error::SdkError<E>,
-    ) -> StoreError
-    where
-        E: std::error::Error + aws_sdk_dynamodb::error::ProvideErrorMetadata + 'static,
-    {
-        StoreError::Dynamo {
-            operation,
-            table: self.table.clone(),
-            message: crate::aws::error_message(e),
-        }
+        super::applied(&self.table, "UpdateItem", request.send().await)
     }
 }
 
