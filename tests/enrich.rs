@@ -77,16 +77,8 @@ fn event(records: Vec<EventRecord>) -> Event {
     e
 }
 
-fn deadline(secs: u64) -> Instant {
-    Instant::now() + Duration::from_secs(secs)
-}
-
 async fn row(store: &PrStore, number: u64) -> Item {
-    store
-        .get(&shared::domain::RepoName::parse(REPO).unwrap(), number)
-        .await
-        .unwrap()
-        .unwrap()
+    stored_row(store, REPO, number).await
 }
 
 fn n(item: &Item, name: &str) -> u64 {
@@ -126,7 +118,7 @@ async fn two_hundred_fifty_files_over_three_pages_and_linked_issues_one_missing(
     stub.add_issue("octocat/Hello-World", 9, "Crash on start", "closed");
 
     let response = enricher(&store, &stub, 2)
-        .handle(event(vec![insert_record(2, "100")]), deadline(30), "inv-1")
+        .handle(event(vec![insert_record(2, "100")]), within(30), "inv-1")
         .await;
     assert!(response.batch_item_failures.is_empty(), "{response:?}");
 
@@ -203,7 +195,7 @@ async fn three_thousand_file_cap_and_truncated_paths() {
     stored_pr(&store, 3, None).await;
     stub.add_pull(REPO, 3, PullSpec::with_files(3500));
     let response = enricher(&store, &stub, 1)
-        .handle(event(vec![insert_record(3, "1")]), deadline(60), "inv")
+        .handle(event(vec![insert_record(3, "1")]), within(60), "inv")
         .await;
     assert!(response.batch_item_failures.is_empty(), "{response:?}");
     let item = row(&store, 3).await;
@@ -238,7 +230,7 @@ async fn no_token_means_no_http_call_and_success() {
     let response = disabled
         .handle(
             event(vec![insert_record(4, "1"), insert_record(5, "2")]),
-            deadline(30),
+            within(30),
             "inv",
         )
         .await;
@@ -267,11 +259,7 @@ async fn rate_limits_and_server_errors_fail_the_record_then_the_retry_succeeds()
         // No retries inside the call and too little time to wait: the record fails.
         let handler = enricher(&store, &stub, 0);
         let response = handler
-            .handle(
-                event(vec![insert_record(number, "7")]),
-                deadline(10),
-                "first",
-            )
+            .handle(event(vec![insert_record(number, "7")]), within(10), "first")
             .await;
         assert_eq!(failed(&response), ["7"], "{fault:?}");
         assert!(!row(&store, number).await.contains_key(attr::ENRICHED_AT));
@@ -284,11 +272,7 @@ async fn rate_limits_and_server_errors_fail_the_record_then_the_retry_succeeds()
         stub.lift_rate_limit();
         // The stream retries the record later: now it succeeds.
         let response = handler
-            .handle(
-                event(vec![insert_record(number, "7")]),
-                deadline(10),
-                "retry",
-            )
+            .handle(event(vec![insert_record(number, "7")]), within(10), "retry")
             .await;
         assert!(
             response.batch_item_failures.is_empty(),
@@ -312,7 +296,7 @@ async fn short_rate_limit_waits_and_transient_errors_retry_inside_one_invocation
     stub.fail_next(&format!("/repos/{REPO}/pulls/20/files"), Fault::BadGateway);
     let started = Instant::now();
     let response = enricher(&store, &stub, 2)
-        .handle(event(vec![insert_record(20, "1")]), deadline(30), "inv")
+        .handle(event(vec![insert_record(20, "1")]), within(30), "inv")
         .await;
     assert!(response.batch_item_failures.is_empty(), "{response:?}");
     assert!(
@@ -333,7 +317,7 @@ async fn a_hanging_github_times_out_and_fails_the_record() {
     );
     let started = Instant::now();
     let response = enricher(&store, &stub, 0)
-        .handle(event(vec![insert_record(21, "9")]), deadline(30), "inv")
+        .handle(event(vec![insert_record(21, "9")]), within(30), "inv")
         .await;
     assert_eq!(failed(&response), ["9"]);
     assert!(
@@ -353,7 +337,7 @@ async fn pr_gone_is_skipped_for_good() {
     let response = enricher(&store, &stub, 3)
         .handle(
             event(vec![insert_record(30, "1"), insert_record(31, "2")]),
-            deadline(30),
+            within(30),
             "inv",
         )
         .await;
@@ -388,13 +372,13 @@ async fn duplicate_records_and_concurrent_invocations_enrich_once() {
     // The same record twice in one batch, and two invocations at once with it.
     let batch = || event(vec![insert_record(40, "5"), insert_record(40, "5")]);
     let (a, b) = tokio::join!(
-        handler.handle(batch(), deadline(30), "inv-a"),
-        handler.handle(batch(), deadline(30), "inv-b")
+        handler.handle(batch(), within(30), "inv-a"),
+        handler.handle(batch(), within(30), "inv-b")
     );
     let failures = failed(&a).len() + failed(&b).len();
     assert!(row(&store, 40).await.contains_key(attr::ENRICHED_AT));
     // Losers of the lease report failure and are retried: then they find the row enriched.
-    let retry = handler.handle(batch(), deadline(30), "inv-c").await;
+    let retry = handler.handle(batch(), within(30), "inv-c").await;
     assert!(retry.batch_item_failures.is_empty());
     assert!(failures <= 3, "one of four copies did the work");
     // One enrichment's worth of requests: PR, 2 pages of files, 1 issue.
@@ -428,7 +412,7 @@ async fn summarized_at_and_webhook_fields_are_untouched() {
     let before = row(&store, 50).await;
     stub.add_pull(REPO, 50, PullSpec::with_files(2));
     let response = enricher(&store, &stub, 1)
-        .handle(event(vec![insert_record(50, "1")]), deadline(30), "inv")
+        .handle(event(vec![insert_record(50, "1")]), within(30), "inv")
         .await;
     assert!(response.batch_item_failures.is_empty());
     let after = row(&store, 50).await;
@@ -450,7 +434,7 @@ async fn a_deleted_row_and_a_broken_record_do_not_lose_the_others() {
     let response = enricher(&store, &stub, 1)
         .handle(
             event(vec![insert_record(60, "1"), broken, insert_record(62, "3")]),
-            deadline(30),
+            within(30),
             "inv",
         )
         .await;
@@ -582,7 +566,7 @@ async fn the_sample_stream_event_is_enriched_and_its_modify_ignored() {
         ["INSERT", "MODIFY"]
     );
     let response = enricher(&store, &stub, 1)
-        .handle(sample, deadline(30), "sample")
+        .handle(sample, within(30), "sample")
         .await;
     assert!(response.batch_item_failures.is_empty(), "{response:?}");
     let item = row(&store, 2).await;

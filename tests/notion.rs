@@ -123,24 +123,15 @@ fn repo() -> RepoName {
 }
 
 fn message(id: &str, number: u64) -> SqsMessage {
-    let mut m = SqsMessage::default();
-    m.message_id = Some(id.into());
-    m.body = Some(format!(r#"{{"repo":"{REPO}","prNumber":{number}}}"#));
-    m
+    summarize_message(id, REPO, number)
 }
 
 fn batch(messages: Vec<SqsMessage>) -> SqsEvent {
-    let mut e = SqsEvent::default();
-    e.records = messages;
-    e
-}
-
-fn within(secs: u64) -> Instant {
-    Instant::now() + Duration::from_secs(secs)
+    sqs_batch(messages)
 }
 
 async fn row(store: &PrStore, number: u64) -> Item {
-    store.get(&repo(), number).await.unwrap().unwrap()
+    stored_row(store, REPO, number).await
 }
 
 fn pr_url(number: u64) -> String {

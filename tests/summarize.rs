@@ -84,16 +84,11 @@ async fn pending(store: &PrStore, number: u64) {
 }
 
 fn message(id: &str, number: u64) -> SqsMessage {
-    let mut m = SqsMessage::default();
-    m.message_id = Some(id.into());
-    m.body = Some(format!(r#"{{"repo":"{REPO}","prNumber":{number}}}"#));
-    m
+    summarize_message(id, REPO, number)
 }
 
 fn batch(messages: Vec<SqsMessage>) -> SqsEvent {
-    let mut e = SqsEvent::default();
-    e.records = messages;
-    e
+    sqs_batch(messages)
 }
 
 async fn setup(max_attempts: u32) -> (PrStore, Arc<Recorder>, Arc<SummarizeHandler>) {
@@ -108,16 +103,8 @@ async fn setup(max_attempts: u32) -> (PrStore, Arc<Recorder>, Arc<SummarizeHandl
     (store, recorder, handler)
 }
 
-fn within(secs: u64) -> Instant {
-    Instant::now() + Duration::from_secs(secs)
-}
-
 async fn row(store: &PrStore, number: u64) -> Item {
-    store
-        .get(&RepoName::parse(REPO).unwrap(), number)
-        .await
-        .unwrap()
-        .unwrap()
+    stored_row(store, REPO, number).await
 }
 
 fn failed(r: &aws_lambda_events::event::sqs::SqsBatchResponse) -> Vec<String> {

@@ -125,6 +125,41 @@ pub async fn store_merged(
         .unwrap();
 }
 
+/// An SQS message as the sweeper sends it (`{repo, prNumber}`), with this message id.
+pub fn summarize_message(
+    id: &str,
+    repo: &str,
+    number: u64,
+) -> aws_lambda_events::event::sqs::SqsMessage {
+    let mut m = aws_lambda_events::event::sqs::SqsMessage::default();
+    m.message_id = Some(id.into());
+    m.body = Some(format!(r#"{{"repo":"{repo}","prNumber":{number}}}"#));
+    m
+}
+
+/// These messages as one SQS event (one Lambda invocation's batch).
+pub fn sqs_batch(
+    messages: Vec<aws_lambda_events::event::sqs::SqsMessage>,
+) -> aws_lambda_events::event::sqs::SqsEvent {
+    let mut e = aws_lambda_events::event::sqs::SqsEvent::default();
+    e.records = messages;
+    e
+}
+
+/// A deadline `secs` from now.
+pub fn within(secs: u64) -> std::time::Instant {
+    std::time::Instant::now() + std::time::Duration::from_secs(secs)
+}
+
+/// The stored row of `repo`#`number` (it must exist), read consistently.
+pub async fn stored_row(store: &PrStore, repo: &str, number: u64) -> Item {
+    store
+        .get(&shared::domain::RepoName::parse(repo).unwrap(), number)
+        .await
+        .unwrap()
+        .expect("the row exists")
+}
+
 /// A Notion pages table of its own for one test, created from `template.yaml`'s definition.
 pub async fn fresh_pages_table(sdk: &SdkConfig) -> shared::store::NotionPages {
     let name = format!("pages-{}", uuid::Uuid::new_v4().simple());
