@@ -273,8 +273,8 @@ impl ModulePage {
 }
 
 /// Newest merge is greatest; an unparseable `merged_at` sorts as oldest.
-fn page_order_key(e: &Entry) -> (Option<OffsetDateTime>, u64, &Entry) {
-    (merged(e), e.number, e)
+fn page_order_key(e: &Entry) -> ((Option<OffsetDateTime>, u64), &Entry) {
+    (order_key(&e.merged_at, e.number), e)
 }
 
 fn merged(e: &Entry) -> Option<OffsetDateTime> {

@@ -77,7 +77,8 @@ pub struct Publication<'a> {
 }
 
 impl<'a> Publication<'a> {
-    /// A publication with no PR row behind it (tools, tests, the Markdown-only paths).
+    /// A publication outside the summary lease (no `lease_owner`): for whole-page publishers,
+    /// which never write the PR row.
     pub fn of_page(page: &'a ModulePage, number: u64, row: &'a Item, deadline: Instant) -> Self {
         Publication {
             page,
@@ -94,12 +95,21 @@ pub trait Publisher: Send + Sync {
     /// leaves one copy of it.
     fn publish<'a>(&'a self, p: &'a Publication<'a>) -> BoxFuture<'a, Result<(), PublishError>>;
 
+    /// Whether a page is rewritten whole from the rows it was given (Markdown), so that two
+    /// workers publishing one module at once can each leave out the other's entry. A publisher
+    /// that places entries under a lock (Notion) does not, and has nothing to mend.
+    fn rewrites_pages(&self) -> bool {
+        true
+    }
+
     /// After the commit, when the module's committed entries are no longer those the page was
-    /// rendered from (another worker published at the same time, each without the other's
-    /// entry): a publisher that rewrites whole pages publishes the fresh page again. The
-    /// default does; one that places entries under a lock has nothing to mend.
+    /// rendered from: the publishers that rewrite pages publish the fresh page again.
     fn republish<'a>(&'a self, p: &'a Publication<'a>) -> BoxFuture<'a, Result<(), PublishError>> {
-        self.publish(p)
+        if self.rewrites_pages() {
+            self.publish(p)
+        } else {
+            Box::pin(async { Ok(()) })
+        }
     }
 
     /// A short name for logs and metrics (`markdown`, `notion`).
@@ -110,6 +120,10 @@ pub trait Publisher: Send + Sync {
 impl<P: Publisher + ?Sized> Publisher for Arc<P> {
     fn publish<'a>(&'a self, p: &'a Publication<'a>) -> BoxFuture<'a, Result<(), PublishError>> {
         (**self).publish(p)
+    }
+
+    fn rewrites_pages(&self) -> bool {
+        (**self).rewrites_pages()
     }
 
     fn republish<'a>(&'a self, p: &'a Publication<'a>) -> BoxFuture<'a, Result<(), PublishError>> {
@@ -133,6 +147,10 @@ impl Publisher for Publishers {
             }
             Ok(())
         })
+    }
+
+    fn rewrites_pages(&self) -> bool {
+        self.0.iter().any(|p| p.rewrites_pages())
     }
 
     fn republish<'a>(&'a self, p: &'a Publication<'a>) -> BoxFuture<'a, Result<(), PublishError>> {

@@ -391,6 +391,9 @@ impl SummarizeHandler {
         row: &Item,
         deadline: Instant,
     ) {
+        if !self.publisher.rewrites_pages() {
+            return;
+        }
         let rows = match self.store.summarized_rows(repo).await {
             Ok(rows) => rows,
             Err(e) => {

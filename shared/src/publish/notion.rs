@@ -457,9 +457,9 @@ impl Publisher for NotionPublisher {
         Box::pin(self.publish_entry(p))
     }
 
-    fn republish<'a>(&'a self, _: &'a Publication<'a>) -> BoxFuture<'a, Result<(), PublishError>> {
+    fn rewrites_pages(&self) -> bool {
         // Entries are placed and the header counted under the page lock: nothing to mend.
-        Box::pin(async { Ok(()) })
+        false
     }
 
     fn name(&self) -> &'static str {
