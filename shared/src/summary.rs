@@ -138,13 +138,8 @@ pub fn from_lookup(get: &impl Fn(&str) -> Option<String>) -> Arc<dyn Summarizer>
     }
 }
 
-/// [`from_lookup`] over the process environment.
-pub fn from_env() -> Arc<dyn Summarizer> {
-    from_lookup(&|name| std::env::var(name).ok())
-}
-
-/// [`from_env`], with the key read from Secrets Manager when `ANTHROPIC_API_KEY_ARN` names it
-/// (and `ANTHROPIC_API_KEY` is not set). A key that cannot be read is logged and the summaries
+/// [`from_lookup`] over the process environment, with the key read from Secrets Manager when
+/// `ANTHROPIC_API_KEY_ARN` names it (and `ANTHROPIC_API_KEY` is not set). A key that cannot be read is logged and the summaries
 /// stay extractive: the LLM is an option, never a reason to stop publishing.
 pub async fn from_env_resolved(sdk: &aws_config::SdkConfig) -> Arc<dyn Summarizer> {
     let env = |name: &str| std::env::var(name).ok();
@@ -898,7 +893,7 @@ fn join_and(items: &[String]) -> String {
 /// Deterministic: the cleaned body's first meaningful paragraph (links flattened to their text,
 /// bold markers and HTML entities resolved, list items joined with "; "), capped at
 /// [`SUMMARY_MAX_CHARS`] with a clean cut (word boundary + "…"). A body with nothing meaningful
-/// gives "<title without its type prefix>. Touches <up to 3 modules, else top-level areas>."
+/// gives `"<title without its type prefix>. Touches <up to 3 modules, else top-level areas>."`
 ///
 /// Not meaningful: headings, code blocks, tables, paragraphs that only reference issues
 /// ("Fixes #12"), and placeholders ("N/A", "TBD").
