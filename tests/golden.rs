@@ -1,20 +1,26 @@
-//! Golden files: two module pages rendered from stored rows, byte for byte. They were read by
-//! eye when written; a change to the narrative shows up here as a diff to read again.
+//! Golden files: pages rendered from entries, byte for byte. They were read by eye when written;
+//! a change to the pages shows up here as a diff to read again.
 //! `UPDATE_GOLDEN=1 cargo test -p chronicle-tests --test golden` rewrites them.
 //!
-//! - `tests/golden/fixture-root.md`: the recorded webhook delivery (PR #2, made merged as the
-//!   fixtures README says) enriched with the recorded REST answers (its files, a linked issue).
-//! - `tests/golden/core-module.md`: HAND-WRITTEN rows (titles, bodies, files, authors are made
-//!   up to look like a real repository: a PR template, an HTML comment, Dependabot and Renovate
-//!   bodies, an empty body, more than five files), rendered with a real modules config.
+//! - `fixture-root.md`: the recorded webhook delivery (PR #2, made merged as the fixtures README
+//!   says) enriched with the recorded REST answers (its files, a linked issue).
+//! - `core-module.md`: HAND-WRITTEN rows (titles, bodies, files, authors made up to look like a
+//!   real repository: a PR template, an HTML comment, Dependabot and Renovate bodies, an empty
+//!   body, more than five files), rendered with a real modules config.
+//! - `history-*.md`: a GENERATED history of one module over three years (deterministic): its
+//!   module page, a year that fits one archive page, a year split into quarters and one of
+//!   those quarters, and the repository's index of modules.
 
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use shared::domain::{Delivery, RepoName};
-use shared::narrative::{entry_from_item, render_markdown, ModulePage};
+use shared::domain::{rfc3339_seconds, AuthorCount, Delivery, FileChange, ModuleEntry, RepoName};
+use shared::entries::module_entries;
+use shared::pages::content::{self, IndexRow, ModuleFacts};
+use shared::pages::layout;
+use shared::pages::render::commonmark;
 use shared::payload::{classify_pull_request, Classified};
-use shared::store::{attr, new_item, Item};
+use shared::store::{attr, new_item, Item, PrRow};
 use shared::summary::{extractive, SummaryInput};
 use shared::tagging::{module_paths, tag_modules, ModulesConfig};
 use time::macros::datetime;
@@ -37,12 +43,55 @@ fn files(list: &[(&str, u64, u64)]) -> AttributeValue {
     )
 }
 
-fn issue(title: &str, state: &str, url: &str) -> AttributeValue {
+fn issue(number: u64, title: &str, state: &str, url: &str) -> AttributeValue {
     AttributeValue::M(HashMap::from([
+        ("number".to_string(), AttributeValue::N(number.to_string())),
         ("title".to_string(), s(title)),
         ("state".to_string(), s(state)),
         ("url".to_string(), s(url)),
     ]))
+}
+
+/// The entries the summarize worker writes for a row: its summary written from the row once
+/// (extractive), one entry per module.
+fn summarized(
+    repo: &RepoName,
+    row: &Item,
+    config: Option<&shared::tagging::RepoModules>,
+) -> Vec<ModuleEntry> {
+    let row = PrRow::from_item(row).unwrap();
+    let paths: Vec<&str> = row.files.iter().map(|f| f.path.as_str()).collect();
+    let modules = tag_modules(repo, &paths, config, None);
+    let summary = extractive(&SummaryInput {
+        title: &row.title,
+        body: row.body.as_deref(),
+        labels: &row.labels,
+        files: &paths.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
+        issues: &[],
+        modules: &modules,
+    });
+    module_entries(repo, &row, &modules, &summary.text, config)
+}
+
+/// The module page of these entries, as the builder lays it out (all on one page here).
+fn module_page(
+    repo: &RepoName,
+    module: &str,
+    mut entries: Vec<ModuleEntry>,
+    config: Option<&shared::tagging::RepoModules>,
+) -> String {
+    entries.sort_by_key(|e| std::cmp::Reverse(e.order_key()));
+    let facts = ModuleFacts {
+        repo: repo.to_string(),
+        module: module.to_string(),
+        paths: module_paths(repo, module, config),
+        entry_count: entries.len() as u64,
+        first_merged_at: entries.last().map(|e| e.merged_at.clone()),
+        latest_merged_at: entries.first().map(|e| e.merged_at.clone()),
+        recent_authors: content::recent_authors(&entries),
+        archive_years: vec![],
+    };
+    commonmark(&content::module_page(&facts, &entries))
 }
 
 fn check(name: &str, rendered: &str) {
@@ -95,22 +144,20 @@ fn the_recorded_pr_as_its_root_module_page() {
     row.insert(
         attr::LINKED_ISSUES.into(),
         AttributeValue::L(vec![issue(
+            linked["number"].as_u64().unwrap(),
             linked["title"].as_str().unwrap(),
             linked["state"].as_str().unwrap(),
             linked["html_url"].as_str().unwrap(),
         )]),
     );
     let repo = RepoName::parse(&pr.repo.to_string()).unwrap();
-    let paths: Vec<&str> = listed.iter().map(|(p, _, _)| p.as_str()).collect();
-    let modules = tag_modules(&repo, &paths, None, None);
-    assert_eq!(modules, ["(root)"]);
-    let page = ModulePage::new(
-        repo.as_str(),
-        "(root)",
-        vec![entry_from_item(&row).unwrap()],
-    )
-    .with_paths(module_paths(&repo, "(root)", None));
-    check("fixture-root.md", &render_markdown(&page));
+    let entries = summarized(&repo, &row, None);
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0].module, "(root)");
+    check(
+        "fixture-root.md",
+        &module_page(&repo, "(root)", entries, None),
+    );
 }
 
 const MODULES: &str = r#"
@@ -202,12 +249,25 @@ fn hand_row(h: &Hand, modules: &[String]) -> Item {
     });
     row.insert(attr::SUMMARY.to_string(), s(&summary.text));
     row.insert(
+        attr::ADDITIONS.to_string(),
+        AttributeValue::N(h.files.iter().map(|f| f.1).sum::<u64>().to_string()),
+    );
+    row.insert(
+        attr::DELETIONS.to_string(),
+        AttributeValue::N(h.files.iter().map(|f| f.2).sum::<u64>().to_string()),
+    );
+    row.insert(
         attr::LINKED_ISSUES.to_string(),
         AttributeValue::L(
             h.issues
                 .iter()
                 .map(|(t, st, n)| {
-                    issue(t, st, &format!("https://github.com/acme/ledger/issues/{n}"))
+                    issue(
+                        *n,
+                        t,
+                        st,
+                        &format!("https://github.com/acme/ledger/issues/{n}"),
+                    )
                 })
                 .collect(),
         ),
@@ -297,12 +357,206 @@ fn a_hand_written_core_module_page() {
             "#{}: {modules:?}",
             h.number
         );
-        entries.push(entry_from_item(&hand_row(h, &modules)).unwrap());
+        let row = hand_row(h, &modules);
+        entries.extend(
+            summarized(&repo, &row, config.for_repo(&repo))
+                .into_iter()
+                .filter(|e| e.module == "core"),
+        );
     }
-    let page = ModulePage::new("acme/ledger", "core", entries).with_paths(module_paths(
-        &repo,
-        "core",
-        config.for_repo(&repo),
-    ));
-    check("core-module.md", &render_markdown(&page));
+    check(
+        "core-module.md",
+        &module_page(&repo, "core", entries, config.for_repo(&repo)),
+    );
+}
+
+/// A deterministic stream of numbers (a linear congruential generator): the same history on
+/// every run.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self, below: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % below
+    }
+}
+
+const VERBS: &[&str] = &[
+    "Add", "Fix", "Refactor", "Speed up", "Document", "Simplify", "Harden",
+];
+const THINGS: &[&str] = &[
+    "the ledger reconciler",
+    "CSV import",
+    "currency rounding",
+    "the statement parser",
+    "account merging",
+    "the audit trail",
+    "exchange-rate caching",
+];
+const AUTHORS: &[&str] = &["alice", "bob", "carol", "dmitri", "eve"];
+
+/// Three years of one module, denser in 2024 (where the archive splits by quarter).
+fn generated_history() -> Vec<ModuleEntry> {
+    let mut rng = Lcg(2024);
+    let mut entries = Vec::new();
+    let mut add = |number: u64, at: time::OffsetDateTime, rng: &mut Lcg| {
+        let verb = VERBS[rng.next(VERBS.len() as u64) as usize];
+        let thing = THINGS[rng.next(THINGS.len() as u64) as usize];
+        let kind = match verb {
+            "Fix" | "Harden" => "fix",
+            "Document" => "docs",
+            "Refactor" | "Simplify" => "refactor",
+            _ => "feat",
+        };
+        let files: Vec<FileChange> = (0..1 + rng.next(4))
+            .map(|i| FileChange {
+                path: format!(
+                    "core/src/{}/{}.rs",
+                    thing.split(' ').next_back().unwrap(),
+                    ["mod", "engine", "tests", "types"][i as usize]
+                ),
+                additions: 1 + rng.next(120),
+                deletions: rng.next(40),
+            })
+            .collect();
+        entries.push(ModuleEntry {
+            repo: "acme/ledger".into(),
+            module: "core".into(),
+            number,
+            title: format!("{kind}: {} {thing}", verb.to_lowercase()),
+            url: format!("https://github.com/acme/ledger/pull/{number}"),
+            author: AUTHORS[rng.next(AUTHORS.len() as u64) as usize].into(),
+            merged_at: rfc3339_seconds(at),
+            kind: Some(kind.into()),
+            labels: if kind == "fix" { vec!["bug".into()] } else { vec![] },
+            summary: format!(
+                "{verb} {thing}, so that month-end closes finish on time. The change keeps the public \
+                 API as it was; callers of `Ledger::post` see no difference, and the new path is \
+                 covered by tests that replay last quarter's statements. Review notes asked for \
+                 smaller commits, which this PR follows."
+            ),
+            linked_issues: vec![],
+            additions: files.iter().map(|f| f.additions).sum(),
+            deletions: files.iter().map(|f| f.deletions).sum(),
+            files_here: files.len() as u64,
+            files,
+            elsewhere: vec![],
+            files_elsewhere: 0,
+        });
+    };
+    let mut number = 1;
+    // 2024: about 290 merges (every 30 hours or so); 2025: 25; 2026: 40 up to November.
+    let mut at = datetime!(2024-01-03 10:00 UTC);
+    while at < datetime!(2025-01-01 00:00 UTC) {
+        add(number, at, &mut rng);
+        number += 1;
+        at += time::Duration::hours(24 + rng.next(12) as i64);
+    }
+    let mut at = datetime!(2025-01-20 10:00 UTC);
+    while at < datetime!(2025-12-31 00:00 UTC) {
+        add(number, at, &mut rng);
+        number += 1;
+        at += time::Duration::days(10 + rng.next(8) as i64);
+    }
+    let mut at = datetime!(2026-01-05 10:00 UTC);
+    while at < datetime!(2026-11-15 00:00 UTC) {
+        add(number, at, &mut rng);
+        number += 1;
+        at += time::Duration::days(6 + rng.next(5) as i64);
+    }
+    entries
+}
+
+#[test]
+fn a_generated_history_on_its_module_page_its_archives_and_the_index() {
+    let mut entries = generated_history();
+    entries.sort_by_key(|e| std::cmp::Reverse(e.order_key()));
+    let total = entries.len() as u64;
+    let mut facts = ModuleFacts {
+        repo: "acme/ledger".into(),
+        module: "core".into(),
+        paths: vec!["core/**".into()],
+        entry_count: total,
+        first_merged_at: entries.last().map(|e| e.merged_at.clone()),
+        latest_merged_at: entries.first().map(|e| e.merged_at.clone()),
+        ..Default::default()
+    };
+    let shown = layout::main_count(&facts, &entries);
+    let main = &entries[..shown];
+    let cutoff = main.last().unwrap().order_key();
+    let archived: Vec<ModuleEntry> = entries
+        .iter()
+        .filter(|e| e.order_key() < cutoff)
+        .cloned()
+        .collect();
+    let mut docs = Vec::new();
+    for year in [2024, 2025] {
+        let of_year: Vec<ModuleEntry> = archived
+            .iter()
+            .filter(|e| e.year() == year)
+            .cloned()
+            .collect();
+        facts
+            .archive_years
+            .push((year.to_string(), of_year.len() as u64));
+        docs.extend(layout::archive_year("acme/ledger", "core", year, &of_year));
+    }
+    facts.recent_authors = content::recent_authors(main);
+    let page = content::module_page(&facts, main);
+    assert!(layout::fits(&page));
+    check("history-module.md", &commonmark(&page));
+    let labels: Vec<&str> = docs.iter().map(|d| d.key.label()).collect();
+    assert_eq!(
+        labels,
+        ["2024", "2024-Q1", "2024-Q2", "2024-Q3", "2024-Q4", "2025"],
+        "2024 is split"
+    );
+    for doc in &docs {
+        assert!(layout::fits(doc), "{}", doc.title);
+        match doc.key.label() {
+            "2024" => check("history-2024.md", &commonmark(doc)),
+            "2024-Q3" => check("history-2024-Q3.md", &commonmark(doc)),
+            "2025" => check("history-2025.md", &commonmark(doc)),
+            _ => {}
+        }
+    }
+    let rows = vec![
+        IndexRow {
+            module: "core".into(),
+            entry_count: total,
+            latest_merged_at: facts.latest_merged_at.clone(),
+            recent_authors: facts.recent_authors.clone(),
+        },
+        IndexRow {
+            module: "docs".into(),
+            entry_count: 12,
+            latest_merged_at: Some("2026-09-01T08:00:00Z".into()),
+            recent_authors: vec![AuthorCount {
+                login: "eve".into(),
+                count: 7,
+            }],
+        },
+        IndexRow {
+            module: "ci".into(),
+            entry_count: 30,
+            latest_merged_at: Some("2026-11-10T12:00:00Z".into()),
+            recent_authors: vec![
+                AuthorCount {
+                    login: "bob".into(),
+                    count: 9,
+                },
+                AuthorCount {
+                    login: "dependabot[bot]".into(),
+                    count: 8,
+                },
+            ],
+        },
+    ];
+    check(
+        "history-index.md",
+        &commonmark(&content::index_page("acme/ledger", &rows)),
+    );
 }

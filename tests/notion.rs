@@ -1,746 +1,492 @@
-//! The Notion publisher through the summarize worker, against the emulator (DynamoDB) and the
-//! strict Notion stand-in: one page per module however the first publishes race, entries
-//! within every API limit, no entry appended twice after a crash, rate limits waited out,
-//! access errors recorded with what to do, and the same entries as the Markdown page.
+//! The page builder publishing to Notion, through the strict Markdown API stand-in: pages are
+//! created once (even when builders race or a create is applied without an answer), replaced
+//! whole (a replace retried after a timeout leaves one copy of each entry), recreated when
+//! deleted by hand, kept when a person adds a page under them; access errors are recorded on
+//! the page item with advice and never touch a PR row.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
-use aws_sdk_dynamodb::types::AttributeValue;
-use shared::domain::RepoName;
-use shared::narrative::{self, Block, ModulePage};
+use shared::domain::{rfc3339_seconds, ModuleEntry};
 use shared::notion::NotionClient;
+use shared::pages::build::PageBuilder;
 use shared::publish::{MarkdownPublisher, NotionPublisher, Publisher, Publishers};
 use shared::secret::Secret;
-use shared::store::{attr, notion_record, Item, NotionRecord, PrStore};
-use shared::summarize::SummarizeHandler;
-use shared::tagging::{self, ModulesConfig};
-use support::notion_stub::{Fault, NotionStub, Seen};
+use shared::store::INDEX_MODULE;
+use shared::tagging::ModulesConfig;
+use support::notion_stub::{Fault, NotionStub};
 use support::*;
 use time::OffsetDateTime;
 
-const REPO: &str = "Codertocat/Hello-World";
-const TOKEN: &str = "ntn_chronicle_test_token";
+const TOKEN: &str = "ntn_builder_test";
+const REPO: &str = "acme/monorepo";
 
-struct Setup {
-    stub: NotionStub,
-    parent: String,
-    store: PrStore,
-    handler: Arc<SummarizeHandler>,
-}
-
-fn notion_publisher(
-    stub: &NotionStub,
-    parent: &str,
-    store: &PrStore,
-    pages: shared::store::NotionPages,
-) -> NotionPublisher {
-    let client = NotionClient::new(&stub.url(), Secret::new(TOKEN)).with_retry(
-        2,
-        Duration::from_millis(50),
-        Duration::from_secs(10),
-    );
-    NotionPublisher::new(client, parent, pages, store.clone())
-}
-
-async fn setup_with(markdown: Option<&std::path::Path>) -> Setup {
-    let sdk = sdk().await;
-    let store = fresh_table(&sdk).await;
-    let pages = fresh_pages_table(&sdk).await;
-    let (stub, parent) = NotionStub::start(TOKEN).await;
-    let notion: Arc<dyn Publisher> = Arc::new(notion_publisher(&stub, &parent, &store, pages));
-    let publisher: Arc<dyn Publisher> = match markdown {
-        Some(dir) => Arc::new(Publishers(vec![
-            Arc::new(MarkdownPublisher::new(dir)),
-            notion,
-        ])),
-        None => notion,
-    };
-    let handler = Arc::new(SummarizeHandler::new(
-        store.clone(),
-        publisher,
-        ModulesConfig::empty(),
-        5,
-    ));
-    Setup {
-        stub,
-        parent,
-        store,
-        handler,
+fn entry(module: &str, number: u64, merged_at: &str) -> ModuleEntry {
+    ModuleEntry {
+        repo: REPO.into(),
+        module: module.into(),
+        number,
+        title: format!("Change {number} of {module}: `code`, *stars* and $dollars"),
+        url: format!("https://github.com/{REPO}/pull/{number}"),
+        author: "dev_one".into(),
+        merged_at: merged_at.into(),
+        kind: Some("feat".into()),
+        labels: vec!["area/{x}".into()],
+        summary: format!("Why PR {number} was made: a [link](https://example.com/{number})."),
+        linked_issues: vec![],
+        additions: 3,
+        deletions: 1,
+        files: vec![],
+        files_here: 0,
+        elsewhere: vec![],
+        files_elsewhere: 0,
     }
 }
 
-async fn setup() -> Setup {
-    setup_with(None).await
-}
-
-/// A merged PR stored by the webhook path, merged at `merged_at`, with this body.
-async fn pending(store: &PrStore, number: u64, merged_at: &str, body: Option<&str>) {
-    let mut payload = merged_payload();
-    payload["pull_request"]["number"] = serde_json::json!(number);
-    payload["pull_request"]["merged_at"] = serde_json::json!(merged_at);
-    payload["pull_request"]["title"] = serde_json::json!(format!("feat: change number {number}"));
-    payload["pull_request"]["html_url"] = serde_json::json!(pr_url(number));
-    if let Some(body) = body {
-        payload["pull_request"]["body"] = serde_json::json!(body);
-    }
-    store_merged(store, &payload, OffsetDateTime::now_utc()).await;
-}
-
-/// What the enrich stage would have stored: the changed files.
-async fn enriched(store: &PrStore, number: u64, files: &[(&str, u64, u64)]) {
-    let files = files
-        .iter()
-        .map(|(path, add, del)| {
-            AttributeValue::M(
-                [
-                    ("path".to_string(), AttributeValue::S(path.to_string())),
-                    ("additions".to_string(), AttributeValue::N(add.to_string())),
-                    ("deletions".to_string(), AttributeValue::N(del.to_string())),
-                ]
-                .into(),
-            )
-        })
-        .collect();
-    store
-        .client()
-        .update_item()
-        .table_name(store.table_name())
-        .set_key(Some(shared::store::key(&repo(), number)))
-        .update_expression("SET #files = :files, #enrichedAt = :now")
-        .expression_attribute_names("#files", attr::FILES)
-        .expression_attribute_names("#enrichedAt", attr::ENRICHED_AT)
-        .expression_attribute_values(":files", AttributeValue::L(files))
-        .expression_attribute_values(":now", AttributeValue::S("2026-01-01T00:00:00Z".into()))
-        .send()
+async fn put(t: &Tables, e: &ModuleEntry) {
+    assert!(t.entries.put(e, 1).await.unwrap());
+    t.pages
+        .mark_stale(REPO, &e.module, &[e.year()], OffsetDateTime::now_utc())
         .await
         .unwrap();
 }
 
-fn repo() -> RepoName {
-    RepoName::parse(REPO).unwrap()
-}
-
-fn message(id: &str, number: u64) -> SqsMessage {
-    summarize_message(id, REPO, number)
-}
-
-fn batch(messages: Vec<SqsMessage>) -> SqsEvent {
-    sqs_batch(messages)
-}
-
-async fn row(store: &PrStore, number: u64) -> Item {
-    stored_row(store, REPO, number).await
-}
-
-fn pr_url(number: u64) -> String {
-    format!("https://github.com/{REPO}/pull/{number}")
-}
-
-/// How many visible entry headings link to the PR.
-fn entry_count(blocks: &[Seen], number: u64) -> usize {
-    blocks
-        .iter()
-        .filter(|b| b.kind == "heading_3" && b.links.contains(&pr_url(number)))
-        .count()
-}
-
-fn only_page(s: &Setup) -> String {
-    let pages = s.stub.child_pages(&s.parent);
-    assert_eq!(pages.len(), 1, "{pages:?}");
-    pages[0].0.clone()
-}
-
-#[tokio::test]
-async fn concurrent_first_publishes_of_a_new_module_create_one_page() {
-    let s = setup().await;
-    for n in 1..=4 {
-        pending(&s.store, n, &format!("2024-05-0{n}T10:00:00Z"), None).await;
-        enriched(&s.store, n, &[("src/lib.rs", n, 1)]).await;
-    }
-    // Four workers, each with its own PR of the same new module, at once.
-    let workers: Vec<_> = (1..=4)
-        .map(|n| {
-            let handler = s.handler.clone();
-            tokio::spawn(async move {
-                handler
-                    .handle(
-                        batch(vec![message(&format!("m{n}"), n)]),
-                        within(40),
-                        &format!("inv-{n}"),
-                    )
-                    .await
-            })
-        })
-        .collect();
-    for w in workers {
-        let response = w.await.unwrap();
-        assert!(response.batch_item_failures.is_empty(), "{response:?}");
-    }
-    let pages = s.stub.child_pages(&s.parent);
-    assert_eq!(pages.len(), 1, "{pages:?}");
-    assert_eq!(pages[0].1, "Codertocat/Hello-World · src");
-    assert_eq!(s.stub.count("POST", "/v1/pages"), 1);
-    let blocks = s.stub.blocks(&pages[0].0);
-    for n in 1..=4 {
-        assert_eq!(entry_count(&blocks, n), 1, "#{n}");
-    }
-    // Header, one month, entries newest first.
-    let headings: Vec<&str> = blocks
-        .iter()
-        .filter(|b| b.kind.starts_with("heading"))
-        .map(|b| b.text.as_str())
-        .collect();
-    assert_eq!(headings[0], "May 2024");
-    assert!(headings[1].starts_with("2024-05-04 — "), "{headings:?}");
-    assert!(headings[4].starts_with("2024-05-01 — "), "{headings:?}");
-    assert_eq!(
-        blocks[1].text,
-        "4 merged pull requests, first merged 2024-05-01, latest 2024-05-04."
+fn publisher(t: &Tables, stub: &NotionStub, parent: &str) -> NotionPublisher {
+    let client = NotionClient::new(&stub.url(), Secret::new(TOKEN)).with_retry(
+        3,
+        Duration::from_millis(50),
+        Duration::from_secs(2),
     );
-    for n in 1..=4 {
-        let r = row(&s.store, n).await;
-        assert!(r.contains_key(attr::SUMMARIZED_AT));
-        assert!(matches!(
-            notion_record(&r, "src"),
-            Some(NotionRecord::Appended { .. })
-        ));
-    }
-    assert_eq!(s.stub.count_status(400), 0);
+    NotionPublisher::new(client, parent, t.pages.clone()).with_create_claim(Duration::from_secs(8))
 }
 
-#[tokio::test]
-async fn a_long_entry_is_chunked_and_split_within_the_limits() {
-    let s = setup().await;
-    let body = format!(
-        "{}\n\n## Checklist\n- [x] tests",
-        "lorem ipsum dolor ".repeat(500)
-    );
-    assert!(body.len() > 9_000);
-    pending(&s.store, 7, "2024-06-01T00:00:00Z", Some(&body)).await;
-    let files: Vec<(String, u64, u64)> = (0..150)
-        .map(|i| (format!("src/f{i:03}.rs"), i, 1))
-        .collect();
-    let refs: Vec<(&str, u64, u64)> = files.iter().map(|(p, a, d)| (p.as_str(), *a, *d)).collect();
-    enriched(&s.store, 7, &refs).await;
-    let response = s
-        .handler
-        .handle(batch(vec![message("m7", 7)]), within(40), "inv")
-        .await;
-    assert!(response.batch_item_failures.is_empty(), "{response:?}");
-    assert_eq!(
-        s.stub.count_status(400),
-        0,
-        "{:?}",
-        s.stub
-            .requests()
-            .iter()
-            .filter(|r| r.status == Some(400))
-            .collect::<Vec<_>>()
-    );
-
-    let blocks = s.stub.blocks(&only_page(&s));
-    let all_files = blocks
-        .iter()
-        .find(|b| b.kind == "toggle" && b.text == "All 150 changed files")
-        .unwrap();
-    assert_eq!(all_files.children.len(), 150);
-    assert_eq!(all_files.children[0].text, "src/f000.rs (+0/−1)");
-    assert_eq!(all_files.children[149].text, "src/f149.rs (+149/−1)");
-    let description = blocks
-        .iter()
-        .find(|b| b.kind == "toggle" && b.text == "Description")
-        .unwrap();
-    let text: String = description
-        .children
-        .iter()
-        .map(|c| c.text.as_str())
-        .collect();
-    assert_eq!(text, "lorem ipsum dolor ".repeat(500).trim_end());
-    // The 9,000 characters went as several rich-text items (each ≤ 2,000), the 150 files as
-    // an append of 100 and one of 50 to the toggle.
-    let requests = s.stub.requests();
-    let items: Vec<usize> = requests
-        .iter()
-        .filter_map(|r| r.body.as_ref())
-        .flat_map(rich_text_lengths)
-        .collect();
-    assert!(items.iter().all(|&n| n <= 2_000), "{items:?}");
-    assert!(
-        items.iter().filter(|&&n| n > 1_500).count() >= 4,
-        "{items:?}"
-    );
-    let appended_to_toggle: Vec<usize> = requests
-        .iter()
-        .filter(|r| {
-            r.method == "PATCH" && r.path.ends_with("/children") && !r.path.contains(&only_page(&s))
-        })
-        .map(|r| {
-            r.body.as_ref().unwrap()["children"]
-                .as_array()
-                .unwrap()
-                .len()
-        })
-        .collect();
-    assert_eq!(appended_to_toggle, [100, 50]);
+fn builder(t: &Tables, publisher: Arc<dyn Publisher>) -> PageBuilder {
+    t.builder(publisher, ModulesConfig::empty(), Duration::ZERO)
 }
 
-/// The length (UTF-16 units) of every rich-text item in a request body.
-fn rich_text_lengths(v: &serde_json::Value) -> Vec<usize> {
-    let mut out = Vec::new();
-    match v {
-        serde_json::Value::Object(m) => {
-            for (k, v) in m {
-                if k == "rich_text" {
-                    for item in v.as_array().into_iter().flatten() {
-                        if let Some(c) = item["text"]["content"].as_str() {
-                            out.push(c.encode_utf16().count());
-                        }
-                    }
-                } else {
-                    out.extend(rich_text_lengths(v));
-                }
-            }
+async fn tick(b: &PageBuilder, secs: u64) -> shared::pages::build::BuildReport {
+    b.tick(
+        OffsetDateTime::now_utc(),
+        within(secs),
+        &format!("tick-{}", uuid::Uuid::new_v4().simple()),
+    )
+    .await
+    .unwrap()
+}
+
+async fn settle(b: &PageBuilder, t: &Tables, limit: Duration) {
+    let until = Instant::now() + limit;
+    loop {
+        tick(b, 60).await;
+        if t.pages.stale_pages().await.unwrap().is_empty() {
+            return;
         }
-        serde_json::Value::Array(a) => a.iter().for_each(|v| out.extend(rich_text_lengths(v))),
-        _ => {}
+        assert!(
+            Instant::now() < until,
+            "still stale after {limit:?}: {:?}",
+            t.pages.stale_pages().await.unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    out
+}
+
+fn module_title(module: &str) -> String {
+    format!("{REPO} · {module}")
+}
+
+/// The module's live page and its Markdown.
+fn page(stub: &NotionStub, module: &str) -> (String, String) {
+    let id = stub
+        .live_page(&module_title(module))
+        .unwrap_or_else(|| panic!("no single live page for {module}"));
+    let markdown = stub.markdown(&id);
+    (id, markdown)
+}
+
+fn entry_count(markdown: &str, number: u64) -> usize {
+    markdown.matches(&format!("(#{number})\n")).count()
 }
 
 #[tokio::test]
-async fn a_crash_after_the_append_does_not_append_again() {
-    let s = setup().await;
-    pending(&s.store, 2, "2024-06-30T00:00:00Z", None).await;
-    pending(&s.store, 3, "2024-07-01T00:00:00Z", None).await;
-    let first = s
-        .handler
-        .handle(batch(vec![message("m2", 2)]), within(30), "inv-2")
-        .await;
-    assert!(first.batch_item_failures.is_empty(), "{first:?}");
-    // #3's append is applied and recorded; the worker dies in the header update that follows
-    // (the counts changed), before the row is committed.
-    s.stub.fault(Some("PATCH block"), Fault::HangAfterApply);
-    let crashed = tokio::time::timeout(
-        Duration::from_secs(10),
-        s.handler
-            .handle(batch(vec![message("m3", 3)]), within(3), "inv-crash"),
-    );
-    let applied = s.stub.applied.clone();
-    tokio::select! {
-        _ = crashed => panic!("the worker was expected to hang"),
-        _ = applied.notified() => {}
+async fn the_first_build_creates_the_index_and_module_pages_once_nested_and_complete() {
+    let t = fresh_tables(&sdk().await).await;
+    let (stub, parent) = NotionStub::start(TOKEN).await;
+    for (i, module) in ["api", "web"].iter().enumerate() {
+        for n in 0..3 {
+            put(
+                &t,
+                &entry(
+                    module,
+                    (i * 10 + n) as u64 + 1,
+                    &format!("2024-06-0{}T10:00:00Z", n + 1),
+                ),
+            )
+            .await;
+        }
     }
-    let r = row(&s.store, 3).await;
-    assert!(!r.contains_key(attr::SUMMARIZED_AT));
+    let b = builder(&t, Arc::new(publisher(&t, &stub, &parent)));
+    settle(&b, &t, Duration::from_secs(60)).await;
+    let index = stub.child_pages(&parent);
+    assert_eq!(index.len(), 1, "{index:?}");
+    assert_eq!(index[0].1, format!("{REPO} · modules"));
+    let modules = stub.child_pages(&index[0].0);
+    let mut titles: Vec<&str> = modules.iter().map(|(_, t)| t.as_str()).collect();
+    titles.sort();
+    assert_eq!(titles, [module_title("api"), module_title("web")]);
+    let (api_id, api) = page(&stub, "api");
+    for n in 1..=3 {
+        assert_eq!(entry_count(&api, n), 1, "{api}");
+    }
+    // Notion's Markdown: escaped as its reference says, links kept, no title heading.
+    assert!(api.contains("[Change 3 of api: \\`code\\`, \\*stars\\* and \\$dollars](https://github.com/acme/monorepo/pull/3)"), "{api}");
+    assert!(api.contains("labels: area/\\{x\\}"), "{api}");
+    assert!(!api.starts_with("# "));
+    // The index names its module pages as child pages.
+    let index_md = stub.markdown(&index[0].0);
     assert!(
-        matches!(notion_record(&r, REPO), Some(NotionRecord::Appended { .. })),
-        "{r:?}"
+        index_md.contains("<page url=\"https://www.notion.so/"),
+        "{index_md}"
     );
-    // The lease (and the page lock) end with the dead worker's deadline.
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    let retry = s
-        .handler
-        .handle(batch(vec![message("m3", 3)]), within(30), "inv-retry")
-        .await;
-    assert!(retry.batch_item_failures.is_empty(), "{retry:?}");
-    let blocks = s.stub.blocks(&only_page(&s));
-    assert_eq!(entry_count(&blocks, 3), 1);
-    let appends = s
-        .stub
+    assert!(index_md.contains(&api_id.replace('-', "")), "{index_md}");
+    assert_eq!(
+        stub.count("POST", "/v1/pages", "/v1/pages"),
+        3,
+        "index + 2 modules, once each"
+    );
+}
+
+#[tokio::test]
+async fn two_builders_racing_on_one_module_make_one_page_holding_every_entry() {
+    let t = fresh_tables(&sdk().await).await;
+    let (stub, parent) = NotionStub::start(TOKEN).await;
+    for n in 1..=3 {
+        put(&t, &entry("api", n, &format!("2024-06-0{n}T10:00:00Z"))).await;
+    }
+    // Builder A is slow (Notion takes 3 s to create the index page) and its lease lasts 2 s;
+    // builder B takes the module over, and a new entry lands meanwhile.
+    stub.fault(Some("POST pages"), Fault::Delay(Duration::from_secs(3)));
+    let a = Arc::new(builder(&t, Arc::new(publisher(&t, &stub, &parent))));
+    let a_run = {
+        let a = a.clone();
+        tokio::spawn(async move { tick(&a, 2).await })
+    };
+    tokio::time::sleep(Duration::from_millis(2_200)).await;
+    put(&t, &entry("api", 4, "2024-06-04T10:00:00Z")).await;
+    let b = builder(&t, Arc::new(publisher(&t, &stub, &parent)));
+    let b_run = tick(&b, 60).await;
+    a_run.await.unwrap();
+    println!("B: {b_run:?}");
+    settle(&b, &t, Duration::from_secs(60)).await;
+    assert_eq!(
+        stub.pages_titled(&format!("{REPO} · modules")).len(),
+        1,
+        "one index page"
+    );
+    assert_eq!(
+        stub.pages_titled(&module_title("api")).len(),
+        1,
+        "one module page"
+    );
+    let (_, api) = page(&stub, "api");
+    for n in 1..=4 {
+        assert_eq!(entry_count(&api, n), 1, "#{n}: {api}");
+    }
+}
+
+#[tokio::test]
+async fn a_replace_applied_but_unanswered_is_retried_and_leaves_one_copy() {
+    let t = fresh_tables(&sdk().await).await;
+    let (stub, parent) = NotionStub::start(TOKEN).await;
+    put(&t, &entry("api", 1, "2024-06-01T10:00:00Z")).await;
+    let b = builder(&t, Arc::new(publisher(&t, &stub, &parent)));
+    settle(&b, &t, Duration::from_secs(60)).await;
+    put(&t, &entry("api", 2, "2024-06-02T10:00:00Z")).await;
+    // The module page's replace is applied, then no answer comes: the client times out (2 s)
+    // and sends it again.
+    stub.fault(Some("PATCH markdown"), Fault::HangAfterApply);
+    settle(&b, &t, Duration::from_secs(60)).await;
+    let replaces = stub
         .requests()
         .iter()
-        .filter(|r| r.method == "PATCH" && r.path.ends_with("/children"))
+        .filter(|r| r.method == "PATCH" && r.path.ends_with("/markdown"))
         .count();
-    // #2's entry, then #3's (with its new month): one append each.
-    assert_eq!(appends, 2, "the entry was appended once");
-    assert!(row(&s.store, 3).await.contains_key(attr::SUMMARIZED_AT));
+    assert!(replaces >= 2, "the hung replace was sent again");
+    assert_eq!(stub.pages_titled(&module_title("api")).len(), 1);
+    let (_, api) = page(&stub, "api");
+    assert_eq!(
+        (entry_count(&api, 1), entry_count(&api, 2)),
+        (1, 1),
+        "{api}"
+    );
 }
 
 #[tokio::test]
-async fn a_crash_inside_the_append_leaves_one_copy_after_the_retry() {
-    let s = setup().await;
-    pending(&s.store, 4, "2024-07-02T00:00:00Z", None).await;
-    // Notion applies the append, the worker dies before it hears back: the row says only
-    // "appending", the page has the entry.
-    s.stub.fault(Some("PATCH children"), Fault::HangAfterApply);
-    let crashed = s
-        .handler
-        .handle(batch(vec![message("m4", 4)]), within(3), "inv-crash");
-    let applied = s.stub.applied.clone();
-    tokio::select! {
-        _ = crashed => panic!("the worker was expected to hang"),
-        _ = applied.notified() => {}
+async fn a_create_applied_but_unanswered_is_adopted_not_duplicated() {
+    let t = fresh_tables(&sdk().await).await;
+    let (stub, parent) = NotionStub::start(TOKEN).await;
+    put(&t, &entry("api", 1, "2024-06-01T10:00:00Z")).await;
+    // The first create (the index page) is applied, and the answer never comes.
+    stub.fault(Some("POST pages"), Fault::HangAfterApply);
+    let b = builder(&t, Arc::new(publisher(&t, &stub, &parent)));
+    settle(&b, &t, Duration::from_secs(60)).await;
+    assert_eq!(
+        stub.pages_titled(&format!("{REPO} · modules")).len(),
+        1,
+        "adopted, not created twice"
+    );
+    let (_, api) = page(&stub, "api");
+    assert_eq!(entry_count(&api, 1), 1);
+}
+
+#[tokio::test]
+async fn pages_deleted_by_hand_are_published_again() {
+    let t = fresh_tables(&sdk().await).await;
+    let (stub, parent) = NotionStub::start(TOKEN).await;
+    // Entries over three years: the module page has archive child pages.
+    for n in 0..6u64 {
+        let at = shared::domain::parse_rfc3339("2024-06-01T10:00:00Z").unwrap()
+            - time::Duration::days(200 * n as i64);
+        put(&t, &entry("api", 6 - n, &rfc3339_seconds(at))).await;
     }
-    let page = only_page(&s);
-    assert_eq!(entry_count(&s.stub.blocks(&page), 4), 1);
-    assert!(matches!(
-        notion_record(&row(&s.store, 4).await, REPO),
-        Some(NotionRecord::Appending { .. })
-    ));
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    let retry = s
-        .handler
-        .handle(batch(vec![message("m4", 4)]), within(30), "inv-retry")
-        .await;
-    assert!(retry.batch_item_failures.is_empty(), "{retry:?}");
-    let blocks = s.stub.blocks(&page);
-    assert_eq!(entry_count(&blocks, 4), 1, "{blocks:#?}");
-    // The month heading is there once too (the interrupted one went with its entry).
-    assert_eq!(blocks.iter().filter(|b| b.kind == "heading_2").count(), 1);
-    assert!(s.stub.count("DELETE", "/v1/blocks/") >= 2);
-    assert!(row(&s.store, 4).await.contains_key(attr::SUMMARIZED_AT));
-}
+    let b = builder(&t, Arc::new(publisher(&t, &stub, &parent)));
+    settle(&b, &t, Duration::from_secs(60)).await;
+    let (api_id, api) = page(&stub, "api");
+    let archives = stub.child_pages(&api_id);
+    assert!(archives.len() >= 2, "{archives:?}");
+    assert!(
+        api.contains("<page url="),
+        "archive pages are named as children: {api}"
+    );
 
-#[tokio::test]
-async fn a_crash_after_creating_the_page_adopts_it() {
-    let s = setup().await;
-    pending(&s.store, 5, "2024-07-03T00:00:00Z", None).await;
-    s.stub.fault(Some("POST pages"), Fault::HangAfterApply);
-    let crashed = s
-        .handler
-        .handle(batch(vec![message("m5", 5)]), within(3), "inv-crash");
-    let applied = s.stub.applied.clone();
-    tokio::select! {
-        _ = crashed => panic!("the worker was expected to hang"),
-        _ = applied.notified() => {}
+    // A person deletes one archive page: the next build publishes it again.
+    stub.trash(&archives[0].0);
+    put(&t, &entry("api", 7, "2024-06-02T10:00:00Z")).await;
+    settle(&b, &t, Duration::from_secs(60)).await;
+    let (same_id, _) = page(&stub, "api");
+    assert_eq!(same_id, api_id);
+    let again = stub.child_pages(&api_id);
+    assert_eq!(again.len(), archives.len(), "{again:?}");
+    assert!(again.iter().any(|(_, title)| *title == archives[0].1));
+
+    // A person deletes the module page (and its archives with it): all of it comes back.
+    stub.trash(&api_id);
+    put(&t, &entry("api", 8, "2024-06-03T10:00:00Z")).await;
+    settle(&b, &t, Duration::from_secs(60)).await;
+    let (new_id, api) = page(&stub, "api");
+    assert_ne!(new_id, api_id);
+    assert_eq!(stub.child_pages(&new_id).len(), archives.len());
+    for n in [7, 8] {
+        assert_eq!(entry_count(&api, n), 1, "{api}");
     }
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    let retry = s
-        .handler
-        .handle(batch(vec![message("m5", 5)]), within(30), "inv-retry")
-        .await;
-    assert!(retry.batch_item_failures.is_empty(), "{retry:?}");
-    assert_eq!(s.stub.count("POST", "/v1/pages"), 1);
-    let page = only_page(&s);
-    assert_eq!(entry_count(&s.stub.blocks(&page), 5), 1);
+
+    // And the index page: every module page under a new one.
+    let index = stub.live_page(&format!("{REPO} · modules")).unwrap();
+    stub.delete(&index);
+    put(&t, &entry("api", 9, "2024-06-04T10:00:00Z")).await;
+    settle(&b, &t, Duration::from_secs(90)).await;
+    let new_index = stub.live_page(&format!("{REPO} · modules")).unwrap();
+    assert_ne!(new_index, index);
+    let (_, api) = page(&stub, "api");
+    assert_eq!(entry_count(&api, 9), 1);
+    assert_eq!(stub.child_pages(&new_index).len(), 1);
 }
 
 #[tokio::test]
-async fn rate_limits_are_waited_out_when_there_is_time() {
-    let s = setup().await;
-    pending(&s.store, 6, "2024-08-01T00:00:00Z", None).await;
-    s.stub.fault(
+async fn a_page_a_person_added_under_a_module_page_is_kept() {
+    let t = fresh_tables(&sdk().await).await;
+    let (stub, parent) = NotionStub::start(TOKEN).await;
+    put(&t, &entry("api", 1, "2024-06-01T10:00:00Z")).await;
+    let b = builder(&t, Arc::new(publisher(&t, &stub, &parent)));
+    settle(&b, &t, Duration::from_secs(60)).await;
+    let (api_id, _) = page(&stub, "api");
+    let notes = stub.add_page(Some(&api_id), "Team notes", true);
+    put(&t, &entry("api", 2, "2024-06-02T10:00:00Z")).await;
+    settle(&b, &t, Duration::from_secs(60)).await;
+    assert!(
+        stub.child_pages(&api_id).iter().any(|(id, _)| *id == notes),
+        "kept"
+    );
+    let (_, api) = page(&stub, "api");
+    assert!(api.contains("## Other pages"), "{api}");
+    assert_eq!(entry_count(&api, 2), 1);
+}
+
+#[tokio::test]
+async fn a_revoked_token_is_recorded_on_the_page_item_with_advice_and_pr_rows_stay_summarized() {
+    let sdk = sdk().await;
+    let t = fresh_tables(&sdk).await;
+    let (stub, parent) = NotionStub::start(TOKEN).await;
+    // A real PR summarized by the worker.
+    store_merged(&t.prs, &merged_payload(), OffsetDateTime::now_utc()).await;
+    let worker = Arc::new(t.summarizer(ModulesConfig::empty(), 5));
+    let r = worker
+        .handle(
+            sqs_batch(vec![summarize_message("m", "Codertocat/Hello-World", 2)]),
+            within(30),
+            "inv",
+        )
+        .await;
+    assert!(r.batch_item_failures.is_empty());
+    stub.set_token("ntn_revoked");
+    let b = t.builder(
+        Arc::new(publisher(&t, &stub, &parent)),
+        ModulesConfig::empty(),
+        Duration::from_secs(1),
+    );
+    let report = tick(&b, 60).await;
+    assert_eq!(report.failed, 1, "{report:?}");
+    let item = t
+        .pages
+        .get("Codertocat/Hello-World", "Codertocat/Hello-World")
+        .await
+        .unwrap()
+        .unwrap();
+    let error = item.last_error.clone().unwrap();
+    assert!(error.contains("401"), "{error}");
+    let advice = item.advice.clone().unwrap();
+    assert!(
+        advice.contains("create a new internal integration secret")
+            && advice.contains("NOTION_TOKEN"),
+        "{advice}"
+    );
+    assert!(
+        !error.contains(TOKEN) && !advice.contains(TOKEN),
+        "the token is never written"
+    );
+    assert!(item.stale.is_some(), "still stale: built again later");
+    let row = stored_row(&t.prs, "Codertocat/Hello-World", 2).await;
+    assert!(row.contains_key(shared::store::attr::SUMMARIZED_AT));
+    assert!(
+        !row.contains_key(shared::store::attr::FAILED_AT),
+        "a page never fails a PR row"
+    );
+    // Fixed: the next build after the interval publishes.
+    stub.set_token(TOKEN);
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    settle(&b, &t, Duration::from_secs(60)).await;
+    let item = t
+        .pages
+        .get("Codertocat/Hello-World", "Codertocat/Hello-World")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(item.last_error.is_none() && item.advice.is_none());
+    assert!(stub
+        .live_page("Codertocat/Hello-World · Codertocat/Hello-World")
+        .is_some());
+}
+
+#[tokio::test]
+async fn an_unshared_parent_gets_advice_about_connections() {
+    let t = fresh_tables(&sdk().await).await;
+    let (stub, _) = NotionStub::start(TOKEN).await;
+    let private = stub.add_page(None, "Not shared", false);
+    put(&t, &entry("api", 1, "2024-06-01T10:00:00Z")).await;
+    let b = builder(&t, Arc::new(publisher(&t, &stub, &private)));
+    assert_eq!(tick(&b, 60).await.failed, 1);
+    let item = t.pages.get(REPO, "api").await.unwrap().unwrap();
+    assert!(item.advice.unwrap().contains("Connections"));
+}
+
+#[tokio::test]
+async fn rate_limits_and_server_errors_are_waited_out() {
+    let t = fresh_tables(&sdk().await).await;
+    let (stub, parent) = NotionStub::start(TOKEN).await;
+    put(&t, &entry("api", 1, "2024-06-01T10:00:00Z")).await;
+    stub.fault(
         None,
         Fault::RateLimited {
             retry_after_secs: 1,
         },
     );
-    s.stub.fault(
-        Some("PATCH children"),
+    stub.fault(
+        None,
         Fault::Overloaded {
             retry_after_secs: 1,
         },
     );
-    s.stub.fault(Some("PATCH children"), Fault::ServerError);
-    let started = Instant::now();
-    let response = s
-        .handler
-        .handle(batch(vec![message("m6", 6)]), within(40), "inv")
-        .await;
-    assert!(response.batch_item_failures.is_empty(), "{response:?}");
-    assert!(started.elapsed() >= Duration::from_secs(2));
-    assert_eq!(s.stub.count_status(429), 1);
-    assert_eq!(s.stub.count_status(529), 1);
-    assert_eq!(s.stub.count_status(500), 1);
-    assert_eq!(entry_count(&s.stub.blocks(&only_page(&s)), 6), 1);
-    assert!(row(&s.store, 6).await.contains_key(attr::SUMMARIZED_AT));
-}
-
-#[tokio::test]
-async fn a_rate_limit_longer_than_the_time_left_gives_the_message_back() {
-    let s = setup().await;
-    pending(&s.store, 8, "2024-08-02T00:00:00Z", None).await;
-    s.stub.fault(
+    stub.fault(Some("GET children"), Fault::ServerError);
+    let b = builder(&t, Arc::new(publisher(&t, &stub, &parent)));
+    settle(&b, &t, Duration::from_secs(60)).await;
+    assert!(stub.count_status(429) >= 1 && stub.count_status(529) == 1);
+    assert_eq!(stub.pages_titled(&module_title("api")).len(), 1);
+    // A Retry-After beyond what the invocation has left fails the build; the page stays stale.
+    put(&t, &entry("api", 2, "2024-06-02T10:00:00Z")).await;
+    stub.fault(
         None,
         Fault::RateLimited {
             retry_after_secs: 60,
         },
     );
-    let response = s
-        .handler
-        .handle(batch(vec![message("m8", 8)]), within(20), "inv-1")
-        .await;
-    assert_eq!(response.batch_item_failures.len(), 1);
-    let r = row(&s.store, 8).await;
-    assert!(!r.contains_key(attr::FAILED_AT));
-    assert!(
-        support::s(&r, attr::LAST_ERROR).contains("rate limiting"),
-        "{r:?}"
-    );
-    // It comes back and goes through.
-    let again = s
-        .handler
-        .handle(batch(vec![message("m8", 8)]), within(20), "inv-2")
-        .await;
-    assert!(again.batch_item_failures.is_empty(), "{again:?}");
-    assert!(row(&s.store, 8).await.contains_key(attr::SUMMARIZED_AT));
+    let report = tick(&b, 60).await;
+    assert_eq!(report.failed, 1, "{report:?}");
+    let item = t.pages.get(REPO, "api").await.unwrap().unwrap();
+    assert!(item.last_error.unwrap().contains("rate limiting"));
+    settle(&b, &t, Duration::from_secs(60)).await;
+    let (_, api) = page(&stub, "api");
+    assert_eq!(entry_count(&api, 2), 1);
 }
 
 #[tokio::test]
-async fn a_revoked_token_fails_the_row_with_what_to_do() {
-    let s = setup().await;
-    pending(&s.store, 9, "2024-08-03T00:00:00Z", None).await;
-    s.stub.set_token("ntn_a_different_token");
-    let response = s
-        .handler
-        .handle(batch(vec![message("m9", 9)]), within(20), "inv")
-        .await;
-    // Given up at once (retrying cannot help), so the message is done.
-    assert!(response.batch_item_failures.is_empty(), "{response:?}");
-    let r = row(&s.store, 9).await;
-    assert!(r.contains_key(attr::FAILED_AT));
-    assert!(!r.contains_key(attr::PENDING_SHARD));
-    let reason = support::s(&r, attr::FAILED_REASON);
-    assert!(reason.contains("401 unauthorized"), "{reason}");
-    assert!(
-        reason.contains("create a new internal integration secret"),
-        "{reason}"
-    );
-    assert!(reason.contains("NOTION_TOKEN"), "{reason}");
-    assert!(!reason.contains(TOKEN));
-    assert_eq!(s.stub.count_status(401), 1);
-}
-
-#[tokio::test]
-async fn an_unshared_parent_and_a_validation_error_are_recorded_not_retried() {
-    let sdk = sdk().await;
-    let store = fresh_table(&sdk).await;
-    let pages = fresh_pages_table(&sdk).await;
-    let (stub, _) = NotionStub::start(TOKEN).await;
-    let unshared = stub.add_page(None, "Private page", false);
-    let handler = Arc::new(SummarizeHandler::new(
-        store.clone(),
-        Arc::new(notion_publisher(&stub, &unshared, &store, pages)),
-        ModulesConfig::empty(),
-        5,
-    ));
-    pending(&store, 10, "2024-08-04T00:00:00Z", None).await;
-    let response = handler
-        .handle(batch(vec![message("m10", 10)]), within(20), "inv")
-        .await;
-    assert!(response.batch_item_failures.is_empty());
-    let reason = s(&row(&store, 10).await, attr::FAILED_REASON).to_string();
-    assert!(reason.contains("404 object_not_found"), "{reason}");
-    assert!(reason.contains("Connections"), "{reason}");
-
-    let s = setup().await;
-    pending(&s.store, 11, "2024-08-05T00:00:00Z", None).await;
-    s.stub.fault(
-        Some("PATCH children"),
-        Fault::Invalid(
-            "body.children[3].paragraph.rich_text[0].text.content.length should be ≤ `2000`".into(),
-        ),
-    );
-    let response = s
-        .handler
-        .handle(batch(vec![message("m11", 11)]), within(20), "inv")
-        .await;
-    assert!(response.batch_item_failures.is_empty());
-    let r = row(&s.store, 11).await;
-    let reason = support::s(&r, attr::FAILED_REASON);
-    assert!(reason.contains("validation_error"), "{reason}");
-    assert!(reason.contains("should be ≤ `2000`"), "{reason}");
-    assert_eq!(r[attr::ATTEMPTS].as_n().unwrap(), "1");
-}
-
-/// A page's blocks as (type, text, children), the way the stand-in holds them.
-fn shape(blocks: &[Seen]) -> Vec<(String, String, usize)> {
-    blocks
-        .iter()
-        .map(|b| (b.kind.clone(), b.text.clone(), b.children.len()))
-        .collect()
-}
-
-fn expected_shape(blocks: &[Block]) -> Vec<(String, String, usize)> {
-    blocks
-        .iter()
-        .map(|b| {
-            let kind = match b {
-                Block::Heading { level, .. } => format!("heading_{level}"),
-                Block::Paragraph(_) => "paragraph".into(),
-                Block::Bullet(_) => "bulleted_list_item".into(),
-                Block::Toggle { .. } => "toggle".into(),
-            };
-            (kind, b.plain_text(), b.children().len())
-        })
-        .collect()
-}
-
-#[tokio::test]
-async fn markdown_and_notion_carry_the_same_entries_in_the_same_order() {
+async fn notion_and_markdown_carry_the_same_content_and_requests_per_build_are_counted() {
+    let t = fresh_tables(&sdk().await).await;
+    let (stub, parent) = NotionStub::start(TOKEN).await;
+    stub.without_rate_limit();
     let dir = std::env::temp_dir().join(format!(
         "chronicle-parity-{}",
         uuid::Uuid::new_v4().simple()
     ));
-    let s = setup_with(Some(&dir)).await;
-    let merged = [
-        (21, "2024-03-05T09:00:00Z"),
-        (22, "2024-04-11T09:00:00Z"),
-        (23, "2024-04-02T09:00:00Z"),
-        (24, "2024-02-20T09:00:00Z"),
-    ];
-    for (n, at) in merged {
-        pending(
-            &s.store,
-            n,
-            at,
-            Some("Moves the parser into its own module.\n\n## Notes\nFollow-up in #12."),
-        )
-        .await;
-        enriched(
-            &s.store,
-            n,
-            &[("src/parser.rs", 10 * n, 2), ("docs/parser.md", 3, 0)],
-        )
-        .await;
-    }
-    // Out of merge order: every entry must still land at its place on the Notion page.
     for n in [23, 21, 24, 22] {
-        let r = s
-            .handler
-            .handle(batch(vec![message(&format!("m{n}"), n)]), within(40), "inv")
-            .await;
-        assert!(r.batch_item_failures.is_empty(), "{r:?}");
-    }
-    let rows = s.store.summarized_rows(&repo()).await.unwrap();
-    for module in ["src", "docs"] {
-        let entries = rows
-            .iter()
-            .filter(|r| tagging_of(r).contains(&module.to_string()))
-            .map(|r| narrative::entry_from_item(r).unwrap())
-            .collect();
-        let page = ModulePage::new(REPO, module, entries).with_paths(tagging::module_paths(
-            &repo(),
-            module,
-            None,
-        ));
-        let notion_page = s
-            .stub
-            .child_pages(&s.parent)
-            .into_iter()
-            .find(|(_, title)| *title == page.title())
-            .unwrap()
-            .0;
-        let blocks = s.stub.blocks(&notion_page);
-        assert_eq!(
-            shape(&blocks),
-            expected_shape(&narrative::page_blocks(&page)),
-            "{module}"
-        );
-        let markdown = std::fs::read_to_string(
-            dir.join("Codertocat/Hello-World")
-                .join(format!("{module}.md")),
-        )
-        .unwrap();
-        assert_eq!(markdown, narrative::render_markdown(&page));
-        for (n, _) in merged {
-            assert_eq!(markdown.matches(&format!("(#{n})\n")).count(), 1);
-            assert_eq!(entry_count(&blocks, n), 1);
-        }
-    }
-    let _ = std::fs::remove_dir_all(&dir);
-}
-
-fn tagging_of(row: &Item) -> Vec<String> {
-    match row.get(attr::MODULES) {
-        Some(AttributeValue::L(l)) => l.iter().filter_map(|v| v.as_s().ok().cloned()).collect(),
-        _ => Vec::new(),
-    }
-}
-
-#[tokio::test]
-async fn notion_requests_per_published_pr() {
-    let s = setup().await;
-    for n in 61..=63 {
-        pending(
-            &s.store,
-            n,
-            &format!("2024-09-{:02}T00:00:00Z", n - 50),
-            None,
+        put(
+            &t,
+            &entry(
+                if n % 2 == 0 { "api" } else { "web" },
+                n,
+                &format!("2024-06-{n:02}T10:00:00Z"),
+            ),
         )
         .await;
     }
-    let mut costs = Vec::new();
-    for n in 61..=63 {
-        let before = s.stub.requests().len();
-        let r = s
-            .handler
-            .handle(batch(vec![message(&format!("m{n}"), n)]), within(30), "inv")
-            .await;
-        assert!(r.batch_item_failures.is_empty(), "{r:?}");
-        let made: Vec<String> = s.stub.requests()[before..]
-            .iter()
-            .map(|r| {
-                format!(
-                    "{} {}",
-                    r.method,
-                    if r.path.ends_with("/children") {
-                        "children"
-                    } else {
-                        "block/page"
-                    }
-                )
-            })
-            .collect();
-        costs.push(made);
+    let both: Arc<dyn Publisher> = Arc::new(Publishers(vec![
+        Arc::new(MarkdownPublisher::new(&dir)),
+        Arc::new(publisher(&t, &stub, &parent)),
+    ]));
+    let b = builder(&t, both);
+    let first = stub.requests().len();
+    settle(&b, &t, Duration::from_secs(60)).await;
+    let first_build = stub.requests().len() - first;
+    for module in ["api", "web"] {
+        let (_, notion) = page(&stub, module);
+        let file = std::fs::read_to_string(dir.join(format!("acme/monorepo/{module}.md"))).unwrap();
+        let order = |text: &str| -> Vec<String> {
+            text.lines()
+                .filter(|l| l.starts_with("### ") || l.starts_with("## "))
+                .map(|l| l.rsplit(' ').next().unwrap().to_string())
+                .collect()
+        };
+        assert_eq!(order(&notion), order(&file), "same headings, same order");
+        assert!(!order(&file).is_empty());
     }
-    println!("Notion requests per PR: {costs:?}");
-    // New module: create the page, read its header ids, append the entry.
-    assert_eq!(
-        costs[0],
-        ["POST block/page", "GET children", "PATCH children"]
+    // A later PR of one module: the builder replaces that page and the index.
+    put(&t, &entry("api", 26, "2024-06-26T10:00:00Z")).await;
+    let before = stub.requests().len();
+    settle(&b, &t, Duration::from_secs(60)).await;
+    let later = stub.requests().len() - before;
+    println!(
+        "Notion requests: first build of 2 modules and the index {first_build}, a later PR {later}"
     );
-    // A later PR: the append, then the two header lines that changed (the counts and the
-    // author's count); the paths line is left alone.
-    for later in &costs[1..] {
-        assert_eq!(
-            *later,
-            ["PATCH children", "PATCH block/page", "PATCH block/page"]
-        );
-    }
-}
-
-#[tokio::test]
-async fn the_token_is_read_from_secrets_manager_as_the_template_configures_it() {
-    let sdk = sdk().await;
-    let store = fresh_table(&sdk).await;
-    let pages = fresh_pages_table(&sdk).await;
-    let (stub, parent) = NotionStub::start(TOKEN).await;
-    let arn = aws_sdk_secretsmanager::Client::new(&sdk)
-        .create_secret()
-        .name(format!(
-            "chronicle/notion-{}",
-            uuid::Uuid::new_v4().simple()
-        ))
-        .secret_string(TOKEN)
-        .send()
+    assert!(first_build <= 8, "{first_build}");
+    assert!(
+        later <= 4,
+        "{later}: a listing and a replace for the module page and the index"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(t
+        .pages
+        .get(REPO, INDEX_MODULE)
         .await
         .unwrap()
-        .arn
-        .unwrap();
-    // The summarize function's environment as template.yaml sets it (Markdown off).
-    let vars = [
-        ("TABLE_NAME", store.table_name().to_string()),
-        ("NOTION_TOKEN_ARN", arn),
-        ("NOTION_PARENT_PAGE_ID", parent.clone()),
-        ("NOTION_PAGES_TABLE", pages.table_name().to_string()),
-        ("NOTION_API_URL", stub.url()),
-        ("PUBLISH_MARKDOWN", "false".to_string()),
-    ];
-    let config = shared::config::SummarizeConfig::from_lookup(&|k: &str| {
-        vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())
-    })
-    .unwrap();
-    let handler = Arc::new(SummarizeHandler::from_config(&config, &sdk).await.unwrap());
-    pending(&store, 70, "2024-10-01T00:00:00Z", None).await;
-    let r = handler
-        .handle(batch(vec![message("m70", 70)]), within(30), "inv")
-        .await;
-    assert!(r.batch_item_failures.is_empty(), "{r:?}");
-    let pages = stub.child_pages(&parent);
-    assert_eq!(pages.len(), 1);
-    assert_eq!(entry_count(&stub.blocks(&pages[0].0), 70), 1);
-    assert!(row(&store, 70).await.contains_key(attr::SUMMARIZED_AT));
+        .unwrap()
+        .stale
+        .is_none());
 }

@@ -39,19 +39,30 @@ async fn ok_call(
     call(stub, method, path, body, Some(NOTION_VERSION), TOKEN).await
 }
 
-fn paragraph(text: &str) -> Value {
-    json!({"object": "block", "type": "paragraph", "paragraph": {"rich_text": [{"type": "text", "text": {"content": text}}]}})
+fn create(parent: &str, title: &str, markdown: &str) -> Value {
+    json!({
+        "parent": {"type": "page_id", "page_id": parent},
+        "properties": {"title": {"title": [{"type": "text", "text": {"content": title}}]}},
+        "markdown": markdown,
+    })
 }
 
-fn append(children: Vec<Value>) -> Value {
-    json!({ "children": children })
+fn replace(markdown: &str) -> Value {
+    json!({"type": "replace_content", "replace_content": {"new_str": markdown}})
+}
+
+fn code(answer: &(StatusCode, Value)) -> (u16, String) {
+    (
+        answer.0.as_u16(),
+        answer.1["code"].as_str().unwrap_or_default().to_string(),
+    )
 }
 
 #[tokio::test]
 async fn it_checks_the_token_and_the_version_first() {
     let (stub, parent) = NotionStub::start(TOKEN).await;
-    let path = format!("/v1/blocks/{parent}/children");
-    let (status, body) = call(
+    let path = format!("/v1/pages/{parent}");
+    let wrong = call(
         &stub,
         Method::GET,
         &path,
@@ -60,151 +71,323 @@ async fn it_checks_the_token_and_the_version_first() {
         "ntn_wrong",
     )
     .await;
-    assert_eq!(
-        (status.as_u16(), body["code"].as_str()),
-        (401, Some("unauthorized"))
-    );
-    let (status, body) = call(&stub, Method::GET, &path, None, None, TOKEN).await;
-    assert_eq!(
-        (status.as_u16(), body["code"].as_str()),
-        (400, Some("missing_version"))
-    );
-    let (status, body) = call(&stub, Method::GET, &path, None, Some("2022-06-28"), TOKEN).await;
-    assert_eq!(
-        (status.as_u16(), body["code"].as_str()),
-        (400, Some("validation_error"))
-    );
+    assert_eq!(code(&wrong), (401, "unauthorized".into()));
+    let missing = call(&stub, Method::GET, &path, None, None, TOKEN).await;
+    assert_eq!(code(&missing), (400, "missing_version".into()));
+    let old = call(&stub, Method::GET, &path, None, Some("2025-09-03"), TOKEN).await;
+    assert_eq!(code(&old), (400, "validation_error".into()));
     let (status, body) = ok_call(&stub, Method::GET, &path, None).await;
     assert_eq!(status, 200, "{body}");
-    assert_eq!(body["object"], "list");
+    assert_eq!(body["object"], "page");
+    assert_eq!(body["in_trash"], false);
 }
 
 #[tokio::test]
-async fn it_refuses_what_is_over_the_limits() {
+async fn pages_are_created_replaced_and_listed_as_markdown() {
     let (stub, parent) = NotionStub::start(TOKEN).await;
-    let path = format!("/v1/blocks/{parent}/children");
-    let refused = |body: Value| {
-        let stub = stub.clone();
-        let path = path.clone();
-        async move {
-            let (status, answer) = ok_call(&stub, Method::PATCH, &path, Some(body)).await;
-            assert_eq!(status, 400, "{answer}");
-            assert_eq!(answer["code"], "validation_error");
-            answer["message"].as_str().unwrap().to_string()
-        }
-    };
-    // 101 children.
-    let message = refused(append(
-        (0..101).map(|i| paragraph(&i.to_string())).collect(),
-    ))
-    .await;
-    assert!(message.contains("≤ `100`"), "{message}");
-    // A rich-text item of 2,001 characters (UTF-16 units: 1,001 emoji are 2,002).
-    refused(append(vec![paragraph(&"a".repeat(2_001))])).await;
-    refused(append(vec![paragraph(&"😀".repeat(1_001))])).await;
-    // 101 rich-text items in one block.
-    let items: Vec<Value> = (0..101)
-        .map(|_| json!({"type": "text", "text": {"content": "x"}}))
-        .collect();
-    refused(append(vec![
-        json!({"type": "paragraph", "paragraph": {"rich_text": items}}),
-    ]))
-    .await;
-    // Three levels of nesting in one request.
-    let deep = json!({"type": "toggle", "toggle": {"rich_text": [], "children": [
-        {"type": "toggle", "toggle": {"rich_text": [], "children": [paragraph("too deep")]}}
-    ]}});
-    let message = refused(append(vec![deep])).await;
-    assert!(message.contains("nested"), "{message}");
-    // An unknown block type, a heading with children, `after` that is not a child.
-    refused(append(vec![
-        json!({"type": "embed", "embed": {"rich_text": []}}),
-    ]))
-    .await;
-    refused(append(vec![
-        json!({"type": "heading_2", "heading_2": {"rich_text": [], "children": [paragraph("x")]}}),
-    ]))
-    .await;
-    refused(json!({"children": [paragraph("x")], "after": "00000000-0000-4000-8000-000000000999"}))
-        .await;
-    // More than 500 KB.
-    let big: Vec<Value> = (0..100).map(|_| paragraph(&"b".repeat(1_990))).collect();
-    let mut body = append(big);
-    body["padding"] = json!("p".repeat(320_000));
-    let (status, _) = ok_call(&stub, Method::PATCH, &path, Some(body)).await;
-    assert_eq!(status, 413);
-    // Exactly at the limits it is accepted: 100 children, 2,000 characters, two levels.
-    let two_levels =
-        json!({"type": "toggle", "toggle": {"rich_text": [], "children": [paragraph("ok")]}});
-    let mut at_limit: Vec<Value> = (0..99).map(|_| paragraph(&"c".repeat(2_000))).collect();
-    at_limit.push(two_levels);
-    let (status, answer) = ok_call(&stub, Method::PATCH, &path, Some(append(at_limit))).await;
-    assert_eq!(status, 200, "{answer}");
-    assert_eq!(answer["results"].as_array().unwrap().len(), 100);
-    assert_eq!(stub.blocks(&parent).len(), 100);
-    assert_eq!(stub.blocks(&parent)[99].children.len(), 1);
-}
-
-#[tokio::test]
-async fn an_unshared_page_is_not_found_and_faults_play_in_order() {
-    let (stub, _) = NotionStub::start(TOKEN).await;
-    let private = stub.add_page(None, "Private", false);
-    let (status, body) = ok_call(
+    let (status, page) = ok_call(
         &stub,
         Method::POST,
         "/v1/pages",
-        Some(json!({"parent": {"page_id": private}, "properties": {"title": {"title": [{"type": "text", "text": {"content": "t"}}]}}})),
+        Some(create(&parent, "A", "Hello **world**")),
     )
     .await;
-    assert_eq!(
-        (status.as_u16(), body["code"].as_str()),
-        (404, Some("object_not_found"))
-    );
-    assert!(body["message"]
+    assert_eq!(status, 200, "{page}");
+    let id = page["id"].as_str().unwrap().to_string();
+    assert!(page["url"]
         .as_str()
         .unwrap()
-        .contains("shared with your integration"));
+        .starts_with("https://www.notion.so/A-"));
+    let (status, _) = ok_call(
+        &stub,
+        Method::PATCH,
+        &format!("/v1/pages/{id}/markdown"),
+        Some(replace("Second")),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let (_, md) = ok_call(
+        &stub,
+        Method::GET,
+        &format!("/v1/pages/{id}/markdown"),
+        None,
+    )
+    .await;
+    assert_eq!(md["markdown"], "Second");
+    // The parent lists it as a child page, paginated within page_size ≤ 100.
+    let (_, list) = ok_call(
+        &stub,
+        Method::GET,
+        &format!("/v1/blocks/{parent}/children?page_size=100"),
+        None,
+    )
+    .await;
+    assert_eq!(list["results"][0]["type"], "child_page");
+    assert_eq!(list["results"][0]["child_page"]["title"], "A");
+    let too_big = ok_call(
+        &stub,
+        Method::GET,
+        &format!("/v1/blocks/{parent}/children?page_size=101"),
+        None,
+    )
+    .await;
+    assert_eq!(code(&too_big).0, 400);
+    // `archived` is gone in 2026-03-11; `in_trash` moves a page to the trash.
+    let old = ok_call(
+        &stub,
+        Method::PATCH,
+        &format!("/v1/pages/{id}"),
+        Some(json!({"archived": true})),
+    )
+    .await;
+    assert_eq!(code(&old).0, 400);
+    let (_, trashed) = ok_call(
+        &stub,
+        Method::PATCH,
+        &format!("/v1/pages/{id}"),
+        Some(json!({"in_trash": true})),
+    )
+    .await;
+    assert_eq!(trashed["in_trash"], true);
+    let edit = ok_call(
+        &stub,
+        Method::PATCH,
+        &format!("/v1/pages/{id}/markdown"),
+        Some(replace("x")),
+    )
+    .await;
+    assert_eq!(code(&edit).0, 400);
+    assert!(edit.1["message"].as_str().unwrap().contains("archived"));
+    // Deleted for good: 404.
+    stub.delete(&id);
+    let gone = ok_call(&stub, Method::GET, &format!("/v1/pages/{id}"), None).await;
+    assert_eq!(code(&gone), (404, "object_not_found".into()));
+}
 
+#[tokio::test]
+async fn it_enforces_the_documented_limits_and_is_exact_at_them() {
+    let (stub, parent) = NotionStub::start(TOKEN).await;
+    stub.without_rate_limit();
+    // 1,000 blocks pass, 1,001 do not.
+    let thousand: String = (0..1_000).map(|i| format!("- item {i}\n")).collect();
+    let at = ok_call(
+        &stub,
+        Method::POST,
+        "/v1/pages",
+        Some(create(&parent, "1000", &thousand)),
+    )
+    .await;
+    assert_eq!(at.0, 200, "{}", at.1);
+    let over: String = (0..1_001).map(|i| format!("- item {i}\n")).collect();
+    let refused = ok_call(
+        &stub,
+        Method::POST,
+        "/v1/pages",
+        Some(create(&parent, "1001", &over)),
+    )
+    .await;
+    assert_eq!(code(&refused), (400, "validation_error".into()));
+    // 2,000 characters (UTF-16 units) of text pass, 2,001 do not; astral characters count 2.
+    let exact = "é".repeat(1_998) + "𝄞";
+    assert_eq!(exact.encode_utf16().count(), 2_000);
+    assert_eq!(
+        ok_call(
+            &stub,
+            Method::POST,
+            "/v1/pages",
+            Some(create(&parent, "t", &exact))
+        )
+        .await
+        .0,
+        200
+    );
+    let long = "a".repeat(2_001);
+    assert_eq!(
+        code(
+            &ok_call(
+                &stub,
+                Method::POST,
+                "/v1/pages",
+                Some(create(&parent, "t", &long))
+            )
+            .await
+        )
+        .0,
+        400
+    );
+    // More than 500 KB: 413.
+    let huge = "word ".repeat(110_000);
+    assert_eq!(
+        ok_call(
+            &stub,
+            Method::POST,
+            "/v1/pages",
+            Some(create(&parent, "h", &huge))
+        )
+        .await
+        .0,
+        413
+    );
+    // Not JSON: 400.
+    let (status, body) = {
+        let response = Client::new()
+            .post(format!("{}/v1/pages", stub.url()))
+            .bearer_auth(TOKEN)
+            .header("Notion-Version", NOTION_VERSION)
+            .body("{not json")
+            .send()
+            .await
+            .unwrap();
+        (response.status(), response.json::<Value>().await.unwrap())
+    };
+    assert_eq!(
+        (status.as_u16(), body["code"].as_str()),
+        (400, Some("invalid_json"))
+    );
+    // A page that is not shared with the integration: 404.
+    let private = stub.add_page(None, "Private", false);
+    let hidden = ok_call(
+        &stub,
+        Method::POST,
+        "/v1/pages",
+        Some(create(&private, "x", "y")),
+    )
+    .await;
+    assert_eq!(code(&hidden), (404, "object_not_found".into()));
+}
+
+#[tokio::test]
+async fn child_pages_must_be_named_in_replaced_content() {
+    let (stub, parent) = NotionStub::start(TOKEN).await;
+    let (_, page) = ok_call(
+        &stub,
+        Method::POST,
+        "/v1/pages",
+        Some(create(&parent, "Module", "body")),
+    )
+    .await;
+    let id = page["id"].as_str().unwrap().to_string();
+    let (_, child) = ok_call(
+        &stub,
+        Method::POST,
+        "/v1/pages",
+        Some(create(&id, "2019", "old")),
+    )
+    .await;
+    let child_url = child["url"].as_str().unwrap().to_string();
+    // Leaving the child out would delete it: refused.
+    let dropped = ok_call(
+        &stub,
+        Method::PATCH,
+        &format!("/v1/pages/{id}/markdown"),
+        Some(replace("new body")),
+    )
+    .await;
+    assert_eq!(code(&dropped).0, 400);
+    assert!(dropped.1["message"]
+        .as_str()
+        .unwrap()
+        .contains("child page"));
+    // Named, it stays.
+    let named = format!("new body\n\n<page url=\"{child_url}\">2019</page>\n");
+    assert_eq!(
+        ok_call(
+            &stub,
+            Method::PATCH,
+            &format!("/v1/pages/{id}/markdown"),
+            Some(replace(&named))
+        )
+        .await
+        .0,
+        200
+    );
+    assert_eq!(stub.child_pages(&id).len(), 1);
+    // A page that is not its child cannot be named (it would be moved).
+    let (_, other) = ok_call(
+        &stub,
+        Method::POST,
+        "/v1/pages",
+        Some(create(&parent, "Other", "x")),
+    )
+    .await;
+    let stranger = format!(
+        "{named}\n<page url=\"{}\">Other</page>\n",
+        other["url"].as_str().unwrap()
+    );
+    assert_eq!(
+        code(
+            &ok_call(
+                &stub,
+                Method::PATCH,
+                &format!("/v1/pages/{id}/markdown"),
+                Some(replace(&stranger))
+            )
+            .await
+        )
+        .0,
+        400
+    );
+    // Trashing the parent trashes the child with it.
+    stub.trash(&id);
+    let (_, seen) = ok_call(
+        &stub,
+        Method::GET,
+        &format!("/v1/pages/{}", child["id"].as_str().unwrap()),
+        None,
+    )
+    .await;
+    assert_eq!(seen["in_trash"], true);
+}
+
+#[tokio::test]
+async fn faults_and_the_rate_limit_answer_as_notion_does() {
     let (stub, parent) = NotionStub::start(TOKEN).await;
     stub.fault(
-        Some("PATCH children"),
-        Fault::Overloaded {
+        None,
+        Fault::RateLimited {
             retry_after_secs: 2,
         },
     );
     stub.fault(
         None,
-        Fault::RateLimited {
-            retry_after_secs: 3,
+        Fault::Overloaded {
+            retry_after_secs: 1,
         },
     );
-    let path = format!("/v1/blocks/{parent}/children");
-    // The GET passes the PATCH-only fault by and takes the next one.
-    let (status, _) = ok_call(&stub, Method::GET, &path, None).await;
-    assert_eq!(status, 429);
-    let response = Client::new()
-        .patch(format!("{}{path}", stub.url()))
+    stub.fault(None, Fault::ServerError);
+    let path = format!("/v1/pages/{parent}");
+    for expected in [429, 529, 500, 200] {
+        let response = Client::new()
+            .get(format!("{}{path}", stub.url()))
+            .bearer_auth(TOKEN)
+            .header("Notion-Version", NOTION_VERSION)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), expected);
+        if expected == 429 {
+            assert_eq!(response.headers()["retry-after"], "2");
+        }
+    }
+    // More than the rate limit within its window: 429 with Retry-After.
+    let mut limited = 0;
+    for _ in 0..RATE_LIMIT + 2 {
+        if ok_call(&stub, Method::GET, &path, None).await.0 == 429 {
+            limited += 1;
+        }
+    }
+    assert!(limited >= 2, "{limited}");
+    // Applied, then never answered: the page exists although no answer came.
+    stub.without_rate_limit();
+    stub.fault(Some("POST pages"), Fault::HangAfterApply);
+    let request = Client::new()
+        .post(format!("{}/v1/pages", stub.url()))
         .bearer_auth(TOKEN)
         .header("Notion-Version", NOTION_VERSION)
-        .json(&append(vec![paragraph("x")]))
+        .json(&create(&parent, "Hung", "x"))
+        .timeout(std::time::Duration::from_millis(500))
         .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status().as_u16(), 529);
-    assert_eq!(response.headers()["retry-after"], "2");
-    let (status, _) = ok_call(
-        &stub,
-        Method::PATCH,
-        &path,
-        Some(append(vec![paragraph("x")])),
-    )
-    .await;
-    assert_eq!(status, 200);
-    // Deleted blocks go to the trash: readable, no longer listed.
-    let id = stub.blocks(&parent)[0].id.clone();
-    let (status, _) = ok_call(&stub, Method::DELETE, &format!("/v1/blocks/{id}"), None).await;
-    assert_eq!(status, 200);
-    let (_, block) = ok_call(&stub, Method::GET, &format!("/v1/blocks/{id}"), None).await;
-    assert_eq!(block["in_trash"], true);
-    assert!(stub.blocks(&parent).is_empty());
+        .await;
+    assert!(request.is_err(), "no answer");
+    assert_eq!(stub.child_pages(&parent).len(), 1, "but applied");
 }

@@ -1,86 +1,65 @@
-//! The summarize worker against the emulator: exactly one effect per PR, counted by a recording
-//! publisher, whatever is duplicated, raced, retried or killed.
+//! The summarize worker against the emulator: exactly one entry per (PR, module), whatever is
+//! duplicated, raced, retried or killed; every claim counts an attempt; a row that keeps failing
+//! is given up (its message in the DLQ first) and a redriven one is summarized.
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
-use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
+use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage, SqsMessageAttribute};
+use aws_sdk_dynamodb::types::AttributeValue;
 use futures::future::BoxFuture;
 use shared::domain::RepoName;
-use shared::narrative::ModulePage;
-use shared::publish::{Publication, PublishError, Publisher};
-use shared::store::{attr, Item, PrStore};
-use shared::summarize::SummarizeHandler;
+use shared::store::{attr, Item};
+use shared::summarize::{SummarizeHandler, GIVEN_UP_AT_ATTRIBUTE};
+use shared::summary::{Summarizer, Summary, SummaryInput, SummarySource};
 use shared::tagging::ModulesConfig;
+use support::dynamo_proxy::{DynamoProxy, Hold};
 use support::*;
 use time::OffsetDateTime;
 
 const REPO: &str = "Codertocat/Hello-World";
 
-/// What the recorder does on its next calls, in order; then it succeeds.
-#[derive(Clone)]
-enum Step {
-    Fail,
-    Delay(Duration),
-    /// Signals `entered`, then never returns (the worker is killed while in it).
-    Hang,
-}
-
-#[derive(Default)]
-struct Recorder {
-    /// (module, PR numbers on the page) of every completed publish.
-    published: Mutex<Vec<(String, Vec<u64>)>>,
-    steps: Mutex<VecDeque<Step>>,
-    entered: tokio::sync::Notify,
-}
-
-impl Recorder {
-    fn then(&self, step: Step) {
-        self.steps.lock().unwrap().push_back(step);
-    }
-    fn count(&self) -> usize {
-        self.published.lock().unwrap().len()
-    }
-}
-
-impl Publisher for Recorder {
-    fn publish<'a>(&'a self, p: &'a Publication<'a>) -> BoxFuture<'a, Result<(), PublishError>> {
-        let page = p.page;
-        Box::pin(async move {
-            let step = self.steps.lock().unwrap().pop_front();
-            match step {
-                Some(Step::Fail) => {
-                    return Err(PublishError::Remote {
-                        target: "the recorder".into(),
-                        message: "the publisher is down".into(),
-                    })
-                }
-                Some(Step::Delay(d)) => tokio::time::sleep(d).await,
-                Some(Step::Hang) => {
-                    self.entered.notify_one();
-                    futures::future::pending::<()>().await;
-                }
-                None => {}
-            }
-            let numbers = page.entries.iter().map(|e| e.number).collect();
-            self.published
-                .lock()
-                .unwrap()
-                .push((page.module.clone(), numbers));
-            Ok(())
-        })
-    }
-
-    fn name(&self) -> &'static str {
-        "recorder"
-    }
-}
-
-async fn pending(store: &PrStore, number: u64) {
+async fn pending(t: &Tables, number: u64) {
     let mut payload = merged_payload();
     payload["pull_request"]["number"] = serde_json::json!(number);
-    store_merged(store, &payload, OffsetDateTime::now_utc()).await;
+    store_merged(&t.prs, &payload, OffsetDateTime::now_utc()).await;
+}
+
+/// Gives the row changed files, as enrichment would.
+async fn with_files(t: &Tables, number: u64, files: &[(&str, u64, u64)]) {
+    let list = files
+        .iter()
+        .map(|(path, a, d)| {
+            AttributeValue::M(
+                [
+                    ("path", AttributeValue::S(path.to_string())),
+                    ("status", AttributeValue::S("modified".into())),
+                    ("additions", AttributeValue::N(a.to_string())),
+                    ("deletions", AttributeValue::N(d.to_string())),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+            )
+        })
+        .collect();
+    t.prs
+        .client()
+        .update_item()
+        .table_name(t.prs.table_name())
+        .set_key(Some(shared::store::key(
+            &RepoName::parse(REPO).unwrap(),
+            number,
+        )))
+        .update_expression("SET #files = :files, #enriched = :now")
+        .expression_attribute_names("#files", attr::FILES)
+        .expression_attribute_names("#enriched", attr::ENRICHED_AT)
+        .expression_attribute_values(":files", AttributeValue::L(list))
+        .expression_attribute_values(":now", AttributeValue::S("2019-05-15T15:21:30.000Z".into()))
+        .send()
+        .await
+        .unwrap();
 }
 
 fn message(id: &str, number: u64) -> SqsMessage {
@@ -91,20 +70,21 @@ fn batch(messages: Vec<SqsMessage>) -> SqsEvent {
     sqs_batch(messages)
 }
 
-async fn setup(max_attempts: u32) -> (PrStore, Arc<Recorder>, Arc<SummarizeHandler>) {
-    let store = fresh_table(&sdk().await).await;
-    let recorder = Arc::new(Recorder::default());
-    let handler = Arc::new(SummarizeHandler::new(
-        store.clone(),
-        recorder.clone(),
-        ModulesConfig::empty(),
-        max_attempts,
-    ));
-    (store, recorder, handler)
+async fn setup(max_attempts: u32) -> (Tables, Arc<SummarizeHandler>) {
+    let t = fresh_tables(&sdk().await).await;
+    let handler = Arc::new(t.summarizer(ModulesConfig::empty(), max_attempts));
+    (t, handler)
 }
 
-async fn row(store: &PrStore, number: u64) -> Item {
-    stored_row(store, REPO, number).await
+async fn row(t: &Tables, number: u64) -> Item {
+    stored_row(&t.prs, REPO, number).await
+}
+
+fn n(item: &Item, name: &str) -> u64 {
+    item.get(name)
+        .and_then(|v| v.as_n().ok())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
 }
 
 fn failed(r: &aws_lambda_events::event::sqs::SqsBatchResponse) -> Vec<String> {
@@ -114,10 +94,28 @@ fn failed(r: &aws_lambda_events::event::sqs::SqsBatchResponse) -> Vec<String> {
         .collect()
 }
 
+/// The numbers of the entries of `module`.
+async fn entry_numbers(t: &Tables, module: &str) -> Vec<u64> {
+    t.module_entries(REPO, module)
+        .await
+        .iter()
+        .map(|e| e.number)
+        .collect()
+}
+
+/// A handler whose entries table does not exist: every entry write fails (DynamoDB answers
+/// ResourceNotFoundException), a transient failure as far as the worker can tell.
+fn broken(t: &Tables, max_attempts: u32) -> Arc<SummarizeHandler> {
+    let mut broken = t.clone();
+    broken.entries =
+        shared::store::EntryStore::new(t.prs.client().clone(), "no-such-entries-table");
+    Arc::new(broken.summarizer(ModulesConfig::empty(), max_attempts))
+}
+
 #[tokio::test]
-async fn a_sequential_duplicate_and_a_redelivery_after_done_publish_once() {
-    let (store, recorder, handler) = setup(5).await;
-    pending(&store, 2).await;
+async fn a_sequential_duplicate_and_a_redelivery_after_done_write_one_entry() {
+    let (t, handler) = setup(5).await;
+    pending(&t, 2).await;
     let first = handler
         .handle(batch(vec![message("m1", 2)]), within(30), "inv-1")
         .await;
@@ -130,11 +128,15 @@ async fn a_sequential_duplicate_and_a_redelivery_after_done_publish_once() {
         )
         .await;
     assert!(again.batch_item_failures.is_empty(), "{again:?}");
-    assert_eq!(recorder.count(), 1);
-    let item = row(&store, 2).await;
-    assert!(item.contains_key(attr::SUMMARIZED_AT));
     // No files known (not enriched): the repo itself is the one module.
+    assert_eq!(entry_numbers(&t, REPO).await, [2]);
+    let item = row(&t, 2).await;
+    assert!(item.contains_key(attr::SUMMARIZED_AT));
     assert_eq!(item[attr::MODULES].as_l().unwrap()[0].as_s().unwrap(), REPO);
+    assert_eq!(
+        item[attr::ENTRY_MODULES].as_ss().unwrap(),
+        &[REPO.to_string()]
+    );
     for gone in [attr::PENDING_SHARD, attr::LEASE_OWNER, attr::LEASE_UNTIL] {
         assert!(
             !item.contains_key(gone),
@@ -145,19 +147,69 @@ async fn a_sequential_duplicate_and_a_redelivery_after_done_publish_once() {
         s(&item, attr::SUMMARY),
         "This is a pretty simple change that we need to pull into master."
     );
+    assert_eq!(n(&item, attr::ATTEMPTS), 1, "one claim, one attempt");
+    // The module's page is marked stale, with the PR's year.
+    let page = t.pages.get(REPO, REPO).await.unwrap().unwrap();
+    assert!(page.stale.is_some());
+    assert!(page.stale_years.contains("2019"));
 }
 
 #[tokio::test]
-async fn ten_concurrent_duplicates_publish_once() {
-    let (store, recorder, handler) = setup(5).await;
-    pending(&store, 3).await;
+async fn each_module_gets_an_entry_with_only_its_own_files() {
+    let (t, _) = setup(5).await;
+    let config = ModulesConfig::from_yaml(
+        "Codertocat/Hello-World:\n  docs: ['*.md', 'docs/**']\n  core: ['src/**']\n",
+    )
+    .unwrap();
+    let handler = Arc::new(t.summarizer(config, 5));
+    pending(&t, 3).await;
+    with_files(
+        &t,
+        3,
+        &[("src/a.rs", 10, 2), ("src/b.rs", 1, 1), ("README.md", 3, 0)],
+    )
+    .await;
+    let r = handler
+        .handle(batch(vec![message("m", 3)]), within(30), "inv")
+        .await;
+    assert!(r.batch_item_failures.is_empty(), "{r:?}");
+    let core = t.module_entries(REPO, "core").await;
+    assert_eq!(core.len(), 1);
+    let paths: Vec<&str> = core[0].files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(paths, ["src/a.rs", "src/b.rs"]);
+    assert_eq!((core[0].files_here, core[0].files_elsewhere), (2, 1));
+    assert_eq!(core[0].elsewhere[0].module, "docs");
+    let docs = t.module_entries(REPO, "docs").await;
+    assert_eq!(docs[0].files.len(), 1);
+    assert!(t
+        .pages
+        .get(REPO, "core")
+        .await
+        .unwrap()
+        .unwrap()
+        .stale
+        .is_some());
+    assert!(t
+        .pages
+        .get(REPO, "docs")
+        .await
+        .unwrap()
+        .unwrap()
+        .stale
+        .is_some());
+}
+
+#[tokio::test]
+async fn ten_concurrent_duplicates_write_one_entry() {
+    let (t, handler) = setup(5).await;
+    pending(&t, 4).await;
     let mut tasks = tokio::task::JoinSet::new();
     for i in 0..10 {
         let handler = handler.clone();
         tasks.spawn(async move {
             handler
                 .handle(
-                    batch(vec![message("same", 3)]),
+                    batch(vec![message("same", 4)]),
                     within(30),
                     &format!("inv-{i}"),
                 )
@@ -169,131 +221,252 @@ async fn ten_concurrent_duplicates_publish_once() {
         failures += r.unwrap().batch_item_failures.len();
     }
     assert!(failures <= 9, "at least one copy did the work");
-    // The copies that met a live lease come back later and find the row done.
     let retry = handler
-        .handle(batch(vec![message("same", 3)]), within(30), "inv-late")
+        .handle(batch(vec![message("same", 4)]), within(30), "inv-late")
         .await;
     assert!(retry.batch_item_failures.is_empty());
+    assert_eq!(entry_numbers(&t, REPO).await, [4]);
+    let item = row(&t, 4).await;
+    assert!(item.contains_key(attr::SUMMARIZED_AT));
     assert_eq!(
-        recorder.count(),
+        n(&item, attr::ATTEMPTS),
         1,
-        "{:?}",
-        recorder.published.lock().unwrap()
+        "the copies that met a live lease counted no attempt"
     );
-    assert!(row(&store, 3).await.contains_key(attr::SUMMARIZED_AT));
 }
 
 #[tokio::test]
-async fn a_failure_is_counted_then_the_retry_publishes_once() {
-    let (store, recorder, handler) = setup(5).await;
-    pending(&store, 4).await;
-    recorder.then(Step::Fail);
-    let first = handler
-        .handle(batch(vec![message("m", 4)]), within(30), "inv-1")
+async fn a_failure_is_counted_then_the_retry_writes_once() {
+    let (t, handler) = setup(5).await;
+    pending(&t, 5).await;
+    let first = broken(&t, 5)
+        .handle(batch(vec![message("m", 5)]), within(30), "inv-1")
         .await;
     assert_eq!(failed(&first), ["m"]);
-    let item = row(&store, 4).await;
-    assert_eq!(item[attr::ATTEMPTS].as_n().unwrap(), "1");
-    assert!(s(&item, attr::LAST_ERROR).contains("the publisher is down"));
+    let item = row(&t, 5).await;
+    assert_eq!(n(&item, attr::ATTEMPTS), 1);
+    assert!(
+        s(&item, attr::LAST_ERROR).contains("no-such-entries-table"),
+        "{item:?}"
+    );
     assert!(
         !item.contains_key(attr::LEASE_OWNER),
         "the lease is released on failure"
     );
     assert!(item.contains_key(attr::PENDING_SHARD));
     let second = handler
-        .handle(batch(vec![message("m", 4)]), within(30), "inv-2")
+        .handle(batch(vec![message("m", 5)]), within(30), "inv-2")
         .await;
     assert!(second.batch_item_failures.is_empty());
-    assert_eq!(recorder.count(), 1);
-    assert!(!row(&store, 4).await.contains_key(attr::LAST_ERROR));
+    assert_eq!(entry_numbers(&t, REPO).await, [5]);
+    let item = row(&t, 5).await;
+    assert!(!item.contains_key(attr::LAST_ERROR));
+    assert_eq!(n(&item, attr::ATTEMPTS), 2);
+}
+
+/// Signals `entered`, then never returns: the worker is killed while it writes the summary.
+#[derive(Default)]
+struct Hanging {
+    entered: tokio::sync::Notify,
+    calls: AtomicUsize,
+}
+
+impl Summarizer for Hanging {
+    fn summarize<'a>(&'a self, _input: &'a SummaryInput<'a>) -> BoxFuture<'a, Summary> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async move {
+            self.entered.notify_one();
+            futures::future::pending::<Summary>().await
+        })
+    }
 }
 
 #[tokio::test]
-async fn a_worker_killed_mid_work_publishes_nothing_and_the_next_delivery_after_the_lease_publishes_once(
-) {
-    let (store, recorder, handler) = setup(5).await;
-    pending(&store, 5).await;
-    recorder.then(Step::Hang);
-    let doomed = {
-        let handler = handler.clone();
+async fn a_worker_killed_mid_work_writes_nothing_and_the_next_delivery_after_the_lease_writes_once()
+{
+    let (t, handler) = setup(5).await;
+    pending(&t, 6).await;
+    let hanging = Arc::new(Hanging::default());
+    let doomed_handler = Arc::new(
+        t.summarizer(ModulesConfig::empty(), 5)
+            .with_summarizer(hanging.clone()),
+    );
+    let doomed = tokio::spawn(async move {
         // A 2 s invocation: its lease lasts as long.
-        tokio::spawn(async move {
-            handler
-                .handle(batch(vec![message("m", 5)]), within(2), "inv-killed")
-                .await
-        })
-    };
-    recorder.entered.notified().await;
-    doomed.abort(); // killed after the claim, inside the publish
+        doomed_handler
+            .handle(batch(vec![message("m", 6)]), within(2), "inv-killed")
+            .await
+    });
+    hanging.entered.notified().await;
+    doomed.abort();
     assert!(doomed.await.unwrap_err().is_cancelled());
-    assert_eq!(recorder.count(), 0, "nothing was published");
     assert!(
-        row(&store, 5).await.contains_key(attr::LEASE_OWNER),
+        entry_numbers(&t, REPO).await.is_empty(),
+        "nothing was written"
+    );
+    let item = row(&t, 6).await;
+    assert!(
+        item.contains_key(attr::LEASE_OWNER),
         "the dead worker's lease is still there"
     );
+    assert_eq!(n(&item, attr::ATTEMPTS), 1, "the killed attempt counted");
 
     let early = handler
-        .handle(batch(vec![message("m", 5)]), within(30), "inv-early")
+        .handle(batch(vec![message("m", 6)]), within(30), "inv-early")
         .await;
     assert_eq!(failed(&early), ["m"], "a live lease sends the message back");
+    assert_eq!(
+        n(&row(&t, 6).await, attr::ATTEMPTS),
+        1,
+        "a held lease is not an attempt"
+    );
     tokio::time::sleep(Duration::from_millis(2_100)).await;
     let after = handler
-        .handle(batch(vec![message("m", 5)]), within(30), "inv-after")
+        .handle(batch(vec![message("m", 6)]), within(30), "inv-after")
         .await;
     assert!(after.batch_item_failures.is_empty(), "{after:?}");
-    assert_eq!(recorder.count(), 1);
-    assert!(row(&store, 5).await.contains_key(attr::SUMMARIZED_AT));
+    assert_eq!(entry_numbers(&t, REPO).await, [6]);
+    assert_eq!(n(&row(&t, 6).await, attr::ATTEMPTS), 2);
 }
 
 #[tokio::test]
-async fn a_lost_commit_race_ends_in_one_effect() {
-    let (store, recorder, handler) = setup(5).await;
-    pending(&store, 6).await;
-    // Worker A's publish takes 2.5 s, beyond its 1 s... lease of a 2 s invocation.
-    recorder.then(Step::Delay(Duration::from_millis(2_500)));
-    let slow = {
-        let handler = handler.clone();
-        tokio::spawn(async move {
-            handler
-                .handle(batch(vec![message("m", 6)]), within(2), "inv-slow")
-                .await
-        })
+async fn a_worker_killed_after_writing_entries_before_summarized_at_leaves_one_entry() {
+    let sdk = sdk().await;
+    let t = fresh_tables(&sdk).await;
+    pending(&t, 7).await;
+    // The worker's DynamoDB calls go through a proxy that holds its first page write (the
+    // stale mark, after the entries): the worker is stuck there and then killed.
+    let proxy = DynamoProxy::start(endpoint()).await;
+    proxy.hold("UpdateItem", t.pages.table_name(), Hold::Before);
+    let client = aws_sdk_dynamodb::Client::new(&proxy.sdk().await);
+    let through = Tables {
+        prs: shared::store::PrStore::new(client.clone(), t.prs.table().clone()),
+        entries: shared::store::EntryStore::new(client.clone(), t.entries.table_name()),
+        pages: shared::store::PageStore::new(client, t.pages.table_name()),
     };
-    tokio::time::sleep(Duration::from_millis(2_200)).await;
-    // Worker B finds the lease expired, takes it, publishes and commits.
-    let fast = handler
-        .handle(batch(vec![message("m", 6)]), within(30), "inv-fast")
+    let doomed_handler = Arc::new(through.summarizer(ModulesConfig::empty(), 5));
+    let doomed = tokio::spawn(async move {
+        doomed_handler
+            .handle(batch(vec![message("m", 7)]), within(2), "inv-killed")
+            .await
+    });
+    proxy.held.notified().await;
+    doomed.abort();
+    let _ = doomed.await;
+    assert_eq!(entry_numbers(&t, REPO).await, [7], "the entry was written");
+    assert!(!row(&t, 7).await.contains_key(attr::SUMMARIZED_AT));
+    // After the lease, the redelivery writes the entry again (the same key) and commits.
+    tokio::time::sleep(Duration::from_millis(2_100)).await;
+    let handler = Arc::new(t.summarizer(ModulesConfig::empty(), 5));
+    let r = handler
+        .handle(batch(vec![message("m", 7)]), within(30), "inv-after")
         .await;
-    assert!(fast.batch_item_failures.is_empty(), "{fast:?}");
-    let committed = row(&store, 6).await;
-    // A wakes up: its commit is refused (lease stolen), the effect abandoned, the message failed.
-    let slow = slow.await.unwrap();
-    assert_eq!(failed(&slow), ["m"]);
-    let after = row(&store, 6).await;
-    assert_eq!(
-        after.get(attr::SUMMARIZED_AT),
-        committed.get(attr::SUMMARIZED_AT),
-        "one commit, B's"
-    );
-    // Both published the same regenerated page: it holds the entry once.
-    let pages = recorder.published.lock().unwrap().clone();
+    assert!(r.batch_item_failures.is_empty(), "{r:?}");
+    assert_eq!(entry_numbers(&t, REPO).await, [7], "one entry, not two");
+    assert!(row(&t, 7).await.contains_key(attr::SUMMARIZED_AT));
+    assert!(t
+        .pages
+        .get(REPO, REPO)
+        .await
+        .unwrap()
+        .unwrap()
+        .stale
+        .is_some());
+}
+
+#[tokio::test]
+async fn a_commit_applied_without_an_answer_is_done_on_the_next_delivery() {
+    let sdk = sdk().await;
+    let t = fresh_tables(&sdk).await;
+    pending(&t, 8).await;
+    let proxy = DynamoProxy::start(endpoint()).await;
+    // The commit: the PR row's UpdateItem that sets summarizedAt, applied but never answered.
+    proxy.hold("UpdateItem", ":summarizedAt\"", Hold::After);
+    let client = aws_sdk_dynamodb::Client::new(&proxy.sdk().await);
+    let through = Tables {
+        prs: shared::store::PrStore::new(client.clone(), t.prs.table().clone()),
+        entries: shared::store::EntryStore::new(client.clone(), t.entries.table_name()),
+        pages: shared::store::PageStore::new(client, t.pages.table_name()),
+    };
+    let doomed_handler = Arc::new(through.summarizer(ModulesConfig::empty(), 5));
+    let doomed = tokio::spawn(async move {
+        doomed_handler
+            .handle(batch(vec![message("m", 8)]), within(30), "inv-timed-out")
+            .await
+    });
+    proxy.held.notified().await;
+    doomed.abort();
+    let _ = doomed.await;
     assert!(
-        pages.iter().all(|(_, numbers)| numbers == &[6]),
-        "{pages:?}"
+        row(&t, 8).await.contains_key(attr::SUMMARIZED_AT),
+        "applied"
     );
+    let handler = Arc::new(t.summarizer(ModulesConfig::empty(), 5));
+    let r = handler
+        .handle(batch(vec![message("m", 8)]), within(30), "inv-redelivered")
+        .await;
+    assert!(r.batch_item_failures.is_empty());
+    assert_eq!(entry_numbers(&t, REPO).await, [8]);
+}
+
+/// Sleeps, then answers a fixed paragraph.
+struct Slow(Duration, &'static str);
+
+impl Summarizer for Slow {
+    fn summarize<'a>(&'a self, _input: &'a SummaryInput<'a>) -> BoxFuture<'a, Summary> {
+        Box::pin(async move {
+            tokio::time::sleep(self.0).await;
+            Summary {
+                text: self.1.to_string(),
+                kind: None,
+                source: SummarySource::Llm {
+                    model: "stand-in".into(),
+                },
+            }
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_lost_lease_race_ends_in_one_entry_the_later_claims() {
+    let (t, _) = setup(5).await;
+    pending(&t, 9).await;
+    // Worker A's summary takes 2.5 s, beyond the lease of its 2 s invocation.
+    let slow = Arc::new(
+        t.summarizer(ModulesConfig::empty(), 5)
+            .with_summarizer(Arc::new(Slow(Duration::from_millis(2_500), "A's summary"))),
+    );
+    let a = tokio::spawn(async move {
+        slow.handle(batch(vec![message("m", 9)]), within(2), "inv-slow")
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(2_200)).await;
+    // Worker B finds the lease expired, takes it, writes and commits.
+    let fast = Arc::new(
+        t.summarizer(ModulesConfig::empty(), 5)
+            .with_summarizer(Arc::new(Slow(Duration::ZERO, "B's summary"))),
+    );
+    let b = fast
+        .handle(batch(vec![message("m", 9)]), within(30), "inv-fast")
+        .await;
+    assert!(b.batch_item_failures.is_empty(), "{b:?}");
+    // A wakes up: its writes are refused (lease and generation superseded), its message fails.
+    assert_eq!(failed(&a.await.unwrap()), ["m"]);
+    let entries = t.module_entries(REPO, REPO).await;
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0].summary, "B's summary");
+    assert_eq!(s(&row(&t, 9).await, attr::SUMMARY), "B's summary");
 }
 
 #[tokio::test]
 async fn a_row_that_always_fails_is_given_up_at_max_attempts() {
-    let (store, recorder, handler) = setup(3).await;
-    pending(&store, 7).await;
-    for _ in 0..3 {
-        recorder.then(Step::Fail);
-    }
+    let (t, handler) = setup(3).await;
+    pending(&t, 10).await;
+    let failing = broken(&t, 3);
     for attempt in 1..=3 {
-        let r = handler
+        let r = failing
             .handle(
-                batch(vec![message("m", 7)]),
+                batch(vec![message("m", 10)]),
                 within(30),
                 &format!("inv-{attempt}"),
             )
@@ -301,13 +474,10 @@ async fn a_row_that_always_fails_is_given_up_at_max_attempts() {
         if attempt < 3 {
             assert_eq!(failed(&r), ["m"], "attempt {attempt}");
         } else {
-            assert!(
-                r.batch_item_failures.is_empty(),
-                "at MAX_ATTEMPTS the message is done: SQS stops"
-            );
+            assert!(r.batch_item_failures.is_empty(), "given up: SQS stops");
         }
     }
-    let item = row(&store, 7).await;
+    let item = row(&t, 10).await;
     assert!(item.contains_key(attr::FAILED_AT));
     assert!(
         s(&item, attr::FAILED_REASON).contains("gave up after 3 attempts"),
@@ -318,17 +488,17 @@ async fn a_row_that_always_fails_is_given_up_at_max_attempts() {
         "out of the pending index"
     );
     assert!(!item.contains_key(attr::SUMMARIZED_AT));
-    assert_eq!(recorder.count(), 0);
-    // A later redelivery is a no-op.
+    // A later redelivery (without the give-up attribute) is a no-op.
     let r = handler
-        .handle(batch(vec![message("m", 7)]), within(30), "inv-late")
+        .handle(batch(vec![message("m", 10)]), within(30), "inv-late")
         .await;
     assert!(r.batch_item_failures.is_empty());
+    assert!(entry_numbers(&t, REPO).await.is_empty());
 }
 
 #[tokio::test]
 async fn an_unreadable_message_fails_and_a_deleted_row_is_done() {
-    let (store, recorder, handler) = setup(5).await;
+    let (t, handler) = setup(5).await;
     let mut garbage = SqsMessage::default();
     garbage.message_id = Some("garbage".into());
     garbage.body = Some("not json".into());
@@ -342,27 +512,151 @@ async fn an_unreadable_message_fails_and_a_deleted_row_is_done() {
     assert_eq!(
         failed(&r),
         ["garbage"],
-        "the unreadable one fails every time (and reaches the DLQ by redrive)"
+        "the unreadable one fails every time (DLQ by redrive)"
     );
-    assert_eq!(recorder.count(), 0);
-    assert!(store
+    assert!(t
+        .prs
         .get(&RepoName::parse(REPO).unwrap(), 404)
         .await
         .unwrap()
         .is_none());
 }
 
+/// A DLQ of its own, and the summarize handler that sends given-up rows' messages to it.
+async fn with_dlq(
+    t: &Tables,
+    handler: SummarizeHandler,
+) -> (Arc<SummarizeHandler>, aws_sdk_sqs::Client, String) {
+    let sqs = aws_sdk_sqs::Client::new(&sdk().await);
+    let dlq = sqs
+        .create_queue()
+        .queue_name(format!("dlq-{}", uuid::Uuid::new_v4().simple()))
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap();
+    let _ = t;
+    (
+        Arc::new(handler.with_dead_letter_queue(sqs.clone(), dlq.clone())),
+        sqs,
+        dlq,
+    )
+}
+
+async fn dead_letters(sqs: &aws_sdk_sqs::Client, dlq: &str) -> Vec<aws_sdk_sqs::types::Message> {
+    sqs.receive_message()
+        .queue_url(dlq)
+        .max_number_of_messages(10)
+        .message_attribute_names("All")
+        .send()
+        .await
+        .unwrap()
+        .messages
+        .unwrap_or_default()
+}
+
+/// The DLQ message as the summarize function receives it after a redrive (StartMessageMoveTask
+/// keeps the body and the attributes).
+fn redriven(m: &aws_sdk_sqs::types::Message) -> SqsMessage {
+    let mut out = SqsMessage::default();
+    out.message_id = m.message_id.clone();
+    out.body = m.body.clone();
+    for (k, v) in m.message_attributes().cloned().unwrap_or_default() {
+        let mut a = SqsMessageAttribute::default();
+        a.data_type = Some(v.data_type().to_string());
+        a.string_value = v.string_value().map(str::to_string);
+        out.message_attributes.insert(k, a);
+    }
+    out
+}
+
+#[tokio::test]
+async fn a_poison_row_killed_mid_work_five_times_ends_failed_with_its_message_in_the_dlq_and_a_redrive_summarizes_it(
+) {
+    let (t, _) = setup(5).await;
+    pending(&t, 11).await;
+    let hanging = Arc::new(Hanging::default());
+    let (killer, sqs, dlq) = with_dlq(
+        &t,
+        t.summarizer(ModulesConfig::empty(), 5)
+            .with_summarizer(hanging.clone()),
+    )
+    .await;
+    for kill in 1..=5 {
+        let h = killer.clone();
+        let task = tokio::spawn(async move {
+            h.handle(
+                batch(vec![message("m", 11)]),
+                within(1),
+                &format!("inv-{kill}"),
+            )
+            .await
+        });
+        hanging.entered.notified().await;
+        task.abort();
+        let _ = task.await;
+        assert_eq!(n(&row(&t, 11).await, attr::ATTEMPTS), kill as u64);
+        tokio::time::sleep(Duration::from_millis(1_100)).await; // the lease expires
+    }
+    // The sixth delivery finds the attempts used up: DLQ first, then failedAt.
+    let r = killer
+        .handle(batch(vec![message("m", 11)]), within(30), "inv-6")
+        .await;
+    assert!(r.batch_item_failures.is_empty(), "{r:?}");
+    assert_eq!(
+        hanging.calls.load(Ordering::SeqCst),
+        5,
+        "not tried a sixth time"
+    );
+    let item = row(&t, 11).await;
+    let failed_at = s(&item, attr::FAILED_AT).to_string();
+    let reason = s(&item, attr::FAILED_REASON);
+    assert!(reason.contains("gave up after 5 attempts"), "{reason}");
+    assert!(reason.contains("crash, timeout or panic"), "{reason}");
+    assert!(!item.contains_key(attr::PENDING_SHARD));
+    let dead = dead_letters(&sqs, &dlq).await;
+    assert_eq!(dead.len(), 1);
+    let attributes = dead[0].message_attributes().unwrap();
+    assert_eq!(
+        attributes[GIVEN_UP_AT_ATTRIBUTE].string_value(),
+        Some(failed_at.as_str())
+    );
+    assert!(attributes["failedReason"]
+        .string_value()
+        .unwrap()
+        .contains("gave up"));
+
+    // Fixed, then redriven: the row comes back and is summarized once.
+    let fixed = Arc::new(t.summarizer(ModulesConfig::empty(), 5));
+    let r = fixed
+        .handle(batch(vec![redriven(&dead[0])]), within(30), "inv-redrive")
+        .await;
+    assert!(r.batch_item_failures.is_empty(), "{r:?}");
+    let item = row(&t, 11).await;
+    assert!(item.contains_key(attr::SUMMARIZED_AT), "{item:?}");
+    assert!(!item.contains_key(attr::FAILED_AT));
+    assert_eq!(n(&item, attr::ATTEMPTS), 1, "attempts start again");
+    assert_eq!(entry_numbers(&t, REPO).await, [11]);
+    // The same message redriven twice: no second effect.
+    let r = fixed
+        .handle(batch(vec![redriven(&dead[0])]), within(30), "inv-redrive-2")
+        .await;
+    assert!(r.batch_item_failures.is_empty());
+    assert_eq!(entry_numbers(&t, REPO).await, [11]);
+}
+
 #[tokio::test]
 async fn poison_messages_end_in_the_moto_dlq_and_the_failing_row_is_marked_failed() {
     use infra::queues::{ensure_queue_with_dlq, queue_arn, QueueSettings, SqsEventSource};
     let sdk = sdk().await;
-    let store = fresh_table(&sdk).await;
-    pending(&store, 8).await;
+    let t = fresh_tables(&sdk).await;
+    pending(&t, 12).await;
     let sqs = aws_sdk_sqs::Client::new(&sdk);
     let settings = QueueSettings {
         batch_size: 5,
         visibility_timeout: Duration::from_secs(1),
-        max_receive_count: 3,
+        max_receive_count: 4,
     };
     let (url, dlq) = ensure_queue_with_dlq(
         &sqs,
@@ -371,17 +665,18 @@ async fn poison_messages_end_in_the_moto_dlq_and_the_failing_row_is_marked_faile
     )
     .await
     .unwrap();
-    let recorder = Arc::new(Recorder::default());
-    for _ in 0..10 {
-        recorder.then(Step::Fail);
-    }
     let handler = Arc::new(
-        SummarizeHandler::new(store.clone(), recorder.clone(), ModulesConfig::empty(), 3)
-            .with_dead_letter_queue(sqs.clone(), dlq.clone()),
+        {
+            let mut broken = t.clone();
+            broken.entries =
+                shared::store::EntryStore::new(t.prs.client().clone(), "no-such-table");
+            broken.summarizer(ModulesConfig::empty(), 3)
+        }
+        .with_dead_letter_queue(sqs.clone(), dlq.clone()),
     );
     sqs.send_message()
         .queue_url(&url)
-        .message_body(format!(r#"{{"repo":"{REPO}","prNumber":8}}"#))
+        .message_body(format!(r#"{{"repo":"{REPO}","prNumber":12}}"#))
         .send()
         .await
         .unwrap();
@@ -391,7 +686,6 @@ async fn poison_messages_end_in_the_moto_dlq_and_the_failing_row_is_marked_faile
         .send()
         .await
         .unwrap();
-
     let source = SqsEventSource::new(
         sqs.clone(),
         url.clone(),
@@ -402,15 +696,7 @@ async fn poison_messages_end_in_the_moto_dlq_and_the_failing_row_is_marked_faile
     let mut dead = Vec::new();
     for _ in 0..40 {
         source.poll_once(&batch_handler).await.unwrap();
-        let out = sqs
-            .receive_message()
-            .queue_url(&dlq)
-            .max_number_of_messages(10)
-            .message_attribute_names("All")
-            .send()
-            .await
-            .unwrap();
-        dead.extend(out.messages.unwrap_or_default());
+        dead.extend(dead_letters(&sqs, &dlq).await);
         if dead.len() == 2 {
             break;
         }
@@ -422,7 +708,7 @@ async fn poison_messages_end_in_the_moto_dlq_and_the_failing_row_is_marked_faile
         bodies,
         [
             "not a summarize message",
-            r#"{"repo":"Codertocat/Hello-World","prNumber":8}"#
+            r#"{"repo":"Codertocat/Hello-World","prNumber":12}"#
         ]
     );
     let given_up = dead
@@ -432,14 +718,11 @@ async fn poison_messages_end_in_the_moto_dlq_and_the_failing_row_is_marked_faile
     let reason = given_up.message_attributes().unwrap()["failedReason"]
         .string_value()
         .unwrap();
-    assert!(reason.contains("the publisher is down"), "{reason}");
-
-    let item = row(&store, 8).await;
-    assert_eq!(item[attr::ATTEMPTS].as_n().unwrap(), "3");
+    assert!(reason.contains("no-such-table"), "{reason}");
+    let item = row(&t, 12).await;
+    assert_eq!(n(&item, attr::ATTEMPTS), 3);
     assert!(item.contains_key(attr::FAILED_AT));
     assert!(s(&item, attr::FAILED_REASON).contains("gave up after 3 attempts"));
-    assert!(!item.contains_key(attr::PENDING_SHARD));
-    // Nothing is left in the queue.
     tokio::time::sleep(Duration::from_millis(1_200)).await;
     let left = sqs
         .receive_message()
@@ -452,95 +735,17 @@ async fn poison_messages_end_in_the_moto_dlq_and_the_failing_row_is_marked_faile
     assert!(left.is_empty(), "{left:?}");
 }
 
-#[tokio::test]
-async fn pages_can_be_published_to_s3_and_a_retry_leaves_one_copy() {
-    use shared::publish::S3MarkdownPublisher;
-    let sdk = sdk().await;
-    let store = fresh_table(&sdk).await;
-    pending(&store, 9).await;
-    let s3 = shared::aws::s3_client(&sdk);
-    let bucket = format!("narratives-{}", uuid::Uuid::new_v4().simple());
-    s3.create_bucket().bucket(&bucket).send().await.unwrap();
-    let publisher = Arc::new(S3MarkdownPublisher::new(s3.clone(), &bucket, "narratives"));
-    let key = publisher.key(REPO, REPO);
-    assert_eq!(
-        key,
-        "narratives/Codertocat/Hello-World/Codertocat__Hello-World.md"
-    );
-    let handler = Arc::new(SummarizeHandler::new(
-        store.clone(),
-        publisher.clone(),
-        ModulesConfig::empty(),
-        5,
-    ));
-    let r = handler
-        .handle(batch(vec![message("m", 9)]), within(30), "inv")
-        .await;
-    assert!(r.batch_item_failures.is_empty(), "{r:?}");
-    let read = || async {
-        let object = s3
-            .get_object()
-            .bucket(&bucket)
-            .key(&key)
-            .send()
-            .await
-            .unwrap();
-        String::from_utf8(object.body.collect().await.unwrap().into_bytes().to_vec()).unwrap()
-    };
-    let first = read().await;
-    assert!(
-        first.starts_with("# Codertocat/Hello-World · Codertocat/Hello-World"),
-        "{first}"
-    );
-    assert_eq!(first.matches("(#9)").count(), 1);
-    // Publishing the regenerated page again (a retry) replaces it: still one entry.
-    let entry = shared::narrative::entry_from_item(&row(&store, 9).await).unwrap();
-    let page = ModulePage::new(REPO, REPO, vec![entry]);
-    let item = row(&store, 9).await;
-    // (A PR without known files: its module is the repository, which has no paths.)
-    let deadline = Instant::now() + Duration::from_secs(30);
-    publisher
-        .publish(&Publication::of_page(&page, 9, &item, deadline))
-        .await
-        .unwrap();
-    assert_eq!(read().await, first);
-}
-
-#[tokio::test]
-async fn the_sample_sqs_event_is_handled_by_the_worker() {
-    let (store, recorder, handler) = setup(5).await;
-    pending(&store, 2).await;
-    let root = infra::emulator::repo_root();
-    let sample: SqsEvent = serde_json::from_str(
-        &std::fs::read_to_string(root.join("events/summarize.sqs.json")).unwrap(),
-    )
-    .unwrap();
-    let r = handler.handle(sample, within(30), "sample").await;
-    assert!(r.batch_item_failures.is_empty(), "{r:?}");
-    assert_eq!(recorder.count(), 1);
-    assert!(row(&store, 2).await.contains_key(attr::SUMMARIZED_AT));
-    // The scheduler's sample event is JSON the sweeper function accepts as is.
-    let scheduled: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(root.join("events/sweeper.scheduled.json")).unwrap(),
-    )
-    .unwrap();
-    assert_eq!(scheduled["source"], "aws.scheduler");
-}
-
 /// Counts its calls, answers a fixed paragraph (as an LLM would).
-struct CountingSummarizer(std::sync::atomic::AtomicUsize);
+struct Counting(AtomicUsize);
 
-impl shared::summary::Summarizer for CountingSummarizer {
-    fn summarize<'a>(
-        &'a self,
-        _input: &'a shared::summary::SummaryInput<'a>,
-    ) -> BoxFuture<'a, shared::summary::Summary> {
-        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+impl Summarizer for Counting {
+    fn summarize<'a>(&'a self, _input: &'a SummaryInput<'a>) -> BoxFuture<'a, Summary> {
+        self.0.fetch_add(1, Ordering::SeqCst);
         Box::pin(async {
-            shared::summary::Summary {
+            Summary {
                 text: "Written once, kept on the row.".into(),
                 kind: None,
-                source: shared::summary::SummarySource::Llm {
+                source: SummarySource::Llm {
                     model: "stand-in".into(),
                 },
             }
@@ -549,112 +754,130 @@ impl shared::summary::Summarizer for CountingSummarizer {
 }
 
 #[tokio::test]
-async fn the_summary_is_generated_once_even_when_publishing_is_retried() {
-    let store = fresh_table(&sdk().await).await;
-    pending(&store, 11).await;
-    let recorder = Arc::new(Recorder::default());
-    recorder.then(Step::Fail);
-    let summarizer = Arc::new(CountingSummarizer(Default::default()));
-    let handler = Arc::new(
-        SummarizeHandler::new(store.clone(), recorder.clone(), ModulesConfig::empty(), 5)
-            .with_summarizer(summarizer.clone()),
+async fn the_summary_is_generated_once_even_when_the_writes_are_retried() {
+    let (t, _) = setup(5).await;
+    pending(&t, 13).await;
+    let counting = Arc::new(Counting(Default::default()));
+    let mut broken_tables = t.clone();
+    broken_tables.entries = shared::store::EntryStore::new(t.prs.client().clone(), "no-such-table");
+    let failing = Arc::new(
+        broken_tables
+            .summarizer(ModulesConfig::empty(), 5)
+            .with_summarizer(counting.clone()),
     );
     assert_eq!(
         failed(
-            &handler
-                .handle(batch(vec![message("m", 11)]), within(30), "inv-1")
+            &failing
+                .handle(batch(vec![message("m", 13)]), within(30), "inv-1")
                 .await
         ),
         ["m"]
     );
     assert_eq!(
-        s(&row(&store, 11).await, attr::SUMMARY),
+        s(&row(&t, 13).await, attr::SUMMARY),
         "Written once, kept on the row."
     );
-    assert!(handler
-        .handle(batch(vec![message("m", 11)]), within(30), "inv-2")
+    let working = Arc::new(
+        t.summarizer(ModulesConfig::empty(), 5)
+            .with_summarizer(counting.clone()),
+    );
+    assert!(working
+        .handle(batch(vec![message("m", 13)]), within(30), "inv-2")
         .await
         .batch_item_failures
         .is_empty());
     assert_eq!(
-        summarizer.0.load(std::sync::atomic::Ordering::SeqCst),
+        counting.0.load(Ordering::SeqCst),
         1,
         "never generated twice"
     );
-    assert_eq!(recorder.count(), 1);
-}
-
-/// Holds every first publish until two are waiting, so both workers render the module's page
-/// before either has committed: each page lacks the other's entry.
-struct Gate {
-    inner: shared::publish::MarkdownPublisher,
-    barrier: tokio::sync::Barrier,
-    passed: std::sync::atomic::AtomicUsize,
-}
-
-impl Publisher for Gate {
-    fn publish<'a>(&'a self, p: &'a Publication<'a>) -> BoxFuture<'a, Result<(), PublishError>> {
-        Box::pin(async move {
-            let n = self
-                .passed
-                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            if n < 2 {
-                assert_eq!(
-                    p.page.entries.len(),
-                    1,
-                    "each worker sees only its own entry"
-                );
-                self.barrier.wait().await;
-            }
-            self.inner.publish(p).await
-        })
-    }
-
-    fn name(&self) -> &'static str {
-        "gate"
-    }
+    assert_eq!(
+        t.module_entries(REPO, REPO).await[0].summary,
+        "Written once, kept on the row."
+    );
 }
 
 #[tokio::test]
-async fn two_workers_publishing_one_module_at_once_leave_both_entries_on_the_page() {
-    let store = fresh_table(&sdk().await).await;
-    let dir =
-        std::env::temp_dir().join(format!("chronicle-race-{}", uuid::Uuid::new_v4().simple()));
-    let gate = Arc::new(Gate {
-        inner: shared::publish::MarkdownPublisher::new(&dir),
-        barrier: tokio::sync::Barrier::new(2),
-        passed: Default::default(),
-    });
-    let handler = Arc::new(SummarizeHandler::new(
-        store.clone(),
-        gate.clone(),
-        ModulesConfig::empty(),
+async fn summarizing_again_with_other_modules_deletes_the_entries_left_behind() {
+    let (t, _) = setup(5).await;
+    pending(&t, 14).await;
+    with_files(&t, 14, &[("lib/a.rs", 1, 0)]).await;
+    let first = Arc::new(t.summarizer(
+        ModulesConfig::from_yaml("Codertocat/Hello-World:\n  old: ['lib/**']\n").unwrap(),
         5,
     ));
-    pending(&store, 31).await;
-    pending(&store, 32).await;
-    let a = tokio::spawn({
-        let h = handler.clone();
-        async move {
-            h.handle(batch(vec![message("a", 31)]), within(30), "inv-a")
-                .await
-        }
-    });
-    let b = tokio::spawn({
-        let h = handler.clone();
-        async move {
-            h.handle(batch(vec![message("b", 32)]), within(30), "inv-b")
-                .await
-        }
-    });
-    assert!(a.await.unwrap().batch_item_failures.is_empty());
-    assert!(b.await.unwrap().batch_item_failures.is_empty());
-    let page =
-        std::fs::read_to_string(dir.join("Codertocat/Hello-World/Codertocat__Hello-World.md"))
-            .unwrap();
-    assert_eq!(page.matches("(#31)\n").count(), 1, "{page}");
-    assert_eq!(page.matches("(#32)\n").count(), 1, "{page}");
-    // The mending publish happened (2 gated first publishes + at least one more).
-    assert!(gate.passed.load(std::sync::atomic::Ordering::SeqCst) >= 3);
-    let _ = std::fs::remove_dir_all(&dir);
+    assert!(first
+        .handle(batch(vec![message("m", 14)]), within(30), "inv-1")
+        .await
+        .batch_item_failures
+        .is_empty());
+    assert_eq!(entry_numbers(&t, "old").await, [14]);
+    // An operator reprocesses the row (summarizedAt removed, pending again) after the modules
+    // config changed.
+    t.prs
+        .client()
+        .update_item()
+        .table_name(t.prs.table_name())
+        .set_key(Some(shared::store::key(
+            &RepoName::parse(REPO).unwrap(),
+            14,
+        )))
+        .update_expression("REMOVE #s SET #p = :p")
+        .expression_attribute_names("#s", attr::SUMMARIZED_AT)
+        .expression_attribute_names("#p", attr::PENDING_SHARD)
+        .expression_attribute_values(":p", AttributeValue::S("2".into()))
+        .send()
+        .await
+        .unwrap();
+    let second = Arc::new(t.summarizer(
+        ModulesConfig::from_yaml("Codertocat/Hello-World:\n  new: ['lib/**']\n").unwrap(),
+        5,
+    ));
+    assert!(second
+        .handle(batch(vec![message("m", 14)]), within(30), "inv-2")
+        .await
+        .batch_item_failures
+        .is_empty());
+    assert!(
+        entry_numbers(&t, "old").await.is_empty(),
+        "deleted from the module it left"
+    );
+    assert_eq!(entry_numbers(&t, "new").await, [14]);
+    assert_eq!(
+        row(&t, 14).await[attr::ENTRY_MODULES].as_ss().unwrap(),
+        &["new".to_string()]
+    );
+    // Both pages are rebuilt: the old one loses the entry.
+    assert!(t
+        .pages
+        .get(REPO, "old")
+        .await
+        .unwrap()
+        .unwrap()
+        .stale
+        .is_some());
+}
+
+#[tokio::test]
+async fn the_sample_sqs_event_is_handled_by_the_worker() {
+    let (t, handler) = setup(5).await;
+    pending(&t, 2).await;
+    let root = infra::emulator::repo_root();
+    let sample: SqsEvent = serde_json::from_str(
+        &std::fs::read_to_string(root.join("events/summarize.sqs.json")).unwrap(),
+    )
+    .unwrap();
+    let r = handler.handle(sample, within(30), "sample").await;
+    assert!(r.batch_item_failures.is_empty(), "{r:?}");
+    assert_eq!(entry_numbers(&t, REPO).await, [2]);
+    let scheduled: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("events/sweeper.scheduled.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(scheduled["source"], "aws.scheduler");
+    let build: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("events/page-builder.scheduled.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(build["detail-type"], "Scheduled Event");
 }

@@ -203,7 +203,7 @@ pub struct SweepFigures {
 }
 
 /// Writes items with BatchWriteItem, 25 at a time.
-async fn write_items(
+pub(crate) async fn write_items(
     client: &aws_sdk_dynamodb::Client,
     table: &str,
     items: impl Iterator<Item = shared::store::Item>,

@@ -8,12 +8,14 @@ use std::time::{Duration, Instant};
 
 use aws_config::SdkConfig;
 use shared::config::{
-    EnrichConfig, SummarizeConfig, SweeperConfig, TableConfig, WebhookConfig, ENRICH_ENABLED,
-    OUTPUT_DIR, SUMMARIZE_QUEUE_URL, TABLE_NAME,
+    BuilderConfig, EnrichConfig, SummarizeConfig, SweeperConfig, TableConfig, WebhookConfig,
+    ENRICH_ENABLED, ENTRIES_TABLE, OUTPUT_DIR, PAGES_TABLE, PAGE_REBUILD_SECONDS,
+    SUMMARIZE_QUEUE_URL, TABLE_NAME,
 };
 use shared::enrich::EnrichHandler;
+use shared::pages::build::PageBuilder;
 use shared::secret::{Secret, SecretSource};
-use shared::store::PrStore;
+use shared::store::{EntryStore, PageStore, PrStore};
 use shared::summarize::SummarizeHandler;
 use shared::sweeper::Sweeper;
 use shared::webhook::{Verifier, WebhookHandler};
@@ -22,7 +24,7 @@ use crate::emulator::{self, Emulator};
 use crate::http_server::{self, ServerHandle};
 use crate::queues::{self, QueueSettings, SqsBatchHandler, SqsEventSource};
 use crate::streams::{self, BatchHandler, EventSourceSettings, StreamEventSource};
-use crate::template::{Template, NOTION_PAGES_TABLE_ID, PR_TABLE};
+use crate::template::{Template, ENTRIES_TABLE_ID, PAGES_TABLE_ID, PR_TABLE};
 
 /// The enrich function's `Timeout` in template.yaml: each local invocation gets as long.
 const ENRICH_TIMEOUT: Duration = Duration::from_secs(60);
@@ -32,6 +34,11 @@ pub const STREAM_POLL_INTERVAL: Duration = Duration::from_millis(250);
 const SUMMARIZE_TIMEOUT: Duration = Duration::from_secs(60);
 /// The sweeper function's `Timeout` in template.yaml.
 const SWEEP_TIMEOUT: Duration = Duration::from_secs(60);
+/// The page builder function's `Timeout` in template.yaml.
+const BUILD_TIMEOUT: Duration = Duration::from_secs(300);
+/// `chronicle dev`'s rebuild interval per page (deployed: PageRebuildSeconds, 60 s), unless
+/// PAGE_REBUILD_SECONDS says otherwise.
+pub const DEV_REBUILD_SECONDS: &str = "2";
 /// How often the emulated SQS event source polls (short polls: the emulator serves one request at a time).
 pub const QUEUE_POLL_INTERVAL: Duration = Duration::from_millis(250);
 /// `chronicle dev`'s sweep interval (the deployed schedule is `rate(1 minute)`).
@@ -53,7 +60,7 @@ pub struct DevOptions {
     pub table_name: Option<String>,
     /// Configuration variables taking precedence over the environment (e.g. `GITHUB_API_URL`).
     pub overrides: Vec<(String, String)>,
-    /// How often the sweeper runs.
+    /// How often the sweeper and the page builder run.
     pub sweep_interval: Duration,
 }
 
@@ -86,6 +93,9 @@ pub struct DevStack {
     summarize_queue_url: String,
     summarize_dlq_url: String,
     output_dir: String,
+    entries: EntryStore,
+    pages: PageStore,
+    builder: Arc<PageBuilder>,
     stop_workers: tokio::sync::watch::Sender<bool>,
     workers: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -135,7 +145,7 @@ impl DevStack {
             Some(s) => Verifier::Secret(s.clone()),
             None => Verifier::InsecureNoSignature,
         };
-        let store = PrStore::new(client, config.table.clone());
+        let store = PrStore::new(client.clone(), config.table.clone());
         let handler = Arc::new(WebhookHandler::new(store, verifier, config.max_body_bytes));
         let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, options.port));
         let server = http_server::serve(handler.clone(), addr).await?;
@@ -194,21 +204,33 @@ impl DevStack {
             stop.clone(),
         )));
 
-        let pages_table = lookup(shared::config::NOTION_PAGES_TABLE)
-            .unwrap_or_else(|| format!("{}-notion-pages", config.table.table_name));
-        let summarize_config = SummarizeConfig::from_lookup(&|k: &str| match k {
-            OUTPUT_DIR => lookup(k).or_else(|| Some("out".into())),
-            shared::config::NOTION_PAGES_TABLE => Some(pages_table.clone()),
-            _ => lookup(k),
-        })?;
-        if summarize_config.notion.is_some() {
+        // The entries and pages tables, as the template declares them.
+        let entries_table =
+            lookup(ENTRIES_TABLE).unwrap_or_else(|| format!("{}-entries", config.table.table_name));
+        let pages_table =
+            lookup(PAGES_TABLE).unwrap_or_else(|| format!("{}-pages", config.table.table_name));
+        for (id, name) in [
+            (ENTRIES_TABLE_ID, &entries_table),
+            (PAGES_TABLE_ID, &pages_table),
+        ] {
             let created = Template::bundled()?
-                .table(NOTION_PAGES_TABLE_ID)?
-                .create_if_missing(&aws_sdk_dynamodb::Client::new(&sdk), &pages_table)
+                .table(id)?
+                .create_if_missing(&client, name)
                 .await?;
-            tracing::info!(table = %pages_table, created, "Notion pages table ready");
+            tracing::info!(table = %name, created, "table ready (definition from template.yaml)");
         }
-        let output_dir = match &summarize_config.output_s3 {
+        let with_tables = |k: &str| match k {
+            ENTRIES_TABLE => Some(entries_table.clone()),
+            PAGES_TABLE => Some(pages_table.clone()),
+            _ => lookup(k),
+        };
+        let summarize_config = SummarizeConfig::from_lookup(&with_tables)?;
+        let builder_config = BuilderConfig::from_lookup(&|k: &str| match k {
+            OUTPUT_DIR => lookup(k).or_else(|| Some("out".into())),
+            PAGE_REBUILD_SECONDS => lookup(k).or_else(|| Some(DEV_REBUILD_SECONDS.into())),
+            _ => with_tables(k),
+        })?;
+        let output_dir = match &builder_config.output_s3 {
             Some((bucket, prefix)) => {
                 // The template creates the bucket; locally the stack does.
                 let s3 = shared::aws::s3_client(&sdk);
@@ -217,8 +239,15 @@ impl DevStack {
                 }
                 format!("s3://{bucket}/{prefix}")
             }
-            None => summarize_config.output_dir.clone(),
+            None => builder_config.output_dir.clone(),
         };
+        // The builder's schedule, which moto lacks: ticked.
+        let builder = Arc::new(PageBuilder::from_config(&builder_config, &sdk).await?);
+        workers.push(tokio::spawn(tick_builder(
+            builder.clone(),
+            options.sweep_interval,
+            stop.clone(),
+        )));
         let summarize = SummarizeHandler::from_config(&summarize_config, &sdk).await?;
         let summarize =
             Arc::new(summarize.with_dead_letter_queue(sqs.clone(), summarize_dlq_url.clone()));
@@ -246,6 +275,9 @@ impl DevStack {
             summarize_queue_url,
             summarize_dlq_url,
             output_dir,
+            entries: EntryStore::new(client.clone(), entries_table),
+            pages: PageStore::new(client.clone(), pages_table),
+            builder,
             stop_workers,
             workers,
         })
@@ -292,6 +324,21 @@ impl DevStack {
 
     pub fn store(&self) -> &PrStore {
         self.handler.store()
+    }
+
+    /// The module entries table.
+    pub fn entries(&self) -> &EntryStore {
+        &self.entries
+    }
+
+    /// The pages table (stale markers, build state).
+    pub fn pages(&self) -> &PageStore {
+        &self.pages
+    }
+
+    /// The page builder the stack ticks.
+    pub fn builder(&self) -> &Arc<PageBuilder> {
+        &self.builder
     }
 
     pub fn table(&self) -> &TableConfig {
@@ -353,6 +400,40 @@ pub fn summarize_batch_handler(summarize: Arc<SummarizeHandler>) -> SqsBatchHand
 
 fn store_for(sdk: &SdkConfig, table: &TableConfig) -> PrStore {
     PrStore::new(aws_sdk_dynamodb::Client::new(sdk), table.clone())
+}
+
+/// Runs a builder tick every `interval` until stopped, as the schedule would invoke the function.
+async fn tick_builder(
+    builder: Arc<PageBuilder>,
+    interval: Duration,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let mut tick = 0u64;
+    loop {
+        tick += 1;
+        let now = time::OffsetDateTime::now_utc();
+        let invocation = format!("local-build-{tick}");
+        match builder
+            .tick(now, Instant::now() + BUILD_TIMEOUT, &invocation)
+            .await
+        {
+            Ok(report) if report.built + report.failed > 0 => tracing::info!(
+                built = report.built,
+                failed = report.failed,
+                documents = report.documents,
+                stale = report.stale,
+                "page build"
+            ),
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "page build tick failed; the next tick tries again")
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(interval) => {}
+            _ = stop.changed() => return,
+        }
+    }
 }
 
 /// Runs a sweep every `interval` until stopped, as the schedule would invoke the function.

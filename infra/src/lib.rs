@@ -1,7 +1,9 @@
 //! What runs the infrastructure on one machine: the emulator, the table from `template.yaml`,
 //! the local stack that serves the same handlers as Lambda, and the operator CLI's commands.
 
+pub mod alloc;
 pub mod bench;
+pub mod bench_history;
 pub mod dev;
 pub mod emulator;
 pub mod http_server;
@@ -9,4 +11,5 @@ pub mod queues;
 pub mod replay;
 pub mod samples;
 pub mod streams;
+pub mod synthetic;
 pub mod template;

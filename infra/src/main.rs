@@ -3,6 +3,10 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
+
+/// Counted, so `bench history` can report the page builder's peak heap.
+#[global_allocator]
+static ALLOCATOR: infra::alloc::Counting = infra::alloc::Counting;
 use infra::dev::{DevOptions, DevStack};
 
 #[derive(Parser)]
@@ -59,6 +63,23 @@ enum BenchTarget {
         #[arg(long, default_value_t = 1000)]
         sweep_interval_ms: u64,
     },
+    /// Items read per summarized PR and per page build, page builds per module during a burst,
+    /// and the builder's peak heap, for histories of growing length.
+    History {
+        #[arg(long, value_delimiter = ',', default_value = "1000,5000,20000")]
+        sizes: Vec<usize>,
+        #[arg(long, default_value_t = 30)]
+        modules: usize,
+        /// PRs put through the pipeline at the end of each history.
+        #[arg(long, default_value_t = 100)]
+        measured: usize,
+        /// The page builder's rebuild interval during the burst, in seconds.
+        #[arg(long, default_value_t = 2)]
+        rebuild_seconds: u64,
+        /// How often the builder ticks during the burst, in milliseconds.
+        #[arg(long, default_value_t = 250)]
+        tick_ms: u64,
+    },
     /// Webhook handler time, HTTP round trip through the local stack, item sizes.
     Webhook {
         #[arg(long, default_value_t = 5000)]
@@ -97,6 +118,25 @@ async fn main() -> anyhow::Result<()> {
                     backlogs,
                 },
         } => infra::bench::run_sweep(table_rows, &backlogs).await,
+        Command::Bench {
+            target:
+                BenchTarget::History {
+                    sizes,
+                    modules,
+                    measured,
+                    rebuild_seconds,
+                    tick_ms,
+                },
+        } => {
+            infra::bench_history::run_history(infra::bench_history::HistoryOptions {
+                sizes,
+                modules,
+                measured,
+                rebuild: std::time::Duration::from_secs(rebuild_seconds),
+                tick: std::time::Duration::from_millis(tick_ms),
+            })
+            .await
+        }
         Command::Bench {
             target:
                 BenchTarget::Pipeline {
@@ -143,9 +183,13 @@ async fn dev(options: DevOptions, replay: Option<PathBuf>, once: bool) -> anyhow
         stack.summarize_queue_url()
     );
     println!(
-        "  summarize Markdown narratives in {}/ (DLQ {})",
-        stack.output_dir(),
+        "  summarize module entries, pages marked stale (DLQ {})",
         stack.summarize_dlq_url()
+    );
+    println!(
+        "  pages     rebuilt every {}s from the entries -> {}/",
+        sweep_interval.as_secs(),
+        stack.output_dir()
     );
     match stack.secret() {
         Some(_) => println!(

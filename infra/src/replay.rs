@@ -184,8 +184,8 @@ fn value_json(v: &AttributeValue) -> Value {
     }
 }
 
-/// Waits until every PR the replay stored is summarized (the stack's sweeper and worker run in
-/// the background), then prints the Markdown page of each of its modules.
+/// Waits until every PR the replay stored is summarized and its module pages are built (the
+/// stack's sweeper, worker and page builder run in the background), then prints each page.
 pub async fn follow_to_narratives(
     stack: &crate::dev::DevStack,
     lines: &[ReplayLine],
@@ -208,7 +208,7 @@ pub async fn follow_to_narratives(
         return Ok(());
     }
     println!(
-        "waiting for the pipeline (enrich, sweep, summarize) to publish {} PR(s)…",
+        "waiting for the pipeline (enrich, sweep, summarize, build) to publish {} PR(s)…",
         keys.len()
     );
     let give_up = std::time::Instant::now() + limit;
@@ -239,12 +239,32 @@ pub async fn follow_to_narratives(
             tokio::time::sleep(std::time::Duration::from_millis(250)).await;
         };
         for module in modules {
+            // Built: no longer stale (the builder cleared the marker after publishing).
+            loop {
+                let page = stack.pages().get(repo.as_str(), &module).await?;
+                if let Some(page) = &page {
+                    if let Some(error) = &page.last_error {
+                        anyhow::bail!("the page of {repo} {module} failed to build: {error}");
+                    }
+                    if page.stale.is_none() && page.last_built_at.is_some() {
+                        break;
+                    }
+                }
+                anyhow::ensure!(
+                    std::time::Instant::now() < give_up,
+                    "the page of {repo} {module} was not built within {limit:?}"
+                );
+                tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+            }
+            let key = shared::pages::DocKey::Module {
+                repo: repo.to_string(),
+                module: module.clone(),
+            };
             if stack.output_dir().starts_with("s3://") {
-                let key = shared::publish::page_relative_path(repo.as_str(), &module);
-                println!("published {}{key}", stack.output_dir());
+                println!("published {}{}", stack.output_dir(), key.path());
                 continue;
             }
-            let path = publisher.page_path(repo.as_str(), &module);
+            let path = publisher.page_path(&key);
             println!("\n--- {} ---", path.display());
             print!(
                 "{}",

@@ -16,8 +16,10 @@ pub const TEMPLATE_YAML: &str = include_str!("../../template.yaml");
 
 /// Logical id of the PR table in the template.
 pub const PR_TABLE: &str = "PrTable";
-/// The logical id of the Notion pages table in template.yaml.
-pub const NOTION_PAGES_TABLE_ID: &str = "NotionPagesTable";
+/// The logical id of the entries table in template.yaml.
+pub const ENTRIES_TABLE_ID: &str = "EntriesTable";
+/// The logical id of the pages table in template.yaml.
+pub const PAGES_TABLE_ID: &str = "PagesTable";
 
 #[derive(Debug, thiserror::Error)]
 pub enum TemplateError {

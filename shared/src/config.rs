@@ -30,8 +30,15 @@ pub const NOTION_TOKEN: &str = "NOTION_TOKEN";
 pub const NOTION_TOKEN_ARN: &str = "NOTION_TOKEN_ARN";
 pub const NOTION_TOKEN_PARAM: &str = "NOTION_TOKEN_PARAM";
 pub const NOTION_PARENT_PAGE_ID: &str = "NOTION_PARENT_PAGE_ID";
-pub const NOTION_PAGES_TABLE: &str = "NOTION_PAGES_TABLE";
 pub const NOTION_API_URL: &str = "NOTION_API_URL";
+/// The entries table: one item per (PR, module).
+pub const ENTRIES_TABLE: &str = "ENTRIES_TABLE";
+/// The pages table: one item per module page (stale marker, build lease, Notion page ids).
+pub const PAGES_TABLE: &str = "PAGES_TABLE";
+/// The shortest time between two builds of one page.
+pub const PAGE_REBUILD_SECONDS: &str = "PAGE_REBUILD_SECONDS";
+/// Pages built at once by one builder invocation.
+pub const PAGE_BUILD_CONCURRENCY: &str = "PAGE_BUILD_CONCURRENCY";
 /// `1`: publish Markdown too when Notion is configured (without Notion, Markdown is the default).
 pub const PUBLISH_MARKDOWN: &str = "PUBLISH_MARKDOWN";
 
@@ -183,21 +190,37 @@ impl SweeperConfig {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SummarizeConfig {
     pub table: TableConfig,
-    /// Failed attempts on a row before it is given up (`failedAt`).
+    pub entries_table: String,
+    pub pages_table: String,
+    /// Attempts on a row (counted at each claim) before it is given up (`failedAt`).
     pub max_attempts: u32,
-    /// Where the Markdown publisher writes `<owner>/<repo>/<module>.md`.
-    pub output_dir: String,
-    /// `s3://bucket/prefix/`: write the Markdown pages to S3 instead of `output_dir`.
-    pub output_s3: Option<(String, String)>,
     pub modules_file: Option<String>,
     pub modules_param: Option<String>,
     /// Where a message goes when its row is given up, so the DLQ alarm fires and an operator can
     /// redrive it (SQS's own redrive covers messages that fail without an attempt being counted).
     pub dlq_url: Option<String>,
+}
+
+/// Settings of the page builder function.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuilderConfig {
+    pub entries_table: String,
+    pub pages_table: String,
+    /// At most one build of a page per interval, however many PRs land.
+    pub rebuild_interval: std::time::Duration,
+    /// Pages built at once.
+    pub concurrency: usize,
+    /// Where the Markdown publisher writes `<owner>/<repo>/<module>.md`.
+    pub output_dir: String,
+    /// `s3://bucket/prefix/`: write the Markdown pages to S3 instead of `output_dir`.
+    pub output_s3: Option<(String, String)>,
     /// Notion, when its token and parent page are configured.
     pub notion: Option<NotionConfig>,
     /// Publish Markdown as well as Notion.
     pub markdown_with_notion: bool,
+    /// The modules config (for what each module covers, in its page's header).
+    pub modules_file: Option<String>,
+    pub modules_param: Option<String>,
 }
 
 /// Settings of the Notion publisher.
@@ -205,8 +228,6 @@ pub struct SummarizeConfig {
 pub struct NotionConfig {
     pub token: crate::secret::SecretSource,
     pub parent_page_id: String,
-    /// The table that remembers each module's page and holds its lock.
-    pub pages_table: String,
     pub api_url: String,
 }
 
@@ -234,13 +255,21 @@ impl NotionConfig {
             (true, Some(parent)) => Ok(Some(NotionConfig {
                 token,
                 parent_page_id: parent.trim().to_string(),
-                pages_table: non_empty(NOTION_PAGES_TABLE)
-                    .ok_or(ConfigError::Missing(NOTION_PAGES_TABLE))?,
                 api_url: non_empty(NOTION_API_URL)
                     .unwrap_or_else(|| crate::notion::DEFAULT_API_URL.to_string()),
             })),
         }
     }
+}
+
+fn required(
+    get: &impl Fn(&str) -> Option<String>,
+    var: &'static str,
+) -> Result<String, ConfigError> {
+    get(var)
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+        .ok_or(ConfigError::Missing(var))
 }
 
 impl SummarizeConfig {
@@ -260,25 +289,61 @@ impl SummarizeConfig {
         let non_empty = |k: &str| get(k).filter(|v| !v.trim().is_empty());
         Ok(SummarizeConfig {
             table: TableConfig::from_lookup(get)?,
+            entries_table: required(get, ENTRIES_TABLE)?,
+            pages_table: required(get, PAGES_TABLE)?,
             max_attempts,
-            output_dir: non_empty(OUTPUT_DIR).unwrap_or_else(|| "out".to_string()),
             modules_file: non_empty(crate::tagging::MODULES_CONFIG_FILE),
             modules_param: non_empty(crate::tagging::MODULES_CONFIG_PARAM),
             dlq_url: non_empty(SUMMARIZE_DLQ_URL),
+        })
+    }
+}
+
+impl BuilderConfig {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(&|k| std::env::var(k).ok())
+    }
+
+    pub fn from_lookup(get: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let non_empty = |k: &str| get(k).filter(|v| !v.trim().is_empty());
+        let interval: u64 = parse_or(get, PAGE_REBUILD_SECONDS, 60, "a number of seconds")?;
+        let concurrency: usize = parse_or(get, PAGE_BUILD_CONCURRENCY, 2, "a positive integer")?;
+        if concurrency == 0 {
+            return Err(invalid(
+                PAGE_BUILD_CONCURRENCY,
+                "0".into(),
+                "a positive integer",
+            ));
+        }
+        Ok(BuilderConfig {
+            entries_table: required(get, ENTRIES_TABLE)?,
+            pages_table: required(get, PAGES_TABLE)?,
+            rebuild_interval: std::time::Duration::from_secs(interval),
+            concurrency,
+            output_dir: non_empty(OUTPUT_DIR).unwrap_or_else(|| "out".to_string()),
             notion: NotionConfig::from_lookup(get)?,
             markdown_with_notion: matches!(
                 non_empty(PUBLISH_MARKDOWN).as_deref().map(str::trim),
                 Some("1" | "true" | "yes")
             ),
+            modules_file: non_empty(crate::tagging::MODULES_CONFIG_FILE),
+            modules_param: non_empty(crate::tagging::MODULES_CONFIG_PARAM),
             output_s3: match non_empty(OUTPUT_S3_URI) {
                 None => None,
                 Some(uri) => Some(
-                    crate::publish::S3MarkdownPublisher::parse_uri(&uri)
+                    parse_s3_uri(&uri)
                         .ok_or_else(|| invalid(OUTPUT_S3_URI, uri, "s3://bucket/prefix/"))?,
                 ),
             },
         })
     }
+}
+
+/// Parses `s3://bucket/prefix/` into the bucket and the prefix.
+pub fn parse_s3_uri(uri: &str) -> Option<(String, String)> {
+    let rest = uri.trim().strip_prefix("s3://")?;
+    let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+    (!bucket.is_empty()).then(|| (bucket.to_string(), prefix.to_string()))
 }
 
 impl TableConfig {
@@ -429,70 +494,92 @@ mod tests {
         .is_err());
     }
 
+    const TABLES: [(&str, &str); 2] = [("ENTRIES_TABLE", "e"), ("PAGES_TABLE", "p")];
+
+    fn with_tables<'a>(pairs: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+        let mut all = pairs.to_vec();
+        all.extend(TABLES);
+        all
+    }
+
     #[test]
-    fn summarize_output_is_a_directory_or_s3() {
-        let c = SummarizeConfig::from_lookup(&lookup(&[("TABLE_NAME", "t")])).unwrap();
-        assert_eq!((c.output_dir.as_str(), c.output_s3.clone()), ("out", None));
-        let c = SummarizeConfig::from_lookup(&lookup(&[
+    fn summarize_needs_its_three_tables() {
+        let c =
+            SummarizeConfig::from_lookup(&lookup(&with_tables(&[("TABLE_NAME", "t")]))).unwrap();
+        assert_eq!(
+            (
+                c.entries_table.as_str(),
+                c.pages_table.as_str(),
+                c.max_attempts
+            ),
+            ("e", "p", 5)
+        );
+        assert_eq!(
+            SummarizeConfig::from_lookup(&lookup(&[("TABLE_NAME", "t"), ("PAGES_TABLE", "p")])),
+            Err(ConfigError::Missing("ENTRIES_TABLE"))
+        );
+        assert!(SummarizeConfig::from_lookup(&lookup(&with_tables(&[
             ("TABLE_NAME", "t"),
+            ("MAX_ATTEMPTS", "0")
+        ])))
+        .is_err());
+    }
+
+    #[test]
+    fn builder_output_is_a_directory_or_s3() {
+        let c = BuilderConfig::from_lookup(&lookup(&TABLES)).unwrap();
+        assert_eq!((c.output_dir.as_str(), c.output_s3.clone()), ("out", None));
+        assert_eq!(c.rebuild_interval, std::time::Duration::from_secs(60));
+        let c = BuilderConfig::from_lookup(&lookup(&with_tables(&[
             ("OUTPUT_S3_URI", "s3://b/narratives/"),
-        ]))
+            ("PAGE_REBUILD_SECONDS", "5"),
+        ])))
         .unwrap();
         assert_eq!(
             c.output_s3,
             Some(("b".to_string(), "narratives/".to_string()))
         );
-        assert!(SummarizeConfig::from_lookup(&lookup(&[
-            ("TABLE_NAME", "t"),
-            ("OUTPUT_S3_URI", "b/x")
-        ]))
+        assert_eq!(c.rebuild_interval, std::time::Duration::from_secs(5));
+        assert!(
+            BuilderConfig::from_lookup(&lookup(&with_tables(&[("OUTPUT_S3_URI", "b/x")]))).is_err()
+        );
+        assert!(BuilderConfig::from_lookup(&lookup(&with_tables(&[(
+            "PAGE_BUILD_CONCURRENCY",
+            "0"
+        )])))
         .is_err());
-        assert!(SummarizeConfig::from_lookup(&lookup(&[
-            ("TABLE_NAME", "t"),
-            ("MAX_ATTEMPTS", "0")
-        ]))
-        .is_err());
+        assert_eq!(
+            BuilderConfig::from_lookup(&lookup(&[("ENTRIES_TABLE", "e")])),
+            Err(ConfigError::Missing("PAGES_TABLE"))
+        );
     }
 
     #[test]
-    fn notion_needs_its_token_its_parent_and_its_table() {
-        let c = SummarizeConfig::from_lookup(&lookup(&[("TABLE_NAME", "t")])).unwrap();
+    fn notion_needs_its_token_and_its_parent() {
+        let c = BuilderConfig::from_lookup(&lookup(&TABLES)).unwrap();
         assert_eq!(c.notion, None);
         assert!(!c.markdown_with_notion);
-        let c = SummarizeConfig::from_lookup(&lookup(&[
-            ("TABLE_NAME", "t"),
+        let c = BuilderConfig::from_lookup(&lookup(&with_tables(&[
             (
                 "NOTION_TOKEN_ARN",
                 "arn:aws:secretsmanager:eu-west-1:1:secret:n",
             ),
             ("NOTION_PARENT_PAGE_ID", " 1f2e3d "),
-            ("NOTION_PAGES_TABLE", "pages"),
             ("PUBLISH_MARKDOWN", "1"),
-        ]))
+        ])))
         .unwrap();
         let notion = c.notion.unwrap();
         assert_eq!(notion.parent_page_id, "1f2e3d");
-        assert_eq!(notion.pages_table, "pages");
         assert_eq!(notion.api_url, "https://api.notion.com");
         assert!(c.markdown_with_notion);
-        let only_token = SummarizeConfig::from_lookup(&lookup(&[
-            ("TABLE_NAME", "t"),
-            ("NOTION_TOKEN", "secret_x"),
-        ]))
-        .unwrap_err();
+        let only_token =
+            BuilderConfig::from_lookup(&lookup(&with_tables(&[("NOTION_TOKEN", "secret_x")])))
+                .unwrap_err();
         assert_eq!(
             only_token.to_string(),
             "NOTION_TOKEN is set but NOTION_PARENT_PAGE_ID is not: the Notion publisher needs both (or neither)"
         );
         assert!(!only_token.to_string().contains("secret_x"));
-        assert_eq!(
-            SummarizeConfig::from_lookup(&lookup(&[
-                ("TABLE_NAME", "t"),
-                ("NOTION_TOKEN", "secret_x"),
-                ("NOTION_PARENT_PAGE_ID", "p"),
-            ])),
-            Err(ConfigError::Missing("NOTION_PAGES_TABLE"))
-        );
     }
 
     #[test]

@@ -1,6 +1,9 @@
 //! Chronicle's domain types: what a merged pull request is once GitHub's payload has been read.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+
+use serde::{Deserialize, Serialize};
 
 use time::format_description::FormatItem;
 use time::macros::format_description;
@@ -87,6 +90,216 @@ pub fn rfc3339_millis(t: OffsetDateTime) -> String {
     t.to_offset(time::UtcOffset::UTC)
         .format(MILLIS)
         .expect("a UTC timestamp always formats")
+}
+
+/// One file a PR changed, with its line counts.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileChange {
+    pub path: String,
+    #[serde(default)]
+    pub additions: u64,
+    #[serde(default)]
+    pub deletions: u64,
+}
+
+impl FileChange {
+    pub fn churn(&self) -> u64 {
+        self.additions + self.deletions
+    }
+}
+
+/// An issue a PR closes, as the page links it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IssueRef {
+    #[serde(default)]
+    pub number: u64,
+    pub title: String,
+    pub state: String,
+    pub url: String,
+}
+
+/// How many of a PR's files fall in one other module.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModuleCount {
+    pub module: String,
+    pub files: u64,
+}
+
+/// One PR's entry on one module's page: everything the page needs to show it, and nothing
+/// else (no raw body, no other module's files). Written once per (PR, module) by the summarize
+/// stage; pages are rendered from these alone.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModuleEntry {
+    pub repo: String,
+    pub module: String,
+    pub number: u64,
+    pub title: String,
+    pub url: String,
+    pub author: String,
+    /// RFC 3339 in UTC with whole seconds, as stored on the PR row.
+    pub merged_at: String,
+    /// The title's conventional-commit type (`feat`, `fix`), shown as a tag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub labels: Vec<String>,
+    pub summary: String,
+    #[serde(default)]
+    pub linked_issues: Vec<IssueRef>,
+    #[serde(default)]
+    pub additions: u64,
+    #[serde(default)]
+    pub deletions: u64,
+    /// The PR's files inside this module, most changed first (at most [`ENTRY_MAX_FILES`]).
+    #[serde(default)]
+    pub files: Vec<FileChange>,
+    /// How many of the PR's known files are inside this module (`files` may hold fewer).
+    #[serde(default)]
+    pub files_here: u64,
+    /// The other modules the PR touched, most files first (at most [`ENTRY_MAX_ELSEWHERE`]).
+    #[serde(default)]
+    pub elsewhere: Vec<ModuleCount>,
+    /// How many of the PR's known files are outside this module.
+    #[serde(default)]
+    pub files_elsewhere: u64,
+}
+
+/// Files kept on one entry: enough for "key files", bounded so an entry stays small.
+pub const ENTRY_MAX_FILES: usize = 20;
+/// Other modules named on one entry.
+pub const ENTRY_MAX_ELSEWHERE: usize = 3;
+
+impl ModuleEntry {
+    /// The entry's place in its module's merge order: `mergedAt#number`, fixed width, so the
+    /// strings sort like the merges (ties by PR number).
+    pub fn order_key(&self) -> String {
+        order_key(&self.merged_at, self.number)
+    }
+
+    /// The year of the merge (`2019`), the unit of the archive pages.
+    pub fn year(&self) -> i32 {
+        year_of(&self.merged_at)
+    }
+}
+
+/// `mergedAt#number` with the number zero-padded to 10 digits.
+pub fn order_key(merged_at: &str, number: u64) -> String {
+    format!("{merged_at}#{number:010}")
+}
+
+/// The year of an RFC 3339 timestamp from its first four digits (0 when it has none).
+pub fn year_of(rfc3339: &str) -> i32 {
+    rfc3339.get(..4).and_then(|y| y.parse().ok()).unwrap_or(0)
+}
+
+/// Parses an RFC 3339 timestamp.
+pub fn parse_rfc3339(s: &str) -> Option<OffsetDateTime> {
+    OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).ok()
+}
+
+/// A page's state in the pages table: one item per (repo, module), plus one per repo for its
+/// index ([`crate::store::INDEX_MODULE`]). It holds what the builder needs to rebuild the page
+/// from the module's entries without reading them all: whether it is stale and since when,
+/// which years changed, each year's figures, and where the pages were published.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PageItem {
+    pub repo: String,
+    pub module: String,
+    /// Bumped by every change of the module's entries.
+    #[serde(default)]
+    pub version: u64,
+    /// The version the last successful build saw.
+    #[serde(default)]
+    pub built_version: u64,
+    /// Present (the sparse stale index's key) while the page needs a build.
+    #[serde(default)]
+    pub stale: Option<String>,
+    #[serde(default)]
+    pub stale_since: Option<String>,
+    /// Years whose entries changed since the last build (`"2019"`).
+    #[serde(default)]
+    pub stale_years: BTreeSet<String>,
+    /// Rebuild every year (a page was recreated, or an operator asked).
+    #[serde(default)]
+    pub full_rebuild: bool,
+    #[serde(default)]
+    pub last_built_at: Option<String>,
+    #[serde(default)]
+    pub build_owner: Option<String>,
+    #[serde(default)]
+    pub build_until: Option<String>,
+    /// Year → its figures and archive pages, as of the last build that read that year.
+    #[serde(default)]
+    pub years: BTreeMap<String, YearStats>,
+    /// The order key of the oldest entry on the module page: older ones are archived.
+    #[serde(default)]
+    pub main_cutoff: Option<String>,
+    #[serde(default)]
+    pub entry_count: u64,
+    #[serde(default)]
+    pub first_merged_at: Option<String>,
+    #[serde(default)]
+    pub latest_merged_at: Option<String>,
+    /// The most active authors of the module page's entries.
+    #[serde(default)]
+    pub recent_authors: Vec<AuthorCount>,
+    /// Page label (`main`, an archive label) → the Notion page published for it.
+    #[serde(default)]
+    pub notion: BTreeMap<String, NotionPage>,
+    /// Why the last build failed, and what the operator must do about it.
+    #[serde(default)]
+    pub last_error: Option<String>,
+    #[serde(default)]
+    pub advice: Option<String>,
+    #[serde(default)]
+    pub last_error_at: Option<String>,
+    /// Builds that failed in a row.
+    #[serde(default)]
+    pub failed_builds: u64,
+}
+
+/// One year of a module's entries, as the builder last read it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct YearStats {
+    pub count: u64,
+    #[serde(default)]
+    pub first: String,
+    #[serde(default)]
+    pub last: String,
+    /// Entries of the year that are not on the module page (they are on its archive pages).
+    #[serde(default)]
+    pub archived: u64,
+    /// The archive pages published for the year, parents first (`2019`, `2019-Q1`, …).
+    #[serde(default)]
+    pub parts: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuthorCount {
+    pub login: String,
+    pub count: u64,
+}
+
+/// A Notion page Chronicle created (`id`, `url`), or is creating (`createOwner` until
+/// `createUntil`: claimed before the create request, so two builders never both create it).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NotionPage {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub create_owner: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub create_until: Option<String>,
 }
 
 #[cfg(test)]

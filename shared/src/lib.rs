@@ -1,19 +1,26 @@
 //! Chronicle's library: everything the Lambda functions and the local stack share.
 //!
 //! Each behaviour lives in a small module named after it, so a reader can find it by name:
-//! the GitHub payload model ([`payload`]), the domain types ([`domain`]), the webhook signature
-//! check ([`signature`]), the DynamoDB store ([`store`]), the webhook ingest handler
-//! ([`webhook`]), the GitHub REST client ([`github`]), the enrich stage ([`enrich`]), the narrative ([`narrative`]), summaries ([`summary`]), the
-//! Notion client ([`notion`]) and the publishers ([`publish`]), configuration ([`config`]), secrets ([`secret`]) and telemetry ([`telemetry`]).
+//! - domain types ([`domain`]) and the GitHub payload model ([`payload`]);
+//! - the DynamoDB store ([`store`]): PR rows, module entries, page items;
+//! - clients: GitHub REST ([`github`]), Notion ([`notion`]);
+//! - concepts: signatures ([`signature`]), module tagging ([`tagging`]), summaries
+//!   ([`summary`]), a PR's entries per module ([`entries`]), pages as views ([`pages`]),
+//!   publishers ([`publish`]);
+//! - the stages: [`webhook`], [`enrich`], [`sweeper`], [`summarize`], and the page builder
+//!   ([`pages::build`]);
+//! - configuration ([`config`], a leaf), secrets ([`secret`]), telemetry ([`telemetry`]).
 
 pub mod aws;
+pub mod backoff;
 pub mod batch;
 pub mod config;
 pub mod domain;
 pub mod enrich;
+pub mod entries;
 pub mod github;
-pub mod narrative;
 pub mod notion;
+pub mod pages;
 pub mod payload;
 pub mod publish;
 pub mod secret;

@@ -1,133 +1,108 @@
-//! Where narratives go. Publishing is idempotent: a retry or a duplicate message can never add
-//! an entry twice. The Markdown publishers replace a module's whole page with a fresh rendering
-//! (a file, or an S3 object); the Notion publisher ([`notion`]) appends the PR's entry once and
-//! records what it appended.
+//! Where pages go. Every publisher replaces whole pages, so a retried, duplicated, racing or
+//! crashed build can never duplicate or lose an entry: the output depends only on the entries.
+//!
+//! - [`MarkdownPublisher`]: files under a directory, each written atomically (temporary file,
+//!   then rename).
+//! - [`S3MarkdownPublisher`]: the same files as S3 objects (one `PutObject` each).
+//! - [`NotionPublisher`]: Notion pages, created once (claim, then create) and replaced whole
+//!   through the Markdown content API.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-
 use std::time::Instant;
 
 use futures::future::BoxFuture;
-use futures::FutureExt as _;
 
-use crate::narrative::{render_markdown, ModulePage};
+use crate::domain::PageItem;
 use crate::notion::NotionError;
-use crate::store::{Item, StoreError};
+use crate::pages::render::commonmark;
+use crate::pages::{DocKey, Document};
+use crate::store::StoreError;
 
 pub mod notion;
 pub use notion::NotionPublisher;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PublishError {
-    /// A file could not be written (disk full, permissions, a vanished directory): worth retrying.
+    /// A file could not be written (disk full, permissions, a vanished directory).
     #[error("writing {path} failed: {message}")]
     Io { path: String, message: String },
-    /// A remote store refused or failed the write (throttling, 5xx, network): worth retrying.
+    /// A remote store refused or failed the write (throttling, 5xx, network).
     #[error("writing {target} failed: {message}")]
     Remote { target: String, message: String },
-    /// Notion refused or failed; permanent when the request is invalid or access must be fixed.
     #[error(transparent)]
     Notion(#[from] NotionError),
-    /// Another worker is writing the page; the message comes back later.
-    #[error("the Notion page of {page} is being written by another worker (locked until {until}); it will be retried")]
-    Busy { page: String, until: String },
-    /// The page's bookkeeping in DynamoDB failed.
+    /// The page bookkeeping in DynamoDB failed.
     #[error(transparent)]
     Store(#[from] StoreError),
-    /// The page lock or the PR's lease was lost while publishing; nothing more was written.
-    #[error("the {0} was lost while publishing; the message will come back")]
-    LockLost(&'static str),
-    /// Anything else; retrying it would fail the same way.
+    /// Another builder is creating a page this one needs; the page is built again later.
     #[error("{0}")]
-    Other(String),
+    Busy(String),
+    /// Pages that were published before are gone (deleted by hand): they are forgotten, and
+    /// the build must publish them anew (their periods read again).
+    #[error("published pages are gone and must be published again: {0:?}")]
+    Missing(Vec<DocKey>),
+    /// The build lease was lost while publishing; another builder has the page.
+    #[error("the build lease was lost while publishing")]
+    LeaseLost,
 }
 
 impl PublishError {
-    /// `true` if retrying cannot help (the caller records the failure instead of retrying).
-    /// I/O and remote-store errors are not permanent.
-    pub fn is_permanent(&self) -> bool {
+    /// What the operator must do, when only they can fix it.
+    pub fn advice(&self) -> Option<&str> {
         match self {
-            PublishError::Notion(e) => e.is_permanent(),
-            PublishError::Other(_) => true,
-            PublishError::Io { .. }
-            | PublishError::Remote { .. }
-            | PublishError::Busy { .. }
-            | PublishError::Store(_)
-            | PublishError::LockLost(_) => false,
+            PublishError::Notion(e) => e.advice(),
+            _ => None,
         }
     }
 }
 
-/// One PR's entry being published to one module's page.
+/// The pages one build publishes.
 #[derive(Debug, Clone, Copy)]
-pub struct Publication<'a> {
-    /// The module's whole page, the PR's entry included.
-    pub page: &'a ModulePage,
-    /// The PR whose entry is being added.
-    pub number: u64,
-    /// The summarize lease this runs under (it guards every write to the PR row).
-    pub lease_owner: &'a str,
-    /// The PR row as claimed.
-    pub row: &'a Item,
-    /// When the invocation runs out of time.
+pub struct PageSet<'a> {
+    /// The page item the documents belong to (a module's, or the repository index's).
+    pub item: &'a PageItem,
+    /// For the index: every page item of the repository (where its module pages are).
+    pub repo_items: &'a [PageItem],
+    /// The documents, parents before children.
+    pub docs: &'a [Document],
+    /// Pages no longer produced (an archive period merged or emptied): removed.
+    pub removed: &'a [DocKey],
+    /// The build lease this runs under (it guards the bookkeeping writes).
+    pub owner: &'a str,
     pub deadline: Instant,
 }
 
-impl<'a> Publication<'a> {
-    /// A publication outside the summary lease (no `lease_owner`): for whole-page publishers,
-    /// which never write the PR row.
-    pub fn of_page(page: &'a ModulePage, number: u64, row: &'a Item, deadline: Instant) -> Self {
-        Publication {
-            page,
-            number,
-            lease_owner: "",
-            row,
-            deadline,
-        }
-    }
+/// What a publish did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Published {
+    pub documents: usize,
+    pub bytes: usize,
+    pub removed: usize,
+    /// Requests made to the destination (files: 0).
+    pub requests: u64,
 }
 
 pub trait Publisher: Send + Sync {
-    /// Puts the PR's entry on the module's page, idempotently: publishing the same entry twice
-    /// leaves one copy of it.
-    fn publish<'a>(&'a self, p: &'a Publication<'a>) -> BoxFuture<'a, Result<(), PublishError>>;
-
-    /// Whether a page is rewritten whole from the rows it was given (Markdown), so that two
-    /// workers publishing one module at once can each leave out the other's entry. A publisher
-    /// that places entries under a lock (Notion) does not, and has nothing to mend.
-    fn rewrites_pages(&self) -> bool {
-        true
-    }
-
-    /// After the commit, when the module's committed entries are no longer those the page was
-    /// rendered from: the publishers that rewrite pages publish the fresh page again.
-    fn republish<'a>(&'a self, p: &'a Publication<'a>) -> BoxFuture<'a, Result<(), PublishError>> {
-        if self.rewrites_pages() {
-            self.publish(p)
-        } else {
-            Box::pin(async { Ok(()) })
-        }
-    }
+    /// Replaces every page of the set, whole, and removes the removed ones.
+    fn publish<'a>(
+        &'a self,
+        set: &'a PageSet<'a>,
+    ) -> BoxFuture<'a, Result<Published, PublishError>>;
 
     /// A short name for logs and metrics (`markdown`, `notion`).
     fn name(&self) -> &'static str;
 }
 
-/// A shared publisher (`Arc<dyn Publisher>`, `Arc<MarkdownPublisher>`) is a publisher.
+/// A shared publisher (`Arc<dyn Publisher>`) is a publisher.
 impl<P: Publisher + ?Sized> Publisher for Arc<P> {
-    fn publish<'a>(&'a self, p: &'a Publication<'a>) -> BoxFuture<'a, Result<(), PublishError>> {
-        (**self).publish(p)
-    }
-
-    fn rewrites_pages(&self) -> bool {
-        (**self).rewrites_pages()
-    }
-
-    fn republish<'a>(&'a self, p: &'a Publication<'a>) -> BoxFuture<'a, Result<(), PublishError>> {
-        (**self).republish(p)
+    fn publish<'a>(
+        &'a self,
+        set: &'a PageSet<'a>,
+    ) -> BoxFuture<'a, Result<Published, PublishError>> {
+        (**self).publish(set)
     }
 
     fn name(&self) -> &'static str {
@@ -136,29 +111,24 @@ impl<P: Publisher + ?Sized> Publisher for Arc<P> {
 }
 
 /// Several publishers at once (Markdown and Notion), in order; the first failure fails the
-/// publish, and since each one is idempotent the retry repeats none of their effects.
+/// build, and since each replaces whole pages the retry repeats none of their effects twice.
 pub struct Publishers(pub Vec<Arc<dyn Publisher>>);
 
 impl Publisher for Publishers {
-    fn publish<'a>(&'a self, p: &'a Publication<'a>) -> BoxFuture<'a, Result<(), PublishError>> {
+    fn publish<'a>(
+        &'a self,
+        set: &'a PageSet<'a>,
+    ) -> BoxFuture<'a, Result<Published, PublishError>> {
         Box::pin(async move {
+            let mut total = Published::default();
             for publisher in &self.0 {
-                publisher.publish(p).await?;
+                let one = publisher.publish(set).await?;
+                total.documents += one.documents;
+                total.bytes += one.bytes;
+                total.removed += one.removed;
+                total.requests += one.requests;
             }
-            Ok(())
-        })
-    }
-
-    fn rewrites_pages(&self) -> bool {
-        self.0.iter().any(|p| p.rewrites_pages())
-    }
-
-    fn republish<'a>(&'a self, p: &'a Publication<'a>) -> BoxFuture<'a, Result<(), PublishError>> {
-        Box::pin(async move {
-            for publisher in &self.0 {
-                publisher.republish(p).await?;
-            }
-            Ok(())
+            Ok(total)
         })
     }
 
@@ -170,10 +140,10 @@ impl Publisher for Publishers {
     }
 }
 
-/// Writes each module's page to `<out>/<owner>/<repo>/<module>.md`, atomically: the rendering
-/// goes to a temporary file in the same directory, which is then renamed over the page, so a
-/// reader (or a crash) never sees half a page. Concurrent publishes of one page each write a
-/// complete rendering; the last rename wins.
+/// Writes each page to `<out>/<path>` ([`DocKey::path`]), atomically: the rendering goes to a
+/// temporary file in the same directory, which is then renamed over the page, so a reader (or a
+/// crash) never sees half a page. Concurrent builds of one page each write a complete
+/// rendering; the last rename wins.
 #[derive(Debug, Clone)]
 pub struct MarkdownPublisher {
     out_dir: PathBuf,
@@ -190,26 +160,58 @@ impl MarkdownPublisher {
         &self.out_dir
     }
 
-    /// `<out>/<owner>/<repo>/<module>.md`, every part made path-safe (see [`path_segment`]):
-    /// `src/api` → `src__api.md`, `(root)` → `(root).md`, `../x` → `____x.md`.
-    pub fn page_path(&self, repo: &str, module: &str) -> PathBuf {
-        self.out_dir.join(page_relative_path(repo, module))
+    pub fn page_path(&self, key: &DocKey) -> PathBuf {
+        self.out_dir.join(key.path())
     }
 }
 
-/// `<owner>/<repo>/<module>.md`, each part made path-safe: where a page lives under any root.
-pub fn page_relative_path(repo: &str, module: &str) -> String {
-    let (owner, name) = repo.split_once('/').unwrap_or(("_", repo));
-    format!(
-        "{}/{}/{}.md",
-        path_segment(owner),
-        path_segment(name),
-        path_segment(module)
-    )
+impl Publisher for MarkdownPublisher {
+    fn publish<'a>(
+        &'a self,
+        set: &'a PageSet<'a>,
+    ) -> BoxFuture<'a, Result<Published, PublishError>> {
+        let pages: Vec<(PathBuf, String)> = set
+            .docs
+            .iter()
+            .map(|d| (self.page_path(&d.key), commonmark(d)))
+            .collect();
+        let removed: Vec<PathBuf> = set.removed.iter().map(|k| self.page_path(k)).collect();
+        Box::pin(async move {
+            let mut published = Published::default();
+            for (path, markdown) in pages {
+                published.documents += 1;
+                published.bytes += markdown.len();
+                let shown = path.display().to_string();
+                tokio::task::spawn_blocking(move || write_atomically(&path, &markdown))
+                    .await
+                    .map_err(|e| PublishError::Io {
+                        path: shown.clone(),
+                        message: format!("the write task did not finish: {e}"),
+                    })??;
+            }
+            for path in removed {
+                match std::fs::remove_file(&path) {
+                    Ok(()) => published.removed += 1,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => {
+                        return Err(PublishError::Io {
+                            path: path.display().to_string(),
+                            message: e.to_string(),
+                        })
+                    }
+                }
+            }
+            Ok(published)
+        })
+    }
+
+    fn name(&self) -> &'static str {
+        "markdown"
+    }
 }
 
-/// Writes the same Markdown pages to S3: `s3://<bucket>/<prefix><owner>/<repo>/<module>.md`.
-/// One `PutObject` replaces the whole page, so a retry cannot duplicate an entry.
+/// Writes the same Markdown pages to S3: `s3://<bucket>/<prefix><path>`. One `PutObject`
+/// replaces a whole page, so a retry cannot duplicate an entry.
 pub struct S3MarkdownPublisher {
     client: aws_sdk_s3::Client,
     bucket: String,
@@ -233,73 +235,62 @@ impl S3MarkdownPublisher {
         }
     }
 
-    /// Parses `s3://bucket/prefix/`.
-    pub fn parse_uri(uri: &str) -> Option<(String, String)> {
-        let rest = uri.strip_prefix("s3://")?;
-        let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
-        (!bucket.is_empty()).then(|| (bucket.to_string(), prefix.to_string()))
+    pub fn key(&self, page: &DocKey) -> String {
+        format!("{}{}", self.prefix, page.path())
     }
 
-    pub fn key(&self, repo: &str, module: &str) -> String {
-        format!("{}{}", self.prefix, page_relative_path(repo, module))
+    fn remote_error<E>(&self, key: &str, e: &aws_sdk_s3::error::SdkError<E>) -> PublishError
+    where
+        E: std::error::Error + aws_sdk_s3::error::ProvideErrorMetadata + 'static,
+    {
+        PublishError::Remote {
+            target: format!("s3://{}/{key}", self.bucket),
+            message: crate::aws::error_message(e),
+        }
     }
 }
 
 impl Publisher for S3MarkdownPublisher {
-    fn publish<'a>(&'a self, p: &'a Publication<'a>) -> BoxFuture<'a, Result<(), PublishError>> {
-        let page = p.page;
+    fn publish<'a>(
+        &'a self,
+        set: &'a PageSet<'a>,
+    ) -> BoxFuture<'a, Result<Published, PublishError>> {
         Box::pin(async move {
-            let key = self.key(&page.repo, &page.module);
-            let body = render_markdown(page);
-            self.client
-                .put_object()
-                .bucket(&self.bucket)
-                .key(&key)
-                .content_type("text/markdown; charset=utf-8")
-                .body(body.into_bytes().into())
-                .send()
-                .await
-                .map_err(|e| PublishError::Remote {
-                    target: format!("s3://{}/{key}", self.bucket),
-                    message: crate::aws::error_message(&e),
-                })?;
-            Ok(())
+            let mut published = Published::default();
+            for doc in set.docs {
+                let key = self.key(&doc.key);
+                let body = commonmark(doc);
+                published.documents += 1;
+                published.bytes += body.len();
+                published.requests += 1;
+                self.client
+                    .put_object()
+                    .bucket(&self.bucket)
+                    .key(&key)
+                    .content_type("text/markdown; charset=utf-8")
+                    .body(body.into_bytes().into())
+                    .send()
+                    .await
+                    .map_err(|e| self.remote_error(&key, &e))?;
+            }
+            for page in set.removed {
+                let key = self.key(page);
+                published.requests += 1;
+                self.client
+                    .delete_object()
+                    .bucket(&self.bucket)
+                    .key(&key)
+                    .send()
+                    .await
+                    .map_err(|e| self.remote_error(&key, &e))?;
+                published.removed += 1;
+            }
+            Ok(published)
         })
     }
 
     fn name(&self) -> &'static str {
         "markdown-s3"
-    }
-}
-
-impl Publisher for MarkdownPublisher {
-    fn publish<'a>(&'a self, p: &'a Publication<'a>) -> BoxFuture<'a, Result<(), PublishError>> {
-        let page = p.page;
-        let path = self.page_path(&page.repo, &page.module);
-        let markdown = render_markdown(page);
-        async move {
-            let shown = path.display().to_string();
-            let bytes = markdown.len();
-            let written = tokio::task::spawn_blocking(move || write_atomically(&path, &markdown))
-                .await
-                .map_err(|e| PublishError::Io {
-                    path: shown.clone(),
-                    message: format!("the write task did not finish: {e}"),
-                })??;
-            tracing::info!(
-                path = %shown,
-                bytes,
-                entries = page.entries.len(),
-                unchanged = !written,
-                "published Markdown page"
-            );
-            Ok(())
-        }
-        .boxed()
-    }
-
-    fn name(&self) -> &'static str {
-        "markdown"
     }
 }
 
@@ -339,9 +330,10 @@ fn write_atomically(path: &Path, contents: &str) -> Result<bool, PublishError> {
     if std::fs::read(path).is_ok_and(|existing| existing == contents.as_bytes()) {
         return Ok(false);
     }
-    let dir = path
-        .parent()
-        .ok_or_else(|| PublishError::Other(format!("{} has no directory", path.display())))?;
+    let dir = path.parent().ok_or_else(|| PublishError::Io {
+        path: path.display().to_string(),
+        message: "the path has no directory".into(),
+    })?;
     std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
     let file_name = path
         .file_name()
@@ -374,28 +366,14 @@ fn write_atomically(path: &Path, contents: &str) -> Result<bool, PublishError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::narrative::Entry;
-
-    /// Publishes a page the way a worker does, for PR 0 with no row behind it.
-    async fn put(publisher: &dyn Publisher, page: &ModulePage) -> Result<(), PublishError> {
-        let row = Item::new();
-        let deadline = Instant::now() + std::time::Duration::from_secs(60);
-        publisher
-            .publish(&Publication::of_page(page, 0, &row, deadline))
-            .await
-    }
 
     /// A fresh directory under the system temp dir, removed when dropped.
     struct TempDir(PathBuf);
 
     impl TempDir {
         fn new(label: &str) -> Self {
-            let nanos = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos();
             let dir = std::env::temp_dir().join(format!(
-                "chronicle-publish-{label}-{}-{nanos}-{}",
+                "chronicle-publish-{label}-{}-{}",
                 std::process::id(),
                 TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
             ));
@@ -410,131 +388,71 @@ mod tests {
         }
     }
 
-    fn entry(number: u64, merged_at: &str) -> Entry {
-        crate::narrative::sample::entry(number, merged_at, "alice")
-    }
-
-    fn files_under(dir: &Path) -> Vec<PathBuf> {
-        let mut found = Vec::new();
-        let mut stack = vec![dir.to_path_buf()];
-        while let Some(d) = stack.pop() {
-            for e in std::fs::read_dir(&d).unwrap() {
-                let p = e.unwrap().path();
-                if p.is_dir() {
-                    stack.push(p);
-                } else {
-                    found.push(p);
-                }
-            }
+    fn doc(key: DocKey, text: &str) -> Document {
+        Document {
+            title: "T".into(),
+            key,
+            parent: None,
+            blocks: vec![crate::pages::Block::Paragraph(vec![
+                crate::pages::Span::text(text),
+            ])],
         }
-        found.sort();
-        found
     }
 
     #[tokio::test]
-    async fn writes_the_page_and_rewriting_keeps_one_copy() {
-        let tmp = TempDir::new("rewrite");
-        let publisher = MarkdownPublisher::new(&tmp.0);
-        assert_eq!(publisher.name(), "markdown");
-        let first = ModulePage::new(
-            "acme/widgets",
-            "src",
-            vec![entry(1, "2024-01-01T00:00:00Z")],
-        );
-        put(&publisher, &first).await.unwrap();
-        let path = tmp.0.join("acme").join("widgets").join("src.md");
-        assert_eq!(publisher.page_path("acme/widgets", "src"), path);
-        assert_eq!(
-            std::fs::read_to_string(&path).unwrap(),
-            render_markdown(&first)
-        );
-
-        // A duplicate publish, then a page with a second entry (and the first one again).
-        put(&publisher, &first).await.unwrap();
-        let second = ModulePage::new(
-            "acme/widgets",
-            "src",
-            vec![
-                entry(1, "2024-01-01T00:00:00Z"),
-                entry(2, "2024-01-02T00:00:00Z"),
-                entry(1, "2024-01-01T00:00:00Z"),
-            ],
-        );
-        put(&publisher, &second).await.unwrap();
-        put(&publisher, &second).await.unwrap();
-        let text = std::fs::read_to_string(&path).unwrap();
-        assert_eq!(text, render_markdown(&second));
-        assert_eq!(text.matches("(#1)\n").count(), 1);
-        assert_eq!(text.matches("(#2)\n").count(), 1);
-        // No temporary files left behind, nothing else written.
-        assert_eq!(files_under(&tmp.0), vec![path]);
-    }
-
-    #[tokio::test]
-    async fn module_names_cannot_escape_the_output_directory() {
-        let tmp = TempDir::new("safety");
-        let publisher = MarkdownPublisher::new(&tmp.0);
-        let repo_dir = tmp.0.join("acme").join("widgets");
-        assert_eq!(
-            publisher.page_path("acme/widgets", "../x"),
-            repo_dir.join("____x.md")
-        );
-        assert_eq!(
-            publisher.page_path("acme/widgets", "org/team"),
-            repo_dir.join("org__team.md")
-        );
-        assert_eq!(
-            publisher.page_path("acme/widgets", "(root)"),
-            repo_dir.join("(root).md")
-        );
-        assert_eq!(
-            publisher.page_path("acme/widgets", "../../../etc/passwd"),
-            repo_dir.join(format!("{}etc__passwd.md", "_".repeat(12)))
-        );
-        assert_eq!(path_segment(".."), "__");
-        assert_eq!(path_segment("."), "_");
-        assert_eq!(path_segment(""), "_");
-        assert_eq!(path_segment("a...b"), "a___b");
-        assert_eq!(path_segment(".github"), "_github");
-        assert_eq!(path_segment("v1.2"), "v1.2");
-        assert_eq!(path_segment("x\0y:z"), "x_y_z");
-        for module in ["../x", "org/team", "..", "a/../../b", "..\\..\\c"] {
-            let p = publisher.page_path("acme/widgets", module);
-            assert_eq!(p.parent().unwrap(), repo_dir, "{module}");
-            assert!(
-                !p.file_name().unwrap().to_str().unwrap().contains(".."),
-                "{module}"
-            );
-        }
-
-        for module in ["../x", "org/team"] {
-            let page = ModulePage::new(
-                "acme/widgets",
-                module,
-                vec![entry(3, "2024-01-03T00:00:00Z")],
-            );
-            put(&publisher, &page).await.unwrap();
-        }
-        assert_eq!(
-            files_under(&tmp.0),
-            vec![repo_dir.join("____x.md"), repo_dir.join("org__team.md")]
-        );
-        assert!(std::fs::read_to_string(repo_dir.join("org__team.md"))
+    async fn pages_are_written_whole_and_removed_pages_deleted() {
+        let dir = TempDir::new("files");
+        let publisher = MarkdownPublisher::new(&dir.0);
+        let item = PageItem::default();
+        let module = DocKey::Module {
+            repo: "acme/app".into(),
+            module: "src/api".into(),
+        };
+        let old = DocKey::Archive {
+            repo: "acme/app".into(),
+            module: "src/api".into(),
+            label: "2019".into(),
+        };
+        let set = |docs: &'static [Document], removed: &'static [DocKey]| PageSet {
+            item: Box::leak(Box::new(item.clone())),
+            repo_items: &[],
+            docs,
+            removed,
+            owner: "o",
+            deadline: Instant::now() + std::time::Duration::from_secs(10),
+        };
+        let first: &'static [Document] = Box::leak(Box::new([
+            doc(module.clone(), "one"),
+            doc(old.clone(), "old"),
+        ]));
+        let published = publisher.publish(&set(first, &[])).await.unwrap();
+        assert_eq!(published.documents, 2);
+        let path = dir.0.join("acme/app/src__api.md");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "# T\n\none\n");
+        assert!(dir.0.join("acme/app/src__api/2019.md").exists());
+        // Again, with the archive gone: the page is replaced, the archive file deleted.
+        let second: &'static [Document] = Box::leak(Box::new([doc(module.clone(), "two")]));
+        let removed: &'static [DocKey] = Box::leak(Box::new([old.clone()]));
+        let published = publisher.publish(&set(second, removed)).await.unwrap();
+        assert_eq!(published.removed, 1);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "# T\n\ntwo\n");
+        assert!(!dir.0.join("acme/app/src__api/2019.md").exists());
+        // Removing what is not there is fine; no temporary file is left behind.
+        publisher.publish(&set(second, removed)).await.unwrap();
+        let names: Vec<String> = std::fs::read_dir(dir.0.join("acme/app"))
             .unwrap()
-            .starts_with("# acme/widgets · org/team\n"));
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(names.iter().all(|n| !n.ends_with(".tmp")), "{names:?}");
     }
 
-    #[tokio::test]
-    async fn an_unwritable_directory_is_a_transient_io_error() {
-        let tmp = TempDir::new("unwritable");
-        // A file where the owner directory should be.
-        std::fs::write(tmp.0.join("acme"), b"not a directory").unwrap();
-        let publisher: Arc<dyn Publisher> = Arc::new(MarkdownPublisher::new(&tmp.0));
-        let page = ModulePage::new("acme/widgets", "src", vec![]);
-        let err = put(&publisher, &page).await.unwrap_err();
-        assert!(matches!(err, PublishError::Io { .. }), "{err:?}");
-        assert!(!err.is_permanent());
-        assert!(PublishError::Other("bad page".into()).is_permanent());
-        assert_eq!(publisher.name(), "markdown");
+    #[test]
+    fn path_segments_are_safe() {
+        assert_eq!(path_segment("src/api"), "src__api");
+        assert_eq!(path_segment("(root)"), "(root)");
+        assert_eq!(path_segment("../x"), "____x");
+        assert_eq!(path_segment(".github"), "_github");
+        assert_eq!(path_segment(""), "_");
+        assert_eq!(path_segment("a:b*c"), "a_b_c");
     }
 }

@@ -59,9 +59,13 @@ pub mod attr {
     // Written by the summarize stage with `summarizedAt`.
     pub const MODULES: &str = "modules";
     pub const SUMMARY: &str = "summary";
-    /// Module → what the Notion publisher put on that module's page for this PR (`page`, and
-    /// `blocks` once appended, or `appendingSince` while an append may be under way).
-    pub const NOTION: &str = "notion";
+    /// Every module this PR has written an entry to (a string set): the summarize stage adds
+    /// the modules it is about to write before writing them, and the commit sets it to exactly
+    /// the modules written, so a retry with other modules can delete the entries left behind.
+    pub const ENTRY_MODULES: &str = "entryModules";
+    /// Counts every summarize claim, never reset: entries carry it, so a worker that lost its
+    /// lease can never overwrite an entry written by a later claim.
+    pub const GENERATION: &str = "generation";
     /// The last failure of the summarize stage, kept while it retries.
     pub const LAST_ERROR: &str = "lastError";
     /// TTL attribute (epoch seconds) for short-lived records.
@@ -77,6 +81,8 @@ pub mod attr {
         LEASE_OWNER,
         LEASE_UNTIL,
         ENQUEUED_UNTIL,
+        ENTRY_MODULES,
+        GENERATION,
     ];
 }
 
@@ -85,11 +91,18 @@ pub const PENDING_INDEX: &str = "pending";
 
 pub type Item = HashMap<String, AttributeValue>;
 
+mod entries;
+mod meter;
 mod pages;
 mod summary;
 mod sweep;
-pub use pages::{page_attr, NotionPages, PageEntry, PageLock, PageRow};
-pub use summary::{notion_record, NotionRecord, SummaryClaim, SummaryFailure};
+pub use entries::{entry_attr, EntryStore};
+pub use meter::{Meter, MeterReading};
+pub use pages::{
+    page_attr, BuildClaim, BuildCompletion, BuildResult, CreateClaim, PageStore, StalePage,
+    INDEX_MODULE, STALE_INDEX,
+};
+pub use summary::{PrRow, RowError, SummaryClaim};
 pub use sweep::{PendingPage, PendingRow};
 
 #[derive(Debug, thiserror::Error)]
@@ -134,11 +147,26 @@ enum FieldUpdate {
 pub struct PrStore {
     client: Client,
     table: TableConfig,
+    meter: Meter,
 }
 
 impl PrStore {
     pub fn new(client: Client, table: TableConfig) -> Self {
-        PrStore { client, table }
+        PrStore {
+            client,
+            table,
+            meter: Meter::default(),
+        }
+    }
+
+    /// The same store, counting its reads and writes into `meter`.
+    pub fn with_meter(mut self, meter: Meter) -> Self {
+        self.meter = meter;
+        self
+    }
+
+    pub fn meter(&self) -> &Meter {
+        &self.meter
     }
 
     pub fn table_name(&self) -> &str {
@@ -264,6 +292,7 @@ impl PrStore {
             .send()
             .await
             .map_err(|e| self.dynamo_error("GetItem", &e))?;
+        self.meter.read(usize::from(out.item.is_some()));
         Ok(out.item)
     }
 
@@ -276,6 +305,7 @@ impl PrStore {
     where
         E: std::error::Error + aws_sdk_dynamodb::error::ProvideErrorMetadata + 'static,
     {
+        self.meter.write();
         applied(self.table_name(), operation, result)
     }
 
@@ -335,6 +365,7 @@ struct Update {
     values: HashMap<String, AttributeValue>,
     sets: Vec<String>,
     removes: Vec<String>,
+    adds: Vec<String>,
 }
 
 impl Update {
@@ -368,6 +399,16 @@ impl Update {
         self.removes.push(name);
     }
 
+    /// `ADD attribute :value`: a number added to, or a set merged into, what is stored.
+    fn add(&mut self, attribute: &str, value: AttributeValue) {
+        let clause = format!(
+            "{} {}",
+            self.name(attribute),
+            self.value(attribute, Some(value))
+        );
+        self.adds.push(clause);
+    }
+
     fn apply(self, request: UpdateItemFluentBuilder) -> UpdateItemFluentBuilder {
         let mut expression = Vec::new();
         if !self.sets.is_empty() {
@@ -375,6 +416,9 @@ impl Update {
         }
         if !self.removes.is_empty() {
             expression.push(format!("REMOVE {}", self.removes.join(", ")));
+        }
+        if !self.adds.is_empty() {
+            expression.push(format!("ADD {}", self.adds.join(", ")));
         }
         request
             .update_expression(expression.join(" "))

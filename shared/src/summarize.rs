@@ -1,38 +1,48 @@
-//! The summarize worker: for each queued key, claim the row with a lease, tag its modules,
-//! render its narrative entry, publish every touched module's page, and commit — once in effect.
+//! The summarize worker: for each queued key, claim the row (counting the attempt), tag its
+//! modules, write its summary and one entry per module, mark those module pages stale, and
+//! commit — once in effect. It never publishes: pages are views the page builder rebuilds from
+//! the entries, so a Notion or S3 outage never fails a PR row.
 //!
-//! - Claim refused because the row is summarized or failed: success (a redelivery after done).
-//! - Refused because another worker's lease is live: the message is reported failed and returns.
-//! - The commit is conditional on still holding the lease; a worker whose lease expired (it was
-//!   slow or died) cannot commit, and its message comes back.
-//! - Pages are regenerated from the table's summarized rows, so publishing twice (a retry after a
-//!   crash between publish and commit) leaves one copy of each entry.
-//! - A failure is counted on the row; at `MAX_ATTEMPTS` the row gets `failedAt`/`failedReason`,
-//!   leaves the pending index, and the message is reported done so SQS stops redelivering it.
-//!   A message that cannot be read at all fails every time and ends in the DLQ by redrive.
+//! Order of writes, so that a crash anywhere leaves nothing a retry cannot mend:
+//! 1. the claim (lease, `attempts`+1, `generation`+1);
+//! 2. the summary and the modules about to get entries, added to `entryModules`;
+//! 3. the entries, keyed by PR (a rewrite replaces, never duplicates), conditional on the
+//!    generation; entries of modules the PR no longer touches are deleted;
+//! 4. the pages of those modules marked stale;
+//! 5. the commit (`summarizedAt`, pending marker removed), conditional on the lease.
+//!
+//! Failures: a claim refused because the row is done is a success; a live lease sends the
+//! message back without counting an attempt. Every claim counts an attempt, so crashes,
+//! timeouts and panics count too; once `MAX_ATTEMPTS` are used up, the row is given up: its
+//! message goes to the DLQ first (with the give-up time as an attribute), then the row gets
+//! `failedAt`. Redriving that message revives the row ([`PrStore::revive_failed`]).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
-use aws_sdk_dynamodb::types::AttributeValue;
+use futures::future::try_join_all;
 use time::OffsetDateTime;
 
 use crate::config::SummarizeConfig;
-use crate::domain::RepoName;
-use crate::narrative::{self, ModulePage, NarrativeError};
-use crate::publish::{
-    MarkdownPublisher, NotionPublisher, Publication, PublishError, Publisher, Publishers,
-    S3MarkdownPublisher,
+use crate::domain::{rfc3339_millis, year_of, RepoName};
+use crate::store::{
+    EntryStore, Item, PageStore, PrRow, PrStore, RowError, StoreError, SummaryClaim,
 };
-use crate::store::{attr, Item, PrStore, StoreError, SummaryClaim, SummaryFailure};
 use crate::summary::{ExtractiveSummarizer, Summarizer, SummaryInput};
 use crate::sweeper::SummarizeMessage;
 use crate::tagging::{self, ModulesConfig, TaggingError};
 
 /// Messages of one batch worked on at once.
 const CONCURRENCY: usize = 4;
+/// Entry and page writes of one PR in flight at once.
+const WRITE_CONCURRENCY: usize = 8;
+/// The message attribute a given-up row's DLQ message carries: the row's `failedAt`. When the
+/// message is redriven, the worker revives the row given up at that time.
+pub const GIVEN_UP_AT_ATTRIBUTE: &str = "chronicleGivenUpAt";
+/// The message attribute with the reason, for whoever reads the DLQ.
+pub const FAILED_REASON_ATTRIBUTE: &str = "failedReason";
 
 #[derive(Debug, thiserror::Error)]
 pub enum SummarizeError {
@@ -40,36 +50,41 @@ pub enum SummarizeError {
     BadMessage { id: String, message: String },
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    Row(#[from] RowError),
     #[error("another worker holds the lease until {0}")]
     LeaseHeld(String),
     #[error("the lease expired before the commit; the effect was abandoned")]
     LeaseLost,
-    #[error("publishing failed: {0}")]
-    Publish(#[from] PublishError),
-    #[error("the stored row cannot be rendered: {0}")]
-    Narrative(#[from] NarrativeError),
     #[error("the row was given up but its message could not be sent to the DLQ: {0}")]
     DeadLetter(String),
+}
+
+impl SummarizeError {
+    /// Retrying cannot help: the row is given up at once.
+    fn is_permanent(&self) -> bool {
+        matches!(self, SummarizeError::Row(_))
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum SummarizeInitError {
     #[error(transparent)]
     Tagging(#[from] TaggingError),
-    #[error("the Notion token: {0}")]
-    Secret(#[from] crate::secret::SecretError),
 }
 
 /// What happened to one message (all successes for SQS).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MessageOutcome {
-    Published {
+    /// Entries written for these modules, their pages marked stale.
+    Summarized {
         modules: Vec<String>,
     },
     AlreadyDone,
-    /// The row does not exist (deleted): nothing to publish.
+    /// The row does not exist (deleted): nothing to do.
     Missing,
-    /// `MAX_ATTEMPTS` reached: the row is marked failed.
+    /// Attempts used up (or a permanent error): the row is marked failed, its message is in
+    /// the DLQ.
     GaveUp {
         attempts: u32,
     },
@@ -77,7 +92,8 @@ pub enum MessageOutcome {
 
 pub struct SummarizeHandler {
     store: PrStore,
-    publisher: Arc<dyn Publisher>,
+    entries: EntryStore,
+    pages: PageStore,
     modules: ModulesConfig,
     max_attempts: u32,
     dead_letter: Option<(aws_sdk_sqs::Client, String)>,
@@ -87,13 +103,15 @@ pub struct SummarizeHandler {
 impl SummarizeHandler {
     pub fn new(
         store: PrStore,
-        publisher: Arc<dyn Publisher>,
+        entries: EntryStore,
+        pages: PageStore,
         modules: ModulesConfig,
         max_attempts: u32,
     ) -> Self {
         SummarizeHandler {
             store,
-            publisher,
+            entries,
+            pages,
             modules,
             max_attempts: max_attempts.max(1),
             dead_letter: None,
@@ -101,55 +119,27 @@ impl SummarizeHandler {
         }
     }
 
-    /// From configuration: the Markdown publisher on `OUTPUT_DIR`, the modules config loaded once.
+    /// From configuration: the three tables, the modules config loaded once, the summarizer
+    /// (LLM when configured), the DLQ for given-up rows.
     pub async fn from_config(
         config: &SummarizeConfig,
         sdk: &aws_config::SdkConfig,
     ) -> Result<Self, SummarizeInitError> {
-        // MODULES_CONFIG_FILE, else MODULES_CONFIG_PARAM, else the config/modules.yaml the binary
-        // was built with: `sam build` ships only the binary, so the bundled file is compiled in.
-        let modules = match (
+        let modules = ModulesConfig::load_or_bundled(
             config.modules_file.as_deref(),
             config.modules_param.as_deref(),
-        ) {
-            (None, None) => ModulesConfig::from_yaml(tagging::BUNDLED_MODULES_YAML)?,
-            (file, param) => ModulesConfig::load(file, param, sdk).await?,
-        };
+            sdk,
+        )
+        .await?;
         let dynamo = aws_sdk_dynamodb::Client::new(sdk);
-        let store = PrStore::new(dynamo.clone(), config.table.clone());
-        let markdown: Arc<dyn Publisher> = match &config.output_s3 {
-            Some((bucket, prefix)) => Arc::new(S3MarkdownPublisher::new(
-                crate::aws::s3_client(sdk),
-                bucket,
-                prefix,
-            )),
-            None => Arc::new(MarkdownPublisher::new(&config.output_dir)),
-        };
-        // Notion when configured (Markdown too if asked), else Markdown.
-        let publisher: Arc<dyn Publisher> = match &config.notion {
-            None => markdown,
-            Some(notion) => {
-                let token = notion.token.resolve(sdk).await?.ok_or_else(|| {
-                    crate::secret::SecretError::EmptyParameter {
-                        name: crate::config::NOTION_TOKEN.into(),
-                    }
-                })?;
-                let publisher: Arc<dyn Publisher> = Arc::new(NotionPublisher::new(
-                    crate::notion::NotionClient::new(&notion.api_url, token),
-                    &notion.parent_page_id,
-                    crate::store::NotionPages::new(dynamo, notion.pages_table.clone()),
-                    store.clone(),
-                ));
-                if config.markdown_with_notion {
-                    Arc::new(Publishers(vec![markdown, publisher]))
-                } else {
-                    publisher
-                }
-            }
-        };
-        tracing::info!(publisher = publisher.name(), "summarize publisher");
-        let handler = Self::new(store, publisher, modules, config.max_attempts)
-            .with_summarizer(crate::summary::from_env_resolved(sdk).await);
+        let handler = Self::new(
+            PrStore::new(dynamo.clone(), config.table.clone()),
+            EntryStore::new(dynamo.clone(), config.entries_table.clone()),
+            PageStore::new(dynamo, config.pages_table.clone()),
+            modules,
+            config.max_attempts,
+        )
+        .with_summarizer(crate::summary::from_env_resolved(sdk).await);
         Ok(match &config.dlq_url {
             Some(url) => handler.with_dead_letter_queue(aws_sdk_sqs::Client::new(sdk), url.clone()),
             None => handler,
@@ -162,7 +152,7 @@ impl SummarizeHandler {
         self
     }
 
-    /// Sends the message of a row given up at `MAX_ATTEMPTS` to this queue (the summarize DLQ).
+    /// Sends the message of a given-up row to this queue (the summarize DLQ).
     pub fn with_dead_letter_queue(mut self, sqs: aws_sdk_sqs::Client, url: String) -> Self {
         self.dead_letter = Some((sqs, url));
         self
@@ -243,6 +233,12 @@ impl SummarizeHandler {
         deadline: Instant,
         owner: &str,
     ) -> Result<MessageOutcome, SummarizeError> {
+        if let Some(at) = given_up_at(message) {
+            // A given-up row's message, redriven by an operator: process the row again.
+            if self.store.revive_failed(repo, number, &at).await? {
+                tracing::info!(repo = %repo, pr = number, failed_at = %at, "redriven: the given-up row is pending again");
+            }
+        }
         let now = OffsetDateTime::now_utc();
         let lease = deadline
             .saturating_duration_since(Instant::now())
@@ -259,225 +255,198 @@ impl SummarizeHandler {
                 return Err(SummarizeError::LeaseHeld(until.unwrap_or_default()))
             }
         };
-        match self
-            .publish_and_commit(repo, number, &item, owner, deadline)
-            .await
-        {
-            Ok(modules) => Ok(MessageOutcome::Published { modules }),
+        let row = match PrRow::from_item(&item) {
+            Ok(row) => row,
+            Err(e) => {
+                let attempts = attempts_of(&item);
+                let error = SummarizeError::from(e);
+                let reason = give_up_reason(attempts, &error.to_string());
+                return self
+                    .give_up(repo, number, owner, message, attempts, &reason)
+                    .await;
+            }
+        };
+        // The claim counted this attempt: more than the maximum means the earlier ones all
+        // ended without reporting (crashes, timeouts, panics) or failed; stop here.
+        if row.attempts > self.max_attempts {
+            let used = row.attempts - 1;
+            let last = row.last_error.clone().unwrap_or_else(|| {
+                "the worker stopped (crash, timeout or panic) before reporting an error".into()
+            });
+            let reason = give_up_reason(used, &last);
+            return self
+                .give_up(repo, number, owner, message, used, &reason)
+                .await;
+        }
+        match self.write_entries(repo, number, &row, owner).await {
+            Ok(modules) => Ok(MessageOutcome::Summarized { modules }),
             Err(SummarizeError::LeaseLost) => Err(SummarizeError::LeaseLost),
+            Err(error) if error.is_permanent() || row.attempts >= self.max_attempts => {
+                let reason = give_up_reason(row.attempts, &error.to_string());
+                self.give_up(repo, number, owner, message, row.attempts, &reason)
+                    .await
+            }
             Err(error) => {
-                // A request Notion calls invalid, or access that an operator must fix, fails the
-                // same way every time: the row is given up at once, with the reason.
-                let permanent = matches!(&error, SummarizeError::Publish(e) if e.is_permanent());
-                let max_attempts = if permanent { 1 } else { self.max_attempts };
-                let attempts = item
-                    .get(attr::ATTEMPTS)
-                    .and_then(|v| v.as_n().ok())
-                    .and_then(|n| n.parse().ok())
-                    .unwrap_or(0);
-                let recorded = self
+                if !self
                     .store
-                    .record_summary_failure(
-                        repo,
-                        number,
-                        owner,
-                        attempts,
-                        max_attempts,
-                        &error.to_string(),
-                        OffsetDateTime::now_utc(),
-                    )
-                    .await?;
-                match recorded {
-                    Some(SummaryFailure::GaveUp { attempts }) => {
-                        self.dead_letter(message, &error).await?;
-                        Ok(MessageOutcome::GaveUp { attempts })
-                    }
-                    Some(SummaryFailure::Retry { .. }) => Err(error),
-                    None => Err(SummarizeError::LeaseLost),
+                    .record_summary_failure(repo, number, owner, &error.to_string())
+                    .await?
+                {
+                    return Err(SummarizeError::LeaseLost);
                 }
+                Err(error)
             }
         }
     }
 
-    /// Tags, renders and publishes every module page the PR belongs to, then commits.
-    async fn publish_and_commit(
+    /// Steps 2–5 of the module docs: summary and intent, entries, stale pages, commit.
+    async fn write_entries(
         &self,
         repo: &RepoName,
         number: u64,
-        item: &Item,
+        row: &PrRow,
         owner: &str,
-        deadline: Instant,
     ) -> Result<Vec<String>, SummarizeError> {
-        let files = changed_paths(item);
-        let file_refs: Vec<&str> = files.iter().map(String::as_str).collect();
-        let modules = tagging::tag_modules(repo, &file_refs, self.modules.for_repo(repo), None);
-        let summary = match item.get(attr::SUMMARY).and_then(|v| v.as_s().ok()) {
-            Some(existing) => existing.clone(),
-            None => {
-                let text = self.write_summary(item, &files, &modules).await;
-                // Kept on the row at once (under the lease), so a retry never generates it again.
-                if !self.store.save_summary(repo, number, owner, &text).await? {
-                    return Err(SummarizeError::LeaseLost);
-                }
-                text
-            }
+        let config = self.modules.for_repo(repo);
+        let paths: Vec<&str> = row.files.iter().map(|f| f.path.as_str()).collect();
+        let modules = tagging::tag_modules(repo, &paths, config, None);
+        let stored = row
+            .summary
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty());
+        let summary = match stored {
+            Some(s) => s.to_string(),
+            None => self.write_summary(row, &modules).await,
         };
-        let mut current = item.clone();
-        current.insert(attr::SUMMARY.into(), AttributeValue::S(summary.clone()));
-        let entry = narrative::entry_from_item(&current)?;
-        let rows = self.store.summarized_rows(repo).await?;
-        let mut published: Vec<(String, Vec<u64>)> = Vec::new();
-        for module in &modules {
-            let page = self.module_page(repo, module, Some(&entry), &rows);
-            let publication = Publication {
-                page: &page,
-                number,
-                lease_owner: owner,
-                row: &current,
-                deadline,
-            };
-            self.publisher.publish(&publication).await?;
-            published.push((module.clone(), page_numbers(&page)));
-        }
+        let new_summary = stored.is_none().then_some(summary.as_str());
         if !self
             .store
-            .commit_summary(
-                repo,
-                number,
-                owner,
-                &modules,
-                &summary,
-                OffsetDateTime::now_utc(),
-            )
+            .prepare_entries(repo, number, owner, new_summary, &modules)
             .await?
         {
             return Err(SummarizeError::LeaseLost);
         }
-        self.mend_pages(repo, number, &published, &current, deadline)
-            .await;
+
+        let entries = crate::entries::module_entries(repo, row, &modules, &summary, config);
+        for chunk in entries.chunks(WRITE_CONCURRENCY) {
+            let written =
+                try_join_all(chunk.iter().map(|e| self.entries.put(e, row.generation))).await?;
+            if written.contains(&false) {
+                // A later claim wrote these entries: this worker lost its lease.
+                return Err(SummarizeError::LeaseLost);
+            }
+        }
+        let current: BTreeSet<&str> = modules.iter().map(String::as_str).collect();
+        let left_behind: Vec<&str> = row
+            .entry_modules
+            .iter()
+            .map(String::as_str)
+            .filter(|m| !current.contains(m))
+            .collect();
+        for chunk in left_behind.chunks(WRITE_CONCURRENCY) {
+            try_join_all(chunk.iter().map(|module| {
+                self.entries.delete(
+                    repo.as_str(),
+                    module,
+                    &row.merged_at,
+                    number,
+                    row.generation,
+                )
+            }))
+            .await?;
+        }
+        let years = [year_of(&row.merged_at)];
+        let now = OffsetDateTime::now_utc();
+        let touched: Vec<&str> = current.iter().chain(left_behind.iter()).copied().collect();
+        for chunk in touched.chunks(WRITE_CONCURRENCY) {
+            try_join_all(
+                chunk
+                    .iter()
+                    .map(|module| self.pages.mark_stale(repo.as_str(), module, &years, now)),
+            )
+            .await?;
+        }
+
+        if !self
+            .store
+            .commit_summary(repo, number, owner, &modules, OffsetDateTime::now_utc())
+            .await?
+        {
+            return Err(SummarizeError::LeaseLost);
+        }
         Ok(modules)
     }
 
-    /// A module's page: the summarized rows tagged with it, plus `entry` (not committed yet).
-    fn module_page(
-        &self,
-        repo: &RepoName,
-        module: &str,
-        entry: Option<&narrative::Entry>,
-        rows: &[Item],
-    ) -> ModulePage {
-        let mut entries: Vec<narrative::Entry> = entry.into_iter().cloned().collect();
-        for row in rows.iter().filter(|r| row_modules(r).contains(module)) {
-            match narrative::entry_from_item(row) {
-                Ok(e) => entries.push(e),
-                Err(e) => {
-                    tracing::warn!(repo = %repo, module, error = %e, "a summarized row cannot be rendered; left out")
-                }
-            }
-        }
-        let paths = tagging::module_paths(repo, module, self.modules.for_repo(repo));
-        ModulePage::new(repo.as_str(), module, entries).with_paths(paths)
-    }
-
-    /// Two workers publishing one module at once each render the page without the other's
-    /// (uncommitted) entry. After its commit, a worker re-reads the committed rows and, where a
-    /// module's entries changed, has the publisher mend the page; the later of the two commits
-    /// sees both entries. Best effort: the PR is committed either way.
-    async fn mend_pages(
+    /// Gives the row up: its message to the DLQ first (so the alarm can never miss it), then
+    /// `failedAt` on the row. A crash in between sends it again on the next delivery: a
+    /// duplicate in the DLQ, never a missing one.
+    async fn give_up(
         &self,
         repo: &RepoName,
         number: u64,
-        published: &[(String, Vec<u64>)],
-        row: &Item,
-        deadline: Instant,
-    ) {
-        if !self.publisher.rewrites_pages() {
-            return;
+        owner: &str,
+        message: &SqsMessage,
+        attempts: u32,
+        reason: &str,
+    ) -> Result<MessageOutcome, SummarizeError> {
+        let at = rfc3339_millis(OffsetDateTime::now_utc());
+        self.dead_letter(message, reason, &at).await?;
+        if !self
+            .store
+            .give_up_summary(repo, number, owner, reason, &at)
+            .await?
+        {
+            return Err(SummarizeError::LeaseLost);
         }
-        let rows = match self.store.summarized_rows(repo).await {
-            Ok(rows) => rows,
-            Err(e) => {
-                tracing::warn!(repo = %repo, error = %e, "could not re-read the rows to mend pages");
-                return;
-            }
-        };
-        for (module, numbers) in published {
-            let page = self.module_page(repo, module, None, &rows);
-            if page_numbers(&page) == *numbers {
-                continue;
-            }
-            tracing::info!(repo = %repo, module, "entries changed while publishing; mending the page");
-            let publication = Publication::of_page(&page, number, row, deadline);
-            if let Err(e) = self.publisher.republish(&publication).await {
-                tracing::warn!(repo = %repo, module, error = %e, "mending the page failed; the next publish of the module will");
-            }
-        }
+        tracing::warn!(repo = %repo, pr = number, attempts, reason, "given up; its message is in the DLQ");
+        Ok(MessageOutcome::GaveUp { attempts })
     }
-}
 
-fn page_numbers(page: &ModulePage) -> Vec<u64> {
-    page.entries.iter().map(|e| e.number).collect()
-}
-
-impl SummarizeHandler {
-    /// The row is marked failed; its message goes to the DLQ (alarmed, redrivable) and is then
-    /// reported done, so SQS stops redelivering it.
     async fn dead_letter(
         &self,
         message: &SqsMessage,
-        error: &SummarizeError,
+        reason: &str,
+        at: &str,
     ) -> Result<(), SummarizeError> {
         let Some((sqs, url)) = &self.dead_letter else {
             return Ok(());
         };
-        let reason = aws_sdk_sqs::types::MessageAttributeValue::builder()
-            .data_type("String")
-            .string_value(error.to_string())
-            .build()
-            .map_err(|e| SummarizeError::DeadLetter(e.to_string()))?;
+        let attribute = |value: &str| {
+            aws_sdk_sqs::types::MessageAttributeValue::builder()
+                .data_type("String")
+                .string_value(value)
+                .build()
+                .map_err(|e| SummarizeError::DeadLetter(e.to_string()))
+        };
+        // SQS message attributes hold at most 256 KB with the body; a reason is short, but an
+        // error can quote a long message.
+        let reason: String = reason.chars().take(4_000).collect();
         sqs.send_message()
             .queue_url(url)
             .message_body(message.body.clone().unwrap_or_default())
-            .message_attributes("failedReason", reason)
+            .message_attributes(FAILED_REASON_ATTRIBUTE, attribute(&reason)?)
+            .message_attributes(GIVEN_UP_AT_ATTRIBUTE, attribute(at)?)
             .send()
             .await
             .map_err(|e| SummarizeError::DeadLetter(crate::aws::error_message(&e)))?;
         Ok(())
     }
-}
 
-impl SummarizeHandler {
     /// The summary paragraph from what the row holds (extractive, or the LLM when configured,
     /// which falls back to extractive on any error).
-    async fn write_summary(&self, item: &Item, files: &[String], modules: &[String]) -> String {
-        let text = |name: &str| {
-            item.get(name)
-                .and_then(|v| v.as_s().ok())
-                .map(String::as_str)
-        };
-        let labels: Vec<String> = match item.get(attr::LABELS) {
-            Some(AttributeValue::L(l)) => l.iter().filter_map(|v| v.as_s().ok().cloned()).collect(),
-            _ => Vec::new(),
-        };
-        let issues: Vec<String> = match item.get(attr::LINKED_ISSUES) {
-            Some(AttributeValue::L(l)) => l
-                .iter()
-                .filter_map(|v| {
-                    let m = v.as_m().ok()?;
-                    Some(format!(
-                        "{} ({})",
-                        m.get("title")?.as_s().ok()?,
-                        m.get("state")?.as_s().ok()?
-                    ))
-                })
-                .collect(),
-            _ => Vec::new(),
-        };
+    async fn write_summary(&self, row: &PrRow, modules: &[String]) -> String {
+        let files: Vec<String> = row.files.iter().map(|f| f.path.clone()).collect();
+        let issues: Vec<String> = row
+            .linked_issues
+            .iter()
+            .map(|i| format!("{} ({})", i.title, i.state))
+            .collect();
         let input = SummaryInput {
-            title: text(attr::TITLE).unwrap_or_default(),
-            body: text(attr::BODY),
-            labels: &labels,
-            files,
+            title: &row.title,
+            body: row.body.as_deref(),
+            labels: &row.labels,
+            files: &files,
             issues: &issues,
             modules,
         };
@@ -485,22 +454,25 @@ impl SummarizeHandler {
     }
 }
 
-fn changed_paths(item: &Item) -> Vec<String> {
-    let Some(AttributeValue::L(files)) = item.get(attr::FILES) else {
-        return Vec::new();
-    };
-    files
-        .iter()
-        .filter_map(|f| f.as_m().ok()?.get("path")?.as_s().ok().cloned())
-        .collect()
+/// The give-up time a redriven DLQ message carries, if it is one.
+fn given_up_at(message: &SqsMessage) -> Option<String> {
+    message
+        .message_attributes
+        .get(GIVEN_UP_AT_ATTRIBUTE)
+        .and_then(|a| a.string_value.clone())
+        .filter(|v| !v.is_empty())
 }
 
-fn row_modules(item: &Item) -> BTreeSet<&str> {
-    match item.get(attr::MODULES) {
-        Some(AttributeValue::L(l)) => l
-            .iter()
-            .filter_map(|m| m.as_s().ok().map(String::as_str))
-            .collect(),
-        _ => BTreeSet::new(),
-    }
+fn attempts_of(item: &Item) -> u32 {
+    item.get(crate::store::attr::ATTEMPTS)
+        .and_then(|v| v.as_n().ok())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+fn give_up_reason(attempts: u32, last_error: &str) -> String {
+    format!(
+        "gave up after {attempts} attempt{}; last error: {last_error}",
+        if attempts == 1 { "" } else { "s" }
+    )
 }

@@ -178,6 +178,19 @@ impl ModulesConfig {
         self.repos.len()
     }
 
+    /// [`ModulesConfig::load`] when a file or parameter is named, else the config/modules.yaml
+    /// the binary was built with (`sam build` ships only the binary, so it is compiled in).
+    pub async fn load_or_bundled(
+        file: Option<&str>,
+        ssm_param: Option<&str>,
+        sdk: &SdkConfig,
+    ) -> Result<Self, TaggingError> {
+        match (file, ssm_param) {
+            (None, None) => Self::from_yaml(BUNDLED_MODULES_YAML),
+            (file, param) => Self::load(file, param, sdk).await,
+        }
+    }
+
     /// Loads the config named by [`MODULES_CONFIG_FILE`] (`file`, a YAML file bundled with the
     /// deployment) or [`MODULES_CONFIG_PARAM`] (`ssm_param`, an SSM parameter holding the YAML;
     /// a standard parameter holds 4 KB, an advanced one 8 KB). The file wins when both are set;
@@ -337,6 +350,15 @@ fn parse_repo(repo: &str, value: Value, origin: &str) -> Result<RepoModules, Tag
                 })
             }
         };
+        if name.starts_with('#') {
+            return Err(TaggingError::Config {
+                origin: origin.to_string(),
+                location: format!("repository {repo}, module {name}"),
+                message:
+                    "a module name cannot start with '#' (reserved for the repository's index page)"
+                        .into(),
+            });
+        }
         if name.trim().is_empty() {
             return Err(TaggingError::Config {
                 origin: origin.to_string(),
@@ -676,22 +698,30 @@ pub fn tag_modules(
     if files.is_empty() {
         return vec![repo.as_str().to_string()];
     }
-    let mut modules: BTreeSet<&str> = BTreeSet::new();
-    for &file in files {
-        if let Some(config) = config {
-            let configured = config.modules_of(file);
-            if !configured.is_empty() {
-                modules.extend(configured);
-                continue;
-            }
-        }
-        if let Some(owner) = codeowners.and_then(|c| c.owner_of(file)) {
-            modules.insert(owner);
-            continue;
-        }
-        modules.insert(crate::enrich::top_level_directory(file));
-    }
+    let modules: BTreeSet<&str> = files
+        .iter()
+        .flat_map(|file| file_modules(file, config, codeowners))
+        .collect();
     modules.into_iter().map(str::to_string).collect()
+}
+
+/// The modules one changed file belongs to: the configured modules that match it, else its
+/// CODEOWNERS owner, else its top-level directory (`(root)` at the root). Never empty.
+pub fn file_modules<'a>(
+    file: &'a str,
+    config: Option<&'a RepoModules>,
+    codeowners: Option<&'a Codeowners>,
+) -> Vec<&'a str> {
+    if let Some(config) = config {
+        let configured = config.modules_of(file);
+        if !configured.is_empty() {
+            return configured;
+        }
+    }
+    if let Some(owner) = codeowners.and_then(|c| c.owner_of(file)) {
+        return vec![owner];
+    }
+    vec![crate::enrich::top_level_directory(file)]
 }
 
 /// What a module covers, as globs for its page header: the configured ones, else those of the

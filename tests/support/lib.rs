@@ -15,6 +15,7 @@ use shared::signature;
 use shared::store::{Item, PrStore};
 use shared::webhook::{Verifier, WebhookHandler, WebhookRequest};
 
+pub mod dynamo_proxy;
 pub mod github_stub;
 pub mod messages_stub;
 pub mod notion_stub;
@@ -160,18 +161,81 @@ pub async fn stored_row(store: &PrStore, repo: &str, number: u64) -> Item {
         .expect("the row exists")
 }
 
-/// A Notion pages table of its own for one test, created from `template.yaml`'s definition.
-pub async fn fresh_pages_table(sdk: &SdkConfig) -> shared::store::NotionPages {
-    let name = format!("pages-{}", uuid::Uuid::new_v4().simple());
+/// The three tables of one test (PR rows, module entries, pages), each of its own, created
+/// from `template.yaml`'s definitions.
+#[derive(Clone)]
+pub struct Tables {
+    pub prs: PrStore,
+    pub entries: shared::store::EntryStore,
+    pub pages: shared::store::PageStore,
+}
+
+pub async fn fresh_tables(sdk: &SdkConfig) -> Tables {
+    let prs = fresh_table(sdk).await;
     let client = aws_sdk_dynamodb::Client::new(sdk);
-    infra::template::Template::bundled()
-        .unwrap()
-        .table(infra::template::NOTION_PAGES_TABLE_ID)
-        .unwrap()
-        .create(&client, &name)
-        .await
-        .unwrap();
-    shared::store::NotionPages::new(client, name)
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    let template = infra::template::Template::bundled().unwrap();
+    for (logical, name) in [
+        (infra::template::ENTRIES_TABLE_ID, format!("entries-{id}")),
+        (infra::template::PAGES_TABLE_ID, format!("pages-{id}")),
+    ] {
+        template
+            .table(logical)
+            .unwrap()
+            .create(&client, &name)
+            .await
+            .unwrap();
+    }
+    Tables {
+        prs,
+        entries: shared::store::EntryStore::new(client.clone(), format!("entries-{id}")),
+        pages: shared::store::PageStore::new(client, format!("pages-{id}")),
+    }
+}
+
+impl Tables {
+    /// The summarize worker over these tables (no modules config: top-level directories).
+    pub fn summarizer(
+        &self,
+        modules: shared::tagging::ModulesConfig,
+        max_attempts: u32,
+    ) -> shared::summarize::SummarizeHandler {
+        shared::summarize::SummarizeHandler::new(
+            self.prs.clone(),
+            self.entries.clone(),
+            self.pages.clone(),
+            modules,
+            max_attempts,
+        )
+    }
+
+    /// The page builder over these tables, publishing with `publisher`, rebuilding a page at
+    /// most once per `interval`.
+    pub fn builder(
+        &self,
+        publisher: std::sync::Arc<dyn shared::publish::Publisher>,
+        modules: shared::tagging::ModulesConfig,
+        interval: std::time::Duration,
+    ) -> shared::pages::build::PageBuilder {
+        shared::pages::build::PageBuilder::new(
+            self.entries.clone(),
+            self.pages.clone(),
+            publisher,
+            modules,
+            interval,
+        )
+        // Tests use invocations of a few seconds.
+        .with_deadline_margin(std::time::Duration::from_millis(200))
+    }
+
+    /// Every entry of one module, oldest first (a Query per year would do; a test reads all).
+    pub async fn module_entries(
+        &self,
+        repo: &str,
+        module: &str,
+    ) -> Vec<shared::domain::ModuleEntry> {
+        self.entries.newest(repo, module, usize::MAX).await.unwrap()
+    }
 }
 
 pub fn handler(store: PrStore) -> WebhookHandler {

@@ -1,30 +1,36 @@
-//! A Notion API stand-in: a real HTTP/1.1 server on 127.0.0.1 that keeps pages and blocks in
-//! memory and answers the endpoints Chronicle uses the way Notion does, stricter, never looser.
+//! A Notion API stand-in for the Markdown content API (`Notion-Version: 2026-03-11`): a real
+//! HTTP/1.1 server on 127.0.0.1 that keeps pages in memory and answers the endpoints Chronicle
+//! uses the way Notion does, stricter, never looser.
 //!
 //! Every request is recorded, then checked in this order, the first violation answered with
 //! Notion's error shape (`{"object":"error","status","code","message"}`):
 //!
 //! 1. `Authorization: Bearer <token>` missing or not the token → 401 `unauthorized`.
-//! 2. `Notion-Version` missing → 400 `missing_version`; not `2025-09-03` → 400
+//! 2. `Notion-Version` missing → 400 `missing_version`; not `2026-03-11` → 400
 //!    `validation_error` (the stand-in speaks only the version Chronicle pins).
-//! 3. A scripted [`Fault`] (consumed in order): 429 `rate_limited` / 529 with `Retry-After`,
-//!    500, 401, or [`Fault::HangAfterApply`] (the request is applied, then never answered).
-//! 4. The request body: not JSON → 400 `invalid_json`; larger than 500 KB → 413; more than 100
-//!    children in any array, more than 1,000 blocks, more than 2 levels of nesting, a rich-text
-//!    item over 2,000 characters (UTF-16 units), more than 100 rich-text items, an unknown block
-//!    type, a heading with children → 400 `validation_error` naming the problem.
-//! 5. Ids: an unknown or unshared page or block → 404 `object_not_found`; `after` that is not a
-//!    child of the block → 400 `validation_error`; `page_size` above 100 → 400.
+//! 3. The rate limit: more than [`RATE_LIMIT`] requests in any [`RATE_WINDOW`] → 429
+//!    `rate_limited` with `Retry-After` (Notion averages three requests a second).
+//! 4. A scripted [`Fault`] (consumed in order): 429 / 529 with `Retry-After`, 500, 401, 400,
+//!    or [`Fault::HangAfterApply`] (the request is applied, then never answered).
+//! 5. The body: not JSON → 400 `invalid_json`; larger than 500 KB → 413. Markdown with more than
+//!    1,000 blocks, or a text run over 2,000 characters (UTF-16 units) → 400
+//!    `validation_error`. `archived` (renamed `in_trash` in 2026-03-11) → 400.
+//! 6. Pages: unknown, deleted or not shared → 404 `object_not_found`. Editing a page in the
+//!    trash (or under one) → 400 "Can't edit block that is archived". A `<page url>` in new
+//!    content that is not a live child of the page → 400 (the stand-in never moves pages). New
+//!    content that leaves out a live child page → 400, unless `allow_deleting_content` (then it
+//!    goes to the trash).
 //!
-//! Endpoints: `POST /v1/pages` (a child page of a shared page; it also appears as a
-//! `child_page` block among the parent's children), `PATCH /v1/blocks/{id}/children`
-//! (`after` supported), `GET /v1/blocks/{id}/children` (cursor pagination), `GET /v1/blocks/{id}`,
-//! `PATCH /v1/blocks/{id}` (rich text of the same type), `DELETE /v1/blocks/{id}` (to the trash).
+//! Endpoints: `POST /v1/pages` (with `markdown`), `GET /v1/pages/{id}`, `PATCH /v1/pages/{id}`
+//! (`in_trash`), `GET /v1/pages/{id}/markdown`, `PATCH /v1/pages/{id}/markdown`
+//! (`replace_content`), `GET /v1/blocks/{id}/children` (the page's content as paragraph blocks and
+//! its child pages as `child_page` blocks, cursor pagination, `page_size` ≤ 100).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{HeaderMap, Method, Request, Response, StatusCode};
@@ -34,24 +40,13 @@ use serde_json::{json, Value};
 use tokio::net::TcpListener;
 use tokio::sync::Notify;
 
-pub const NOTION_VERSION: &str = "2025-09-03";
-const MAX_CHILDREN: usize = 100;
+pub const NOTION_VERSION: &str = "2026-03-11";
 const MAX_BLOCKS: usize = 1_000;
 const MAX_TEXT: usize = 2_000;
-const MAX_ITEMS: usize = 100;
-const MAX_DEPTH: usize = 2;
 const MAX_PAYLOAD: usize = 500_000;
-const BLOCK_TYPES: &[&str] = &[
-    "paragraph",
-    "heading_1",
-    "heading_2",
-    "heading_3",
-    "bulleted_list_item",
-    "numbered_list_item",
-    "toggle",
-    "quote",
-    "callout",
-];
+/// At most this many requests in any [`RATE_WINDOW`].
+pub const RATE_LIMIT: usize = 9;
+pub const RATE_WINDOW: Duration = Duration::from_secs(3);
 
 /// A scripted answer to the next valid request (after authentication and version checks).
 #[derive(Clone, Debug, PartialEq)]
@@ -60,14 +55,16 @@ pub enum Fault {
     RateLimited { retry_after_secs: u64 },
     /// 529 (overloaded) with `Retry-After` (seconds).
     Overloaded { retry_after_secs: u64 },
-    /// 500 `internal_server_error`.
+    /// 500 `internal_server_error`, after applying nothing.
     ServerError,
-    /// 401 `unauthorized` (the token was revoked).
+    /// 401 `unauthorized`.
     Unauthorized,
     /// 400 `validation_error` with this message.
     Invalid(String),
     /// Applies the request, then never answers (a crash right after Notion did the work).
     HangAfterApply,
+    /// Waits this long, then handles the request normally (a slow Notion).
+    Delay(Duration),
 }
 
 #[derive(Clone, Debug)]
@@ -79,21 +76,25 @@ pub struct RecordedRequest {
 }
 
 #[derive(Clone, Debug)]
-struct Node {
-    kind: String,
-    /// The type's object without `children` (for a page: `{"title": …}`).
-    body: Value,
+struct Page {
+    title: String,
     parent: Option<String>,
+    markdown: String,
+    /// Child pages, in order of creation.
     children: Vec<String>,
     in_trash: bool,
+    /// Deleted for good (emptied from the trash): 404 from then on.
+    deleted: bool,
 }
 
 struct State {
     token: String,
     shared: HashSet<String>,
-    nodes: HashMap<String, Node>,
+    pages: HashMap<String, Page>,
     faults: VecDeque<(Option<&'static str>, Fault)>,
     requests: Vec<RecordedRequest>,
+    recent: VecDeque<Instant>,
+    rate_limit: bool,
     next_id: u64,
 }
 
@@ -107,16 +108,6 @@ pub struct NotionStub {
     pub applied: Arc<Notify>,
 }
 
-/// A block as a test sees it: type, plain text, links, children.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Seen {
-    pub id: String,
-    pub kind: String,
-    pub text: String,
-    pub links: Vec<String>,
-    pub children: Vec<Seen>,
-}
-
 impl NotionStub {
     /// Starts on 127.0.0.1:0 expecting `Authorization: Bearer <token>`, with one shared page
     /// (the parent Chronicle is configured with), whose id it returns with the stub.
@@ -126,9 +117,11 @@ impl NotionStub {
         let state = Arc::new(Mutex::new(State {
             token: token.to_string(),
             shared: HashSet::new(),
-            nodes: HashMap::new(),
+            pages: HashMap::new(),
             faults: VecDeque::new(),
             requests: Vec::new(),
+            recent: VecDeque::new(),
+            rate_limit: true,
             next_id: 1,
         }));
         let applied = Arc::new(Notify::new());
@@ -151,35 +144,61 @@ impl NotionStub {
         format!("http://{}", self.addr)
     }
 
-    /// A page created outside Chronicle; `shared` = shared with the integration.
+    /// A page created outside Chronicle (by a person); `shared` = shared with the integration.
     pub fn add_page(&self, parent: Option<&str>, title: &str, shared: bool) -> String {
         let mut s = self.lock();
         let id = new_id(&mut s);
-        s.nodes.insert(
+        s.pages.insert(
             id.clone(),
-            Node {
-                kind: "page".into(),
-                body: json!({"title": title}),
+            Page {
+                title: title.to_string(),
                 parent: parent.map(str::to_string),
+                markdown: String::new(),
                 children: Vec::new(),
                 in_trash: false,
+                deleted: false,
             },
         );
+        if let Some(parent) = parent {
+            if let Some(p) = s.pages.get_mut(parent) {
+                p.children.push(id.clone());
+            }
+        }
         if shared {
             s.shared.insert(id.clone());
         }
         id
     }
 
+    /// Moves a page to the trash, as a person's "Delete" in Notion does (its subpages with it).
+    pub fn trash(&self, id: &str) {
+        if let Some(p) = self.lock().pages.get_mut(id) {
+            p.in_trash = true;
+        }
+    }
+
+    /// Deletes a page for good (emptied from the trash): 404 from then on.
+    pub fn delete(&self, id: &str) {
+        if let Some(p) = self.lock().pages.get_mut(id) {
+            p.in_trash = true;
+            p.deleted = true;
+        }
+    }
+
     /// Faults for the next valid requests, in order; `only` restricts one to a kind of request,
-    /// the others pass it by: `"POST pages"`, `"PATCH children"` (append), `"GET children"`,
-    /// `"PATCH block"` (update), `"GET block"`, `"DELETE block"`.
+    /// the others pass it by: `"POST pages"`, `"GET page"`, `"PATCH page"`, `"GET markdown"`,
+    /// `"PATCH markdown"`, `"GET children"`.
     pub fn fault(&self, only: Option<&'static str>, fault: Fault) {
         self.lock().faults.push_back((only, fault));
     }
 
     pub fn set_token(&self, token: &str) {
         self.lock().token = token.to_string();
+    }
+
+    /// Turns the rate limit off (for tests that count requests through many builds).
+    pub fn without_rate_limit(&self) {
+        self.lock().rate_limit = false;
     }
 
     pub fn requests(&self) -> Vec<RecordedRequest> {
@@ -195,39 +214,58 @@ impl NotionStub {
             .count()
     }
 
-    /// Requests with this method whose path starts with `prefix`.
-    pub fn count(&self, method: &str, prefix: &str) -> usize {
+    /// Requests with this method whose path starts with `prefix` and ends with `suffix`.
+    pub fn count(&self, method: &str, prefix: &str, suffix: &str) -> usize {
         self.lock()
             .requests
             .iter()
-            .filter(|r| r.method == method && r.path.starts_with(prefix))
+            .filter(|r| {
+                r.method == method && r.path.starts_with(prefix) && r.path.ends_with(suffix)
+            })
             .count()
     }
 
     /// The live (not trashed) child pages of a page: (id, title).
     pub fn child_pages(&self, parent: &str) -> Vec<(String, String)> {
         let s = self.lock();
-        s.nodes
+        s.pages
             .get(parent)
             .map(|p| p.children.clone())
             .unwrap_or_default()
             .iter()
-            .filter_map(|id| {
-                let n = &s.nodes[id];
-                (n.kind == "page" && !n.in_trash).then(|| {
-                    (
-                        id.clone(),
-                        n.body["title"].as_str().unwrap_or_default().to_string(),
-                    )
-                })
-            })
+            .filter(|id| !s.pages[*id].in_trash)
+            .map(|id| (id.clone(), s.pages[id].title.clone()))
             .collect()
     }
 
-    /// The live blocks of a page or block, in order, with their children.
-    pub fn blocks(&self, parent: &str) -> Vec<Seen> {
+    /// Every page (live or not) with this title.
+    pub fn pages_titled(&self, title: &str) -> Vec<String> {
         let s = self.lock();
-        seen(&s, parent)
+        s.pages
+            .iter()
+            .filter(|(_, p)| p.title == title)
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
+    /// The live page titled `title`, if exactly one.
+    pub fn live_page(&self, title: &str) -> Option<String> {
+        let s = self.lock();
+        let live: Vec<&String> = s
+            .pages
+            .iter()
+            .filter(|(id, p)| p.title == title && !trashed(&s, id))
+            .map(|(id, _)| id)
+            .collect();
+        (live.len() == 1).then(|| live[0].clone())
+    }
+
+    pub fn markdown(&self, id: &str) -> String {
+        self.lock()
+            .pages
+            .get(id)
+            .map(|p| p.markdown.clone())
+            .unwrap_or_default()
     }
 
     pub async fn stop(self) {
@@ -239,33 +277,6 @@ impl NotionStub {
     }
 }
 
-fn seen(s: &State, parent: &str) -> Vec<Seen> {
-    let Some(node) = s.nodes.get(parent) else {
-        return Vec::new();
-    };
-    node.children
-        .iter()
-        .filter(|id| !s.nodes[*id].in_trash && s.nodes[*id].kind != "page")
-        .map(|id| {
-            let n = &s.nodes[id];
-            let items = n.body["rich_text"].as_array().cloned().unwrap_or_default();
-            Seen {
-                id: id.clone(),
-                kind: n.kind.clone(),
-                text: items
-                    .iter()
-                    .filter_map(|i| i["text"]["content"].as_str())
-                    .collect(),
-                links: items
-                    .iter()
-                    .filter_map(|i| i["text"]["link"]["url"].as_str().map(str::to_string))
-                    .collect(),
-                children: seen(s, id),
-            }
-        })
-        .collect()
-}
-
 fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
     state.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -274,6 +285,68 @@ fn new_id(s: &mut State) -> String {
     let n = s.next_id;
     s.next_id += 1;
     format!("{:08x}-0000-4000-8000-{:012x}", n, n)
+}
+
+/// Ids with or without dashes, compared alike.
+fn compact(id: &str) -> String {
+    id.replace('-', "").to_ascii_lowercase()
+}
+
+fn page_url(id: &str, title: &str) -> String {
+    let slug: String = title
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    format!(
+        "https://www.notion.so/{}-{}",
+        slug.trim_matches('-'),
+        compact(id)
+    )
+}
+
+/// The page a `<page url>` names: the 32 hex digits at the end of the URL.
+fn id_from_url(s: &State, url: &str) -> Option<String> {
+    let hex: String = url
+        .chars()
+        .rev()
+        .take_while(|c| c.is_ascii_hexdigit())
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    if hex.len() < 32 {
+        return None;
+    }
+    let want = hex[hex.len() - 32..].to_ascii_lowercase();
+    s.pages.keys().find(|id| compact(id) == want).cloned()
+}
+
+/// In the trash, itself or through an ancestor.
+fn trashed(s: &State, id: &str) -> bool {
+    let mut current = Some(id.to_string());
+    while let Some(c) = current {
+        match s.pages.get(&c) {
+            Some(p) if p.in_trash => return true,
+            Some(p) => current = p.parent.clone(),
+            None => return false,
+        }
+    }
+    false
+}
+
+/// Reachable by the integration: a shared page or a descendant, not deleted.
+fn reachable(s: &State, id: &str) -> bool {
+    if s.pages.get(id).is_none_or(|p| p.deleted) {
+        return false;
+    }
+    let mut current = Some(id.to_string());
+    while let Some(c) = current {
+        if s.shared.contains(&c) {
+            return true;
+        }
+        current = s.pages.get(&c).and_then(|p| p.parent.clone());
+    }
+    false
 }
 
 struct Answer {
@@ -298,6 +371,22 @@ fn ok(body: Value) -> Answer {
     }
 }
 
+fn not_found(id: &str) -> Answer {
+    error(
+        404,
+        "object_not_found",
+        format!("Could not find page with ID: {id}. Make sure the relevant pages and databases are shared with your integration."),
+    )
+}
+
+fn archived() -> Answer {
+    error(
+        400,
+        "validation_error",
+        "Can't edit block that is archived. You must unarchive the block before editing.",
+    )
+}
+
 async fn handle(
     state: Arc<Mutex<State>>,
     applied: Arc<Notify>,
@@ -310,6 +399,22 @@ async fn handle(
         .map(|b| b.to_bytes())
         .unwrap_or_default();
     let parsed: Option<Value> = serde_json::from_slice(&raw).ok();
+    let path: Vec<&str> = parts.uri.path().trim_matches('/').split('/').collect();
+    let kind = request_kind(&parts.method, &path);
+    let delay = {
+        let mut s = lock(&state);
+        let position = s
+            .faults
+            .iter()
+            .position(|(only, f)| matches!(f, Fault::Delay(_)) && only.is_none_or(|m| m == kind));
+        position.and_then(|i| match s.faults.remove(i) {
+            Some((_, Fault::Delay(d))) => Some(d),
+            _ => None,
+        })
+    };
+    if let Some(d) = delay {
+        tokio::time::sleep(d).await;
+    }
     let index = {
         let mut s = lock(&state);
         s.requests.push(RecordedRequest {
@@ -373,19 +478,31 @@ fn answer(
         }
         Some(_) => {}
     }
+    let now = Instant::now();
+    while s
+        .recent
+        .front()
+        .is_some_and(|t| now.duration_since(*t) > RATE_WINDOW)
+    {
+        s.recent.pop_front();
+    }
+    if s.rate_limit && s.recent.len() >= RATE_LIMIT {
+        let mut a = error(
+            429,
+            "rate_limited",
+            "You have been rate limited. Please try again in a few minutes.",
+        );
+        a.retry_after = Some(1);
+        return (a, false);
+    }
+    s.recent.push_back(now);
+    let path: Vec<&str> = uri.path().trim_matches('/').split('/').collect();
+    let kind = request_kind(method, &path);
     let mut hang = false;
-    let kind = if uri.path().ends_with("/children") {
-        "children"
-    } else if uri.path().starts_with("/v1/pages") {
-        "pages"
-    } else {
-        "block"
-    };
-    let request_kind = format!("{method} {kind}");
     let position = s
         .faults
         .iter()
-        .position(|(only, _)| only.is_none_or(|m| m == request_kind));
+        .position(|(only, f)| !matches!(f, Fault::Delay(_)) && only.is_none_or(|m| m == kind));
     if let Some(i) = position {
         let (_, fault) = s.faults.remove(i).unwrap();
         match fault {
@@ -414,6 +531,7 @@ fn answer(
             }
             Fault::Invalid(message) => return (error(400, "validation_error", message), false),
             Fault::HangAfterApply => hang = true,
+            Fault::Delay(_) => {}
         }
     }
     if raw.len() > MAX_PAYLOAD {
@@ -437,7 +555,6 @@ fn answer(
         );
     }
     let body = body.unwrap_or(Value::Null);
-    let path: Vec<&str> = uri.path().trim_matches('/').split('/').collect();
     let query: HashMap<String, String> = uri
         .query()
         .unwrap_or_default()
@@ -447,336 +564,290 @@ fn answer(
         .collect();
     let result = match (method.clone(), path.as_slice()) {
         (Method::POST, ["v1", "pages"]) => create_page(&mut s, &body),
-        (Method::PATCH, ["v1", "blocks", id, "children"]) => append(&mut s, id, &body),
-        (Method::GET, ["v1", "blocks", id, "children"]) => list(&s, id, &query),
-        (Method::GET, ["v1", "blocks", id]) => retrieve(&s, id),
-        (Method::PATCH, ["v1", "blocks", id]) => update(&mut s, id, &body),
-        (Method::DELETE, ["v1", "blocks", id]) => delete(&mut s, id),
+        (Method::GET, ["v1", "pages", id]) => retrieve(&s, id),
+        (Method::PATCH, ["v1", "pages", id]) => update_page(&mut s, id, &body),
+        (Method::GET, ["v1", "pages", id, "markdown"]) => get_markdown(&s, id),
+        (Method::PATCH, ["v1", "pages", id, "markdown"]) => patch_markdown(&mut s, id, &body),
+        (Method::GET, ["v1", "blocks", id, "children"]) => children(&s, id, &query),
         _ => error(404, "invalid_request_url", "Invalid request URL."),
     };
-    let hang = hang && result_ok(&result);
+    let hang = hang && result.status.is_success();
     (result, hang)
 }
 
-fn result_ok(a: &Answer) -> bool {
-    a.status.is_success()
-}
-
-/// Whether the page or block is reachable by the integration: a shared page or a descendant.
-fn reachable(s: &State, id: &str) -> bool {
-    let mut current = Some(id.to_string());
-    while let Some(c) = current {
-        if s.shared.contains(&c) {
-            return true;
-        }
-        current = s.nodes.get(&c).and_then(|n| n.parent.clone());
+/// The kind of request a [`Fault`] can be restricted to.
+fn request_kind(method: &Method, path: &[&str]) -> &'static str {
+    match (method.clone(), path) {
+        (Method::POST, ["v1", "pages"]) => "POST pages",
+        (Method::GET, ["v1", "pages", _]) => "GET page",
+        (Method::PATCH, ["v1", "pages", _]) => "PATCH page",
+        (Method::GET, ["v1", "pages", _, "markdown"]) => "GET markdown",
+        (Method::PATCH, ["v1", "pages", _, "markdown"]) => "PATCH markdown",
+        (Method::GET, ["v1", "blocks", _, "children"]) => "GET children",
+        _ => "other",
     }
-    false
 }
 
-fn not_found(id: &str) -> Answer {
-    error(
-        404,
-        "object_not_found",
-        format!("Could not find block with ID: {id}. Make sure the relevant pages and databases are shared with your integration."),
-    )
+fn page_json(s: &State, id: &str) -> Value {
+    let p = &s.pages[id];
+    json!({
+        "object": "page",
+        "id": id,
+        "url": page_url(id, &p.title),
+        "in_trash": trashed(s, id),
+        "parent": match &p.parent {
+            Some(parent) => json!({"type": "page_id", "page_id": parent}),
+            None => json!({"type": "workspace", "workspace": true}),
+        },
+        "properties": {"title": {"id": "title", "type": "title", "title": [
+            {"type": "text", "text": {"content": p.title}, "plain_text": p.title}
+        ]}},
+    })
 }
 
-fn validate_children(children: &Value, depth: usize, count: &mut usize) -> Result<(), String> {
-    let Some(list) = children.as_array() else {
-        return Err("body.children should be an array".into());
-    };
-    if depth > MAX_DEPTH {
-        return Err(format!(
-            "children nested more than {MAX_DEPTH} levels in one request"
+/// The Markdown's problems, if any: too many blocks, a text run too long, `<page>` tags that
+/// name no child of `page` (or, for a new page, any `<page>` tag). Returns the child pages it
+/// names.
+fn check_markdown(s: &State, page: Option<&str>, markdown: &str) -> Result<Vec<String>, Answer> {
+    use pulldown_cmark::{Event, Parser, Tag};
+    let mut blocks = 0usize;
+    for event in Parser::new(markdown) {
+        match event {
+            Event::Start(
+                Tag::Paragraph
+                | Tag::Heading { .. }
+                | Tag::Item
+                | Tag::CodeBlock(_)
+                | Tag::BlockQuote(_)
+                | Tag::HtmlBlock,
+            ) => blocks += 1,
+            Event::Text(t) | Event::Code(t) if t.encode_utf16().count() > MAX_TEXT => {
+                return Err(error(400, "validation_error", format!(
+                    "body.markdown: a rich text item is {} characters long; the limit is {MAX_TEXT}.",
+                    t.encode_utf16().count()
+                )));
+            }
+            _ => {}
+        }
+    }
+    if blocks > MAX_BLOCKS {
+        return Err(error(
+            400,
+            "validation_error",
+            format!(
+                "body.markdown converts to {blocks} blocks; a request takes at most {MAX_BLOCKS}."
+            ),
         ));
     }
-    if list.len() > MAX_CHILDREN {
-        return Err(format!(
-            "body.children.length should be ≤ `{MAX_CHILDREN}`, instead was `{}`.",
-            list.len()
-        ));
-    }
-    for (i, block) in list.iter().enumerate() {
-        *count += 1;
-        if *count > MAX_BLOCKS {
-            return Err(format!("more than {MAX_BLOCKS} blocks in one request"));
-        }
-        let kind = block["type"].as_str().unwrap_or_default();
-        if !BLOCK_TYPES.contains(&kind) {
-            return Err(format!(
-                "body.children[{i}].type `{kind}` is not a supported block type"
-            ));
-        }
-        let content = &block[kind];
-        validate_rich_text(&content["rich_text"])
-            .map_err(|e| format!("body.children[{i}].{kind}.rich_text: {e}"))?;
-        if let Some(grand) = content.get("children") {
-            if kind.starts_with("heading_") {
-                return Err(format!(
-                    "body.children[{i}]: a {kind} that is not toggleable cannot have children"
+    let mut named = Vec::new();
+    for line in markdown.lines() {
+        let line = line.trim();
+        if let Some(rest) = line.strip_prefix("<page url=\"") {
+            let Some(end) = rest.find('"') else {
+                return Err(error(
+                    400,
+                    "validation_error",
+                    format!("malformed page tag: {line}"),
+                ));
+            };
+            let url = &rest[..end];
+            let child = id_from_url(s, url);
+            let is_child = match (page, &child) {
+                (Some(page), Some(child)) => {
+                    s.pages[page].children.contains(child) && !trashed(s, child)
+                }
+                _ => false,
+            };
+            if !is_child {
+                return Err(error(
+                    400,
+                    "validation_error",
+                    format!(
+                        "{url} is not a child page of this page; the stand-in does not move pages."
+                    ),
                 ));
             }
-            validate_children(grand, depth + 1, count)?;
+            named.push(child.unwrap());
         }
     }
-    Ok(())
-}
-
-fn validate_rich_text(items: &Value) -> Result<(), String> {
-    let Some(items) = items.as_array() else {
-        return Err("should be an array".into());
-    };
-    if items.len() > MAX_ITEMS {
-        return Err(format!(
-            "length should be ≤ `{MAX_ITEMS}`, instead was `{}`",
-            items.len()
-        ));
-    }
-    for (i, item) in items.iter().enumerate() {
-        let Some(content) = item["text"]["content"].as_str() else {
-            return Err(format!("[{i}].text.content should be a string"));
-        };
-        let units = content.encode_utf16().count();
-        if units > MAX_TEXT {
-            return Err(format!(
-                "[{i}].text.content.length should be ≤ `{MAX_TEXT}`, instead was `{units}`"
-            ));
-        }
-        if let Some(link) = item["text"].get("link") {
-            if !link.is_null() && link["url"].as_str().is_none_or(str::is_empty) {
-                return Err(format!("[{i}].text.link.url should be a non-empty string"));
-            }
-        }
-    }
-    Ok(())
-}
-
-fn insert_children(s: &mut State, parent: &str, children: &[Value], at: usize) -> Vec<String> {
-    let mut ids = Vec::new();
-    for (offset, block) in children.iter().enumerate() {
-        let id = new_id(s);
-        let kind = block["type"].as_str().unwrap_or_default().to_string();
-        let mut content = block[kind.as_str()].clone();
-        let grand = content
-            .as_object_mut()
-            .and_then(|o| o.remove("children"))
-            .and_then(|c| c.as_array().cloned())
-            .unwrap_or_default();
-        s.nodes.insert(
-            id.clone(),
-            Node {
-                kind,
-                body: content,
-                parent: Some(parent.to_string()),
-                children: Vec::new(),
-                in_trash: false,
-            },
-        );
-        s.nodes
-            .get_mut(parent)
-            .unwrap()
-            .children
-            .insert(at + offset, id.clone());
-        insert_children(s, &id, &grand, 0);
-        ids.push(id);
-    }
-    ids
-}
-
-fn block_json(s: &State, id: &str) -> Value {
-    let n = &s.nodes[id];
-    let parent = match &n.parent {
-        Some(p) if s.nodes[p].kind == "page" => json!({"type": "page_id", "page_id": p}),
-        Some(p) => json!({"type": "block_id", "block_id": p}),
-        None => json!({"type": "workspace", "workspace": true}),
-    };
-    let has_children = n.children.iter().any(|c| !s.nodes[c].in_trash);
-    if n.kind == "page" {
-        return json!({"object": "block", "id": id, "parent": parent, "type": "child_page",
-            "child_page": {"title": n.body["title"]}, "has_children": has_children,
-            "in_trash": n.in_trash, "archived": n.in_trash});
-    }
-    let mut body = n.body.clone();
-    if let Some(items) = body["rich_text"].as_array_mut() {
-        for item in items {
-            item["plain_text"] = item["text"]["content"].clone();
-        }
-    }
-    json!({"object": "block", "id": id, "parent": parent, "type": n.kind, n.kind.clone(): body,
-        "has_children": has_children, "in_trash": n.in_trash, "archived": n.in_trash})
+    Ok(named)
 }
 
 fn create_page(s: &mut State, body: &Value) -> Answer {
-    let Some(parent) = body["parent"]["page_id"].as_str().map(str::to_string) else {
+    let Some(parent) = body["parent"]["page_id"].as_str() else {
         return error(
             400,
             "validation_error",
-            "body.parent.page_id should be defined",
+            "body.parent.page_id should be defined.",
         );
     };
-    if !s.nodes.contains_key(&parent) || !reachable(s, &parent) || s.nodes[&parent].in_trash {
-        return error(404, "object_not_found", format!("Could not find page with ID: {parent}. Make sure the relevant pages and databases are shared with your integration."));
-    }
-    let Some(title) = body["properties"]["title"]["title"].as_array() else {
+    if body.get("children").is_some() && body.get("markdown").is_some() {
         return error(
             400,
             "validation_error",
-            "body.properties.title.title should be an array",
+            "markdown and children are mutually exclusive.",
+        );
+    }
+    let Some(title) = body["properties"]["title"]["title"][0]["text"]["content"].as_str() else {
+        return error(
+            400,
+            "validation_error",
+            "body.properties.title should be defined.",
         );
     };
-    if let Err(e) = validate_rich_text(&Value::Array(title.clone())) {
-        return error(
-            400,
-            "validation_error",
-            format!("body.properties.title.title: {e}"),
-        );
+    let markdown = body["markdown"].as_str().unwrap_or_default().to_string();
+    if !reachable(s, parent) {
+        return not_found(parent);
     }
-    let children = body.get("children").cloned().unwrap_or(json!([]));
-    if let Err(e) = validate_children(&children, 1, &mut 0) {
-        return error(400, "validation_error", e);
+    if trashed(s, parent) {
+        return archived();
     }
-    let title: String = title
-        .iter()
-        .filter_map(|t| t["text"]["content"].as_str())
-        .collect();
+    if let Err(a) = check_markdown(s, None, &markdown) {
+        return a;
+    }
     let id = new_id(s);
-    s.nodes.insert(
+    s.pages.insert(
         id.clone(),
-        Node {
-            kind: "page".into(),
-            body: json!({"title": title}),
-            parent: Some(parent.clone()),
+        Page {
+            title: title.to_string(),
+            parent: Some(parent.to_string()),
+            markdown,
             children: Vec::new(),
             in_trash: false,
+            deleted: false,
         },
     );
-    s.nodes.get_mut(&parent).unwrap().children.push(id.clone());
-    insert_children(s, &id, children.as_array().unwrap(), 0);
-    ok(
-        json!({"object": "page", "id": id, "parent": {"type": "page_id", "page_id": parent},
-        "in_trash": false, "archived": false,
-        "properties": {"title": {"id": "title", "type": "title", "title": [{"type": "text", "text": {"content": title}, "plain_text": title}]}},
-        "url": format!("https://www.notion.so/{}", id.replace('-', ""))}),
-    )
-}
-
-fn live(s: &State, id: &str) -> bool {
-    s.nodes.get(id).is_some_and(|n| !n.in_trash) && reachable(s, id)
-}
-
-fn append(s: &mut State, id: &str, body: &Value) -> Answer {
-    if !live(s, id) {
-        return not_found(id);
-    }
-    let Some(children) = body.get("children") else {
-        return error(400, "validation_error", "body.children should be defined");
-    };
-    if let Err(e) = validate_children(children, 1, &mut 0) {
-        return error(400, "validation_error", e);
-    }
-    if body.get("position").is_some() {
-        return error(
-            400,
-            "validation_error",
-            "body.position is not supported in Notion-Version 2025-09-03; use after",
-        );
-    }
-    let at = match body.get("after").and_then(Value::as_str) {
-        None => s.nodes[id].children.len(),
-        Some(after) => match s.nodes[id].children.iter().position(|c| c == after) {
-            Some(i) if !s.nodes[after].in_trash => i + 1,
-            _ => {
-                return error(
-                    400,
-                    "validation_error",
-                    format!("body.after: block {after} is not a child of {id}"),
-                )
-            }
-        },
-    };
-    let ids = insert_children(s, id, children.as_array().unwrap(), at);
-    let results: Vec<Value> = ids.iter().map(|i| block_json(s, i)).collect();
-    ok(
-        json!({"object": "list", "results": results, "next_cursor": null, "has_more": false, "type": "block", "block": {}}),
-    )
-}
-
-fn list(s: &State, id: &str, query: &HashMap<String, String>) -> Answer {
-    if !live(s, id) {
-        return not_found(id);
-    }
-    let size: usize = match query.get("page_size").map(|v| v.parse::<usize>()) {
-        None => 100,
-        Some(Ok(n)) if (1..=100).contains(&n) => n,
-        Some(_) => {
-            return error(
-                400,
-                "validation_error",
-                "page_size should be a number from 1 to 100",
-            )
-        }
-    };
-    let visible: Vec<&String> = s.nodes[id]
-        .children
-        .iter()
-        .filter(|c| !s.nodes[*c].in_trash)
-        .collect();
-    let start = match query.get("start_cursor") {
-        None => 0,
-        Some(cursor) => match visible.iter().position(|c| *c == cursor) {
-            Some(i) => i,
-            None => return error(400, "validation_error", "start_cursor is not valid"),
-        },
-    };
-    let page: Vec<Value> = visible
-        .iter()
-        .skip(start)
-        .take(size)
-        .map(|c| block_json(s, c))
-        .collect();
-    let next = visible
-        .get(start + size)
-        .map(|c| Value::String((*c).clone()));
-    ok(
-        json!({"object": "list", "results": page, "has_more": next.is_some(), "next_cursor": next.unwrap_or(Value::Null), "type": "block", "block": {}}),
-    )
+    s.pages.get_mut(parent).unwrap().children.push(id.clone());
+    ok(page_json(s, &id))
 }
 
 fn retrieve(s: &State, id: &str) -> Answer {
-    if !s.nodes.contains_key(id) || !reachable(s, id) {
+    if !reachable(s, id) {
         return not_found(id);
     }
-    ok(block_json(s, id))
+    ok(page_json(s, id))
 }
 
-fn update(s: &mut State, id: &str, body: &Value) -> Answer {
-    if !live(s, id) {
-        return not_found(id);
-    }
-    let kind = s.nodes[id].kind.clone();
-    let Some(content) = body.get(&kind) else {
+fn update_page(s: &mut State, id: &str, body: &Value) -> Answer {
+    if body.get("archived").is_some() {
         return error(
             400,
             "validation_error",
-            format!("body.{kind} should be defined (the block is a {kind})"),
+            "body.archived is not a property in 2026-03-11; use in_trash.",
+        );
+    }
+    if !reachable(s, id) {
+        return not_found(id);
+    }
+    if let Some(flag) = body["in_trash"].as_bool() {
+        s.pages.get_mut(id).unwrap().in_trash = flag;
+    }
+    ok(page_json(s, id))
+}
+
+fn get_markdown(s: &State, id: &str) -> Answer {
+    if !reachable(s, id) {
+        return not_found(id);
+    }
+    ok(
+        json!({"object": "page_markdown", "id": id, "markdown": s.pages[id].markdown, "truncated": false, "unknown_block_ids": []}),
+    )
+}
+
+fn patch_markdown(s: &mut State, id: &str, body: &Value) -> Answer {
+    if !reachable(s, id) {
+        return not_found(id);
+    }
+    if trashed(s, id) {
+        return archived();
+    }
+    if body["type"] != "replace_content" {
+        return error(
+            400,
+            "validation_error",
+            format!(
+                "body.type {} is not supported by this stand-in (replace_content only).",
+                body["type"]
+            ),
+        );
+    }
+    let Some(new_str) = body["replace_content"]["new_str"].as_str() else {
+        return error(
+            400,
+            "validation_error",
+            "body.replace_content.new_str should be defined.",
         );
     };
-    if let Err(e) = validate_rich_text(&content["rich_text"]) {
-        return error(
-            400,
-            "validation_error",
-            format!("body.{kind}.rich_text: {e}"),
-        );
+    let named = match check_markdown(s, Some(id), new_str) {
+        Ok(named) => named,
+        Err(a) => return a,
+    };
+    let live: Vec<String> = s.pages[id]
+        .children
+        .iter()
+        .filter(|c| !trashed(s, c))
+        .cloned()
+        .collect();
+    let dropped: Vec<String> = live.into_iter().filter(|c| !named.contains(c)).collect();
+    if !dropped.is_empty() {
+        if body["replace_content"]["allow_deleting_content"].as_bool() != Some(true) {
+            return error(400, "validation_error", format!(
+                "The new content would delete {} child page(s); name them with <page> tags, or pass allow_deleting_content.",
+                dropped.len()
+            ));
+        }
+        for c in &dropped {
+            s.pages.get_mut(c).unwrap().in_trash = true;
+        }
     }
-    s.nodes.get_mut(id).unwrap().body["rich_text"] = content["rich_text"].clone();
-    ok(block_json(s, id))
+    s.pages.get_mut(id).unwrap().markdown = new_str.to_string();
+    ok(
+        json!({"object": "page_markdown", "id": id, "markdown": new_str, "truncated": false, "unknown_block_ids": []}),
+    )
 }
 
-fn delete(s: &mut State, id: &str) -> Answer {
-    if !live(s, id) {
+fn children(s: &State, id: &str, query: &HashMap<String, String>) -> Answer {
+    if !reachable(s, id) {
         return not_found(id);
     }
-    s.nodes.get_mut(id).unwrap().in_trash = true;
-    ok(block_json(s, id))
+    let size: usize = match query.get("page_size").map(|v| v.parse()) {
+        None => 100,
+        Some(Ok(n)) if (1..=100).contains(&n) => n,
+        _ => {
+            return error(
+                400,
+                "validation_error",
+                "body.page_size should be a number between 1 and 100.",
+            )
+        }
+    };
+    // The page's content as paragraphs (one per non-empty line), then its child pages.
+    let mut all: Vec<Value> = s.pages[id]
+        .markdown
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with("<page "))
+        .enumerate()
+        .map(|(i, line)| json!({"object": "block", "id": format!("{id}-line-{i}"), "type": "paragraph", "in_trash": false,
+            "paragraph": {"rich_text": [{"type": "text", "text": {"content": line}}]}}))
+        .collect();
+    for child in &s.pages[id].children {
+        if !trashed(s, child) {
+            all.push(
+                json!({"object": "block", "id": child, "type": "child_page", "in_trash": false,
+                "child_page": {"title": s.pages[child].title}}),
+            );
+        }
+    }
+    let start: usize = query
+        .get("start_cursor")
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let page: Vec<Value> = all.iter().skip(start).take(size).cloned().collect();
+    let more = start + size < all.len();
+    ok(json!({
+        "object": "list",
+        "results": page,
+        "has_more": more,
+        "next_cursor": more.then(|| (start + size).to_string()),
+    }))
 }

@@ -1,465 +1,86 @@
-//! The Notion publisher: one Notion page per (repo, module) under a configured parent page,
-//! with the same header, month groups and entries as the Markdown page, newest first.
+//! Publishing pages to Notion, whole, through its Markdown content API.
 //!
-//! A Notion page is not rewritten: each PR's entry is appended once, at its place in page order.
-//! What makes that exactly once:
-//! - **the page lock** (a conditional write in the pages table, [`NotionPages`]) is taken before
-//!   anything is created or appended, so two workers publishing the first PRs of a new module
-//!   create one page: the second waits for the lock and finds the page id;
-//! - a worker that dies after creating a page but before recording it left `createStartedAt`:
-//!   the next lock holder looks for the page under the parent before creating one;
-//! - the PR row records `appending` before the append and the appended block ids after it
-//!   ([`NotionRecord`]): a retry with block ids checks they are still there and appends nothing;
-//!   a retry that finds only `appending` removes whatever that append left, then appends again.
+//! Pages nest as the documents do: the configured parent page holds one index page per
+//! repository (`<repo> · modules`), which holds the module pages, which hold their archive
+//! pages. A page's child pages are named in its content (`<page url=…>`), as Notion requires
+//! for replacing content without deleting them.
+//!
+//! - **Created once**: a page's creation is claimed on its page item before the create request
+//!   (conditional write), and its id recorded after. A builder that finds an expired claim
+//!   without an id, or whose create failed ambiguously (no answer, 5xx), looks for the page by
+//!   its title under its parent and adopts it before creating another; duplicates found that
+//!   way are moved to the trash.
+//! - **Replaced whole**: `replace_content` with the page's full rendering, children before
+//!   parents. Retrying it is harmless.
+//! - **Deleted by hand**: a page found gone (404, or in the trash) is forgotten and the build
+//!   publishes it again ([`PublishError::Missing`]); the log says so. A child page someone added
+//!   under one of Chronicle's pages is kept: it is named in the new content too.
 
-use std::time::{Duration, Instant};
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
 
 use futures::future::BoxFuture;
-use serde_json::Value;
 use time::OffsetDateTime;
 
-use super::{Publication, PublishError, Publisher};
-use crate::domain::RepoName;
-use crate::narrative::{self, Block, Entry, ModulePage, HEADER_BLOCKS};
-use crate::notion::{self, NotionClient};
-use crate::store::{
-    notion_record, NotionPages, NotionRecord, PageEntry, PageLock, PageRow, PrStore,
-};
+use super::{PageSet, PublishError, Published, Publisher};
+use crate::domain::NotionPage;
+use crate::notion::{ChildPage, NotionClient};
+use crate::pages::render::{render, Flavor};
+use crate::pages::{DocKey, Document, MAIN_LABEL};
+use crate::store::{CreateClaim, PageStore, INDEX_MODULE};
 
-/// How long a worker waits for another worker's page lock before giving the message back.
-const LOCK_WAIT: Duration = Duration::from_secs(20);
-/// The longest a page lock is taken for (a worker that dies holds it no longer than this).
-const LOCK_TTL: Duration = Duration::from_secs(120);
+/// How long a creation claim lasts: longer than any create request takes.
+pub const CREATE_CLAIM: Duration = Duration::from_secs(120);
+/// How long to wait for another builder's creation before giving up for this build.
+const CLAIM_WAIT: Duration = Duration::from_secs(10);
+/// The content of a page created before its children exist (replaced in the same build).
+const PLACEHOLDER: &str = "Chronicle is building this page.";
 
 pub struct NotionPublisher {
     client: NotionClient,
     parent_page_id: String,
-    pages: NotionPages,
-    prs: PrStore,
+    pages: PageStore,
+    create_claim: Duration,
 }
 
 impl NotionPublisher {
-    pub fn new(
-        client: NotionClient,
-        parent_page_id: &str,
-        pages: NotionPages,
-        prs: PrStore,
-    ) -> Self {
+    pub fn new(client: NotionClient, parent_page_id: &str, pages: PageStore) -> Self {
         NotionPublisher {
             client,
             parent_page_id: parent_page_id.trim().to_string(),
             pages,
-            prs,
+            create_claim: CREATE_CLAIM,
         }
     }
 
-    async fn publish_entry(&self, p: &Publication<'_>) -> Result<(), PublishError> {
-        let repo = RepoName::parse(&p.page.repo)
-            .map_err(|e| PublishError::Other(format!("the page's repository: {e}")))?;
-        let module = p.page.module.as_str();
-        let entry = p.page.entry(p.number).ok_or_else(|| {
-            PublishError::Other(format!(
-                "the page of {module} lacks the entry of #{}",
-                p.number
-            ))
-        })?;
-        // The lock is this worker's: the lease owner names the message being worked on.
-        let owner = p.lease_owner;
-        let row = self.lock(&repo, module, owner, p.deadline).await?;
-        let result = self.publish_locked(&repo, p, entry, row).await;
-        if let Err(e) = self.pages.unlock(&repo, module, owner).await {
-            // The lock expires on its own; the entry is already recorded.
-            tracing::warn!(repo = %repo, module, error = %e, "releasing the Notion page lock failed");
-        }
-        result
+    /// How long a creation claim lasts (default [`CREATE_CLAIM`]).
+    pub fn with_create_claim(mut self, claim: Duration) -> Self {
+        self.create_claim = claim;
+        self
     }
 
-    /// Takes the page lock, waiting for another holder for at most [`LOCK_WAIT`].
-    async fn lock(
-        &self,
-        repo: &RepoName,
-        module: &str,
-        owner: &str,
-        deadline: Instant,
-    ) -> Result<PageRow, PublishError> {
-        let started = Instant::now();
-        let mut wait = Duration::from_millis(100);
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let now = OffsetDateTime::now_utc();
-            match self
-                .pages
-                .lock(repo, module, owner, now, now + left.min(LOCK_TTL))
-                .await?
-            {
-                PageLock::Held(row) => return Ok(row),
-                PageLock::Busy { until } => {
-                    let out_of_patience = started.elapsed() + wait > LOCK_WAIT
-                        || Instant::now() + wait + Duration::from_secs(5) > deadline;
-                    if out_of_patience {
-                        return Err(PublishError::Busy {
-                            page: format!("{repo} · {module}"),
-                            until: until.unwrap_or_default(),
-                        });
-                    }
-                    tokio::time::sleep(wait).await;
-                    wait = (wait * 2).min(Duration::from_secs(1));
-                }
-            }
-        }
-    }
-
-    async fn publish_locked(
-        &self,
-        repo: &RepoName,
-        p: &Publication<'_>,
-        entry: &Entry,
-        row: PageRow,
-    ) -> Result<(), PublishError> {
-        let module = p.page.module.as_str();
-        let owner = p.lease_owner;
-        let deadline = p.deadline;
-        let mut row = row;
-        let page_id = match row.page_id.clone() {
-            Some(id) => id,
-            None => {
-                self.create_page(repo, p.page, owner, &mut row, deadline)
-                    .await?
-            }
-        };
-
-        let recorded = notion_record(p.row, module);
-        let on_page = match &recorded {
-            Some(NotionRecord::Appended { page, blocks })
-                if *page == page_id && !blocks.is_empty() =>
-            {
-                // Still there? Someone may have deleted the entry by hand: then it goes back.
-                self.client
-                    .live_block(&blocks[0], deadline)
-                    .await?
-                    .map(|_| blocks.clone())
-            }
-            Some(NotionRecord::Appending { page }) if *page == page_id => {
-                self.remove_partial(&page_id, entry, &row, deadline).await?;
-                None
-            }
-            _ => None,
-        };
-        match on_page {
-            Some(blocks) => {
-                // Appended before a crash; the page row may not know it yet.
-                let mark = page_entry(entry, blocks.last().cloned().unwrap_or_default());
-                if row.entries.get(&p.number) != Some(&mark) {
-                    self.ensure(
-                        self.pages
-                            .set_entry(repo, module, owner, p.number, &mark, None)
-                            .await?,
-                        "page lock",
-                    )?;
-                    row.entries.insert(p.number, mark);
-                }
-                tracing::info!(repo = %repo, module, pr = p.number, "Notion entry already on the page");
-            }
-            None => {
-                self.append_entry(repo, p, entry, &page_id, &mut row, deadline)
-                    .await?
-            }
-        }
-        self.update_header(repo, p.page, owner, &row, deadline)
-            .await
-    }
-
-    /// Creates the module's page with its header (or adopts the one a crashed worker created).
-    async fn create_page(
-        &self,
-        repo: &RepoName,
-        page: &ModulePage,
-        owner: &str,
-        row: &mut PageRow,
-        deadline: Instant,
-    ) -> Result<String, PublishError> {
-        let module = page.module.as_str();
-        let title = page.title();
-        let found = if row.create_started {
-            self.find_page(&title, deadline).await?
-        } else {
-            None
-        };
-        let page_id = match found {
-            Some(id) => {
-                tracing::info!(repo = %repo, module, page_id = %id, "adopted the Notion page a previous attempt created");
-                id
-            }
-            None => {
-                self.ensure(
-                    self.pages
-                        .mark_creating(repo, module, owner, OffsetDateTime::now_utc())
-                        .await?,
-                    "page lock",
-                )?;
-                let header = notion::to_notion(&narrative::header_blocks(page));
-                let children = notion::chunks(&header)
-                    .into_iter()
-                    .next()
-                    .map(|c| c.children)
-                    .unwrap_or_default();
-                let id = self
-                    .client
-                    .create_page(&self.parent_page_id, &title, children, deadline)
-                    .await?;
-                tracing::info!(repo = %repo, module, page_id = %id, "created the Notion page");
-                id
-            }
-        };
-        let children = self.client.children(&page_id, deadline).await?;
-        let header: Vec<&Value> = children.iter().take(HEADER_BLOCKS).collect();
-        let header_ids: Vec<String> = header
-            .iter()
-            .filter_map(|b| b["id"].as_str().map(str::to_string))
-            .collect();
-        let header_text: Vec<String> = header.iter().map(|b| notion::block_text(b)).collect();
-        self.ensure(
-            self.pages
-                .set_page(repo, module, owner, &page_id, &header_ids, &header_text)
-                .await?,
-            "page lock",
-        )?;
-        row.page_id = Some(page_id.clone());
-        row.header_ids = header_ids;
-        row.header_text = header_text;
-        Ok(page_id)
-    }
-
-    /// The parent's child page with this title, if there is one.
-    async fn find_page(
-        &self,
-        title: &str,
-        deadline: Instant,
-    ) -> Result<Option<String>, PublishError> {
-        let children = self.client.children(&self.parent_page_id, deadline).await?;
-        Ok(children
-            .iter()
-            .find(|b| b["type"] == "child_page" && b["child_page"]["title"] == title)
-            .and_then(|b| b["id"].as_str().map(str::to_string)))
-    }
-
-    /// Appends the entry at its place (and its month's heading if the month is new), recording
-    /// `appending` on the PR row first and the block ids after.
-    async fn append_entry(
-        &self,
-        repo: &RepoName,
-        p: &Publication<'_>,
-        entry: &Entry,
-        page_id: &str,
-        row: &mut PageRow,
-        deadline: Instant,
-    ) -> Result<(), PublishError> {
-        let module = p.page.module.as_str();
-        let (anchor, new_month) = placement(entry, row);
-        let mut blocks: Vec<Block> = Vec::new();
-        if new_month {
-            blocks.push(narrative::month_heading(entry));
-        }
-        blocks.extend(narrative::entry_blocks(entry));
-        let notion_blocks = notion::to_notion(&blocks);
-
-        let now = OffsetDateTime::now_utc();
-        let appending = NotionRecord::Appending {
-            page: page_id.to_string(),
-        };
-        self.ensure(
-            self.prs
-                .save_notion_record(repo, p.number, p.lease_owner, module, &appending, now)
-                .await?,
-            "summary lease",
-        )?;
-        let mut ids = self
-            .client
-            .append_all(page_id, &notion_blocks, anchor.as_deref(), deadline)
-            .await?;
-        let month = if new_month && !ids.is_empty() {
-            Some(ids.remove(0))
-        } else {
-            None
-        };
-        let appended = NotionRecord::Appended {
-            page: page_id.to_string(),
-            blocks: ids.clone(),
-        };
-        self.ensure(
-            self.prs
-                .save_notion_record(repo, p.number, p.lease_owner, module, &appended, now)
-                .await?,
-            "summary lease",
-        )?;
-        let label = narrative::month(entry);
-        let mark = page_entry(entry, ids.last().cloned().unwrap_or_default());
-        self.ensure(
-            self.pages
-                .set_entry(
-                    repo,
-                    module,
-                    p.lease_owner,
-                    p.number,
-                    &mark,
-                    month.as_deref().map(|id| (label.as_str(), id)),
-                )
-                .await?,
-            "page lock",
-        )?;
-        row.entries.insert(p.number, mark);
-        if let Some(id) = month {
-            row.months.insert(label, id);
-        }
-        tracing::info!(repo = %repo, module, pr = p.number, blocks = ids.len(), new_month, "appended the Notion entry");
-        Ok(())
-    }
-
-    /// Moves to the trash what an interrupted append of this entry left on the page: the run of
-    /// blocks from its heading (the heading that links to the PR) to the next heading, and a
-    /// month heading just before it that the page row does not know.
-    async fn remove_partial(
-        &self,
-        page_id: &str,
-        entry: &Entry,
-        row: &PageRow,
-        deadline: Instant,
-    ) -> Result<(), PublishError> {
-        let children = self.client.children(page_id, deadline).await?;
-        let known_months: Vec<&String> = row.months.values().collect();
-        let is_heading = |b: &Value| matches!(b["type"].as_str(), Some("heading_2" | "heading_3"));
-        let mut doomed: Vec<String> = Vec::new();
-        let mut i = 0;
-        while i < children.len() {
-            let block = &children[i];
-            let ours =
-                block["type"] == "heading_3" && notion::block_links(block).contains(&entry.url);
-            if !ours {
-                i += 1;
-                continue;
-            }
-            if i > 0 {
-                let before = &children[i - 1];
-                let id = before["id"].as_str().unwrap_or_default().to_string();
-                if before["type"] == "heading_2" && !known_months.contains(&&id) {
-                    doomed.push(id);
-                }
-            }
-            doomed.push(block["id"].as_str().unwrap_or_default().to_string());
-            i += 1;
-            while i < children.len() && !is_heading(&children[i]) {
-                doomed.push(children[i]["id"].as_str().unwrap_or_default().to_string());
-                i += 1;
-            }
-        }
-        if !doomed.is_empty() {
-            tracing::warn!(
-                page_id,
-                pr = entry.number,
-                blocks = doomed.len(),
-                "removing what an interrupted append left"
-            );
-        }
-        for id in doomed.iter().filter(|id| !id.is_empty()) {
-            self.client.delete_block(id, deadline).await?;
-        }
-        Ok(())
-    }
-
-    /// Rewrites the header blocks whose text changed (counts, dates, authors), from the entries
-    /// on the Notion page (the page row): workers publishing at once each see them all.
-    async fn update_header(
-        &self,
-        repo: &RepoName,
-        page: &ModulePage,
-        owner: &str,
-        row: &PageRow,
-        deadline: Instant,
-    ) -> Result<(), PublishError> {
-        let header = narrative::header_of(
-            &page.paths,
-            row.entries
-                .values()
-                .map(|e| (e.merged_at.as_str(), e.author.as_str())),
-        );
-        let text: Vec<String> = header.iter().map(Block::plain_text).collect();
-        if text == row.header_text {
-            return Ok(());
-        }
-        for (i, (block, id)) in header.iter().zip(&row.header_ids).enumerate() {
-            if row.header_text.get(i) == Some(&text[i]) {
-                continue;
-            }
-            let spans = match block {
-                Block::Paragraph(spans) => spans,
-                _ => continue,
-            };
-            self.client
-                .update_text(id, "paragraph", notion::rich_text(spans), deadline)
-                .await?;
-        }
-        self.ensure(
-            self.pages
-                .set_header_text(repo, &page.module, owner, &text)
-                .await?,
-            "page lock",
-        )
-    }
-
-    fn ensure(&self, applied: bool, what: &'static str) -> Result<(), PublishError> {
-        if applied {
-            Ok(())
-        } else {
-            Err(PublishError::LockLost(what))
-        }
-    }
-}
-
-fn page_entry(entry: &Entry, last: String) -> PageEntry {
-    PageEntry {
-        last,
-        merged_at: entry.merged_at.clone(),
-        author: entry.author.clone(),
-    }
-}
-
-/// Where the entry goes, from what is on the page (the page row, read under the lock): after
-/// the last block of the nearest newer entry of its month, else after its month's heading; if
-/// the month has no heading yet (`true`), the heading and the entry go after the nearest newer
-/// entry, else after the header.
-fn placement(entry: &Entry, row: &PageRow) -> (Option<String>, bool) {
-    let key = narrative::order_key(&entry.merged_at, entry.number);
-    let month = narrative::month(entry);
-    let nearest_newer = row
-        .entries
-        .iter()
-        .filter(|(n, _)| **n != entry.number)
-        .map(|(n, e)| (narrative::order_key(&e.merged_at, *n), e))
-        .filter(|(k, _)| *k > key)
-        .min_by_key(|(k, _)| *k)
-        .map(|(_, e)| e);
-    if let Some(newer) = nearest_newer {
-        if narrative::month_of(&newer.merged_at) == month {
-            return (Some(newer.last.clone()), false);
-        }
-    }
-    if let Some(heading) = row.months.get(&month) {
-        return (Some(heading.clone()), false);
-    }
-    match nearest_newer {
-        Some(newer) => (Some(newer.last.clone()), true),
-        None => (row.header_ids.last().cloned(), true),
+    pub fn client(&self) -> &NotionClient {
+        &self.client
     }
 }
 
 impl Publisher for NotionPublisher {
-    fn publish<'a>(&'a self, p: &'a Publication<'a>) -> BoxFuture<'a, Result<(), PublishError>> {
-        Box::pin(self.publish_entry(p))
-    }
-
-    fn rewrites_pages(&self) -> bool {
-        // Entries are placed and the header counted under the page lock: nothing to mend.
-        false
+    fn publish<'a>(
+        &'a self,
+        set: &'a PageSet<'a>,
+    ) -> BoxFuture<'a, Result<Published, PublishError>> {
+        Box::pin(async move {
+            let before = self.client.requests();
+            let mut published = Published::default();
+            let is_index = set.item.module == INDEX_MODULE;
+            let result = if is_index {
+                self.publish_index(set, &mut published).await
+            } else {
+                self.publish_module(set, &mut published).await
+            };
+            published.requests = self.client.requests() - before;
+            result.map(|()| published)
+        })
     }
 
     fn name(&self) -> &'static str {
@@ -467,52 +88,487 @@ impl Publisher for NotionPublisher {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::narrative::Entry;
+/// Where the pages of one page item are, by label, as this build knows them.
+type Known = BTreeMap<String, NotionPage>;
 
-    fn entry(number: u64, merged_at: &str) -> Entry {
-        crate::narrative::sample::entry(number, merged_at, "alice")
+fn id_of(known: &Known, label: &str) -> Option<String> {
+    known.get(label).and_then(|p| p.id.clone())
+}
+
+fn index_title(repo: &str) -> String {
+    format!("{repo} · modules")
+}
+
+/// A page's URL from its id, for pages known only by id (a child someone added by hand).
+fn url_of_id(id: &str) -> String {
+    format!("https://www.notion.so/{}", id.replace('-', ""))
+}
+
+impl NotionPublisher {
+    async fn publish_module(
+        &self,
+        set: &PageSet<'_>,
+        published: &mut Published,
+    ) -> Result<(), PublishError> {
+        let repo = set.item.repo.as_str();
+        let module = set.item.module.as_str();
+        let mut known: Known = set.item.notion.clone();
+        let index_id = self.index_page(set).await?;
+
+        // 1. Every page exists, parents first; leaves are created with their content.
+        let mut fresh: BTreeSet<String> = BTreeSet::new();
+        for doc in set.docs {
+            let parent_id = match &doc.parent {
+                Some(DocKey::Index { .. }) | None => index_id.clone(),
+                Some(parent) => id_of(&known, parent.label())
+                    .ok_or_else(|| PublishError::Missing(vec![parent.clone()]))?,
+            };
+            let content = doc
+                .children()
+                .is_empty()
+                .then(|| render(doc, Flavor::Notion, &resolver(&known, repo, module)));
+            let created = self
+                .ensure(
+                    set,
+                    module,
+                    doc.key.label(),
+                    &doc.title,
+                    &parent_id,
+                    content.as_deref(),
+                    &mut known,
+                )
+                .await?;
+            if created {
+                fresh.insert(doc.key.label().to_string());
+                published.documents += 1;
+                published.bytes += content.map_or(0, |c| c.len());
+            }
+        }
+
+        // 2. Pages no longer produced go to the trash.
+        for key in set.removed {
+            if let Some(id) = id_of(&known, key.label()) {
+                self.client.trash_page(&id, set.deadline).await?;
+                self.pages
+                    .forget_notion_page(repo, module, key.label(), &id)
+                    .await?;
+                known.remove(key.label());
+                published.removed += 1;
+            }
+        }
+
+        // 3. Contents replaced, children before parents.
+        for doc in set.docs.iter().rev() {
+            if fresh.contains(doc.key.label()) {
+                continue;
+            }
+            let id = id_of(&known, doc.key.label())
+                .ok_or_else(|| PublishError::Missing(vec![doc.key.clone()]))?;
+            match self.replace(set, doc, &id, &mut known, module).await {
+                Ok(bytes) => {
+                    published.documents += 1;
+                    published.bytes += bytes;
+                }
+                Err(PublishError::Missing(keys)) if keys.contains(&doc.key) => {
+                    if matches!(doc.key, DocKey::Module { .. }) {
+                        // Its archive pages went to the trash with it.
+                        for (label, page) in &known {
+                            if let Some(old) = &page.id {
+                                self.pages
+                                    .forget_notion_page(repo, module, label, old)
+                                    .await?;
+                            }
+                        }
+                    }
+                    tracing::warn!(repo, module, page = %doc.title, "the Notion page was deleted by hand; it is published again");
+                    return Err(PublishError::Missing(keys));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
     }
 
-    fn on_page(merged_at: &str, last: &str) -> PageEntry {
-        PageEntry {
-            last: last.into(),
-            merged_at: merged_at.into(),
-            author: "alice".into(),
+    async fn publish_index(
+        &self,
+        set: &PageSet<'_>,
+        published: &mut Published,
+    ) -> Result<(), PublishError> {
+        let repo = set.item.repo.as_str();
+        let Some(doc) = set.docs.first() else {
+            return Ok(());
+        };
+        let mut known: Known = set.item.notion.clone();
+        let parent = self.parent_page_id.clone();
+        self.ensure(
+            set,
+            INDEX_MODULE,
+            MAIN_LABEL,
+            &doc.title,
+            &parent,
+            None,
+            &mut known,
+        )
+        .await?;
+        let id = id_of(&known, MAIN_LABEL).ok_or(PublishError::LeaseLost)?;
+        match self.replace(set, doc, &id, &mut known, INDEX_MODULE).await {
+            Ok(bytes) => {
+                published.documents += 1;
+                published.bytes += bytes;
+                Ok(())
+            }
+            Err(PublishError::Missing(keys)) if keys.contains(&doc.key) => {
+                // The index went to the trash with every module page under it: each module is
+                // published again, under a new index.
+                tracing::warn!(repo, "the Notion index page was deleted by hand; every module page is published again");
+                let now = OffsetDateTime::now_utc();
+                for item in set.repo_items {
+                    if item.module != INDEX_MODULE {
+                        self.pages
+                            .mark_full_rebuild(repo, &item.module, now)
+                            .await?;
+                    }
+                }
+                Err(PublishError::Missing(keys))
+            }
+            Err(e) => Err(e),
         }
     }
 
-    #[test]
-    fn entries_are_placed_in_page_order() {
-        let e5 = entry(5, "2024-03-20T00:00:00Z");
-        let e4 = entry(4, "2024-03-10T00:00:00Z");
-        let e3 = entry(3, "2024-02-10T00:00:00Z");
-        let e2 = entry(2, "2024-02-01T00:00:00Z");
-        let mut row = PageRow {
-            header_ids: vec!["h1".into(), "h2".into(), "h3".into()],
-            ..PageRow::default()
-        };
-        // An empty page: the first entry and its month go after the header.
-        assert_eq!(placement(&e3, &row), (Some("h3".into()), true));
-        row.months.insert("February 2024".into(), "feb".into());
-        row.entries.insert(3, on_page(&e3.merged_at, "e3"));
-        // #2 is older than #3, same month: after #3. Its own record is ignored.
-        row.entries.insert(2, on_page(&e2.merged_at, "stale"));
-        assert_eq!(placement(&e2, &row), (Some("e3".into()), false));
-        row.entries.remove(&2);
-        // #4 is in a new, newer month: its heading goes after the header (nothing newer on it).
-        assert_eq!(placement(&e4, &row), (Some("h3".into()), true));
-        row.months.insert("March 2024".into(), "mar".into());
-        row.entries.insert(5, on_page(&e5.merged_at, "e5"));
-        // #4 under March, after #5 which is newer.
-        assert_eq!(placement(&e4, &row), (Some("e5".into()), false));
-        // #3 is older than everything of March, first of February: after February's heading.
-        row.entries.remove(&3);
-        assert_eq!(placement(&e3, &row), (Some("feb".into()), false));
-        // Without a February heading, #3 would open February after #5, the nearest newer entry.
-        row.months.remove("February 2024");
-        assert_eq!(placement(&e3, &row), (Some("e5".into()), true));
+    /// The repository's index page id, created (empty for now; the index build fills it) if
+    /// there is none, or if the one recorded was deleted.
+    async fn index_page(&self, set: &PageSet<'_>) -> Result<String, PublishError> {
+        let repo = set.item.repo.as_str();
+        let index = self.pages.get(repo, INDEX_MODULE).await?;
+        let mut known: Known = index.map(|i| i.notion).unwrap_or_default();
+        if let Some(id) = id_of(&known, MAIN_LABEL) {
+            // Only checked when a page must be created under it (rare): a replace needs no parent.
+            let must_create = set
+                .docs
+                .iter()
+                .any(|d| id_of(&set.item.notion, d.key.label()).is_none());
+            if !must_create || self.client.live_page(&id, set.deadline).await?.is_some() {
+                return Ok(id);
+            }
+            tracing::warn!(
+                repo,
+                "the Notion index page was deleted by hand; it is created again"
+            );
+            self.pages
+                .forget_notion_page(repo, INDEX_MODULE, MAIN_LABEL, &id)
+                .await?;
+            self.pages
+                .mark_stale(repo, INDEX_MODULE, &[], OffsetDateTime::now_utc())
+                .await?;
+            known.remove(MAIN_LABEL);
+        }
+        let parent = self.parent_page_id.clone();
+        self.ensure(
+            set,
+            INDEX_MODULE,
+            MAIN_LABEL,
+            &index_title(repo),
+            &parent,
+            None,
+            &mut known,
+        )
+        .await?;
+        id_of(&known, MAIN_LABEL).ok_or(PublishError::LeaseLost)
     }
+
+    /// Makes sure the page `label` of page item `module` exists: recorded, adopted, or created
+    /// under `parent_id` (with `content`, or a placeholder). `true`: created with `content`.
+    #[allow(clippy::too_many_arguments)]
+    async fn ensure(
+        &self,
+        set: &PageSet<'_>,
+        module: &str,
+        label: &str,
+        title: &str,
+        parent_id: &str,
+        content: Option<&str>,
+        known: &mut Known,
+    ) -> Result<bool, PublishError> {
+        if id_of(known, label).is_some() {
+            return Ok(false);
+        }
+        let repo = set.item.repo.as_str();
+        let waited_until = std::time::Instant::now() + CLAIM_WAIT;
+        loop {
+            let now = OffsetDateTime::now_utc();
+            let claim = self
+                .pages
+                .claim_notion_create(repo, module, label, set.owner, now, now + self.create_claim)
+                .await?;
+            match claim {
+                CreateClaim::Exists(page) => {
+                    known.insert(label.to_string(), page);
+                    return Ok(false);
+                }
+                CreateClaim::Held => {
+                    if std::time::Instant::now() >= waited_until {
+                        return Err(PublishError::Busy(format!(
+                            "another builder is creating the Notion page {title:?}; it is built again later"
+                        )));
+                    }
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    if let Some(item) = self.pages.get(repo, module).await? {
+                        if let Some(page) = item.notion.get(label).filter(|p| p.id.is_some()) {
+                            known.insert(label.to_string(), page.clone());
+                            return Ok(false);
+                        }
+                    }
+                }
+                CreateClaim::Claimed { retry } => {
+                    if retry {
+                        if let Some(found) = self.find_child(parent_id, title, set).await? {
+                            tracing::info!(repo, module, label, page = %found.id, "adopted a page an interrupted build created");
+                            self.record(
+                                set,
+                                module,
+                                label,
+                                &found.id,
+                                &url_of_id(&found.id),
+                                known,
+                            )
+                            .await?;
+                            return Ok(false);
+                        }
+                    }
+                    let markdown = content.unwrap_or(PLACEHOLDER);
+                    match self
+                        .client
+                        .create_page(parent_id, title, markdown, set.deadline)
+                        .await
+                    {
+                        Ok(page) => {
+                            self.record(set, module, label, &page.id, &page.url, known)
+                                .await?;
+                            tracing::info!(repo, module, label, page = %page.id, "created a Notion page");
+                            return Ok(content.is_some());
+                        }
+                        Err(e) if e.maybe_applied() => {
+                            // It may exist: look before anyone creates another.
+                            if let Some(found) = self.find_child(parent_id, title, set).await? {
+                                self.record(
+                                    set,
+                                    module,
+                                    label,
+                                    &found.id,
+                                    &url_of_id(&found.id),
+                                    known,
+                                )
+                                .await?;
+                                return Ok(false);
+                            }
+                            // The claim stays until it expires: the next build looks again.
+                            return Err(e.into());
+                        }
+                        Err(e) => {
+                            self.pages
+                                .release_notion_claim(repo, module, label, set.owner)
+                                .await?;
+                            return Err(e.into());
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    async fn record(
+        &self,
+        set: &PageSet<'_>,
+        module: &str,
+        label: &str,
+        id: &str,
+        url: &str,
+        known: &mut Known,
+    ) -> Result<(), PublishError> {
+        if !self
+            .pages
+            .record_notion_page(&set.item.repo, module, label, set.owner, id, url)
+            .await?
+        {
+            return Err(PublishError::LeaseLost);
+        }
+        known.insert(
+            label.to_string(),
+            NotionPage {
+                id: Some(id.to_string()),
+                url: Some(url.to_string()),
+                ..Default::default()
+            },
+        );
+        Ok(())
+    }
+
+    /// The child page of `parent_id` titled `title`, if there is one. More than one (a create
+    /// that was applied twice): the first is kept, the others go to the trash.
+    async fn find_child(
+        &self,
+        parent_id: &str,
+        title: &str,
+        set: &PageSet<'_>,
+    ) -> Result<Option<ChildPage>, PublishError> {
+        let children = self.client.child_pages(parent_id, set.deadline).await?;
+        let mut matching = children.into_iter().filter(|c| c.title == title);
+        let first = matching.next();
+        for duplicate in matching {
+            tracing::warn!(page = %duplicate.id, title, "a duplicate page from an interrupted create goes to the trash");
+            self.client.trash_page(&duplicate.id, set.deadline).await?;
+        }
+        Ok(first)
+    }
+
+    /// Replaces a page's content with the document. Its child pages are checked first: one
+    /// that is gone is forgotten ([`PublishError::Missing`], or for the index left out), one
+    /// nobody expected (added by a person) is named too, so Notion keeps it. Returns the bytes.
+    async fn replace(
+        &self,
+        set: &PageSet<'_>,
+        doc: &Document,
+        id: &str,
+        known: &mut Known,
+        module: &str,
+    ) -> Result<usize, PublishError> {
+        let repo = set.item.repo.as_str();
+        let live = match self.client.child_pages(id, set.deadline).await {
+            Ok(live) => live,
+            Err(e) if e.is_not_found() => return Err(self.gone(set, doc, id, module).await?),
+            Err(e) => return Err(e.into()),
+        };
+        let live_ids: BTreeSet<String> = live.iter().map(|c| normalize(&c.id)).collect();
+        let is_index = module == INDEX_MODULE;
+        let mut expected_ids: BTreeSet<String> = BTreeSet::new();
+        let mut missing = Vec::new();
+        let mut module_urls: BTreeMap<String, String> = BTreeMap::new();
+        for child in doc.children() {
+            let (child_id, child_url) = if is_index {
+                let page = set
+                    .repo_items
+                    .iter()
+                    .find(|i| i.module == child.item_module())
+                    .and_then(|i| i.notion.get(MAIN_LABEL));
+                (
+                    page.and_then(|p| p.id.clone()),
+                    page.and_then(|p| p.url.clone()),
+                )
+            } else {
+                let page = known.get(child.label());
+                (
+                    page.and_then(|p| p.id.clone()),
+                    page.and_then(|p| p.url.clone()),
+                )
+            };
+            let Some(child_id) = child_id else {
+                // Never published (or forgotten): an index names it once its module is built;
+                // a module page needs its archive page published first.
+                if !is_index {
+                    missing.push((child.clone(), None));
+                }
+                continue;
+            };
+            if live_ids.contains(&normalize(&child_id)) {
+                expected_ids.insert(normalize(&child_id));
+                if let Some(url) = child_url {
+                    module_urls.insert(child.item_module().to_string(), url);
+                }
+            } else {
+                missing.push((child.clone(), Some(child_id)));
+            }
+        }
+        for (child, child_id) in &missing {
+            let Some(child_id) = child_id else {
+                continue;
+            };
+            self.pages
+                .forget_notion_page(repo, child.item_module(), child.label(), child_id)
+                .await?;
+            if is_index {
+                // Its module is published again (and then listed here again).
+                self.pages
+                    .mark_full_rebuild(repo, child.item_module(), OffsetDateTime::now_utc())
+                    .await?;
+            } else {
+                known.remove(child.label());
+            }
+        }
+        if !missing.is_empty() && !is_index {
+            tracing::warn!(repo, module, pages = ?missing.iter().map(|(k, _)| k.label()).collect::<Vec<_>>(), "archive pages were deleted by hand; they are published again");
+            return Err(PublishError::Missing(
+                missing.into_iter().map(|(k, _)| k).collect(),
+            ));
+        }
+        let mut markdown = if is_index {
+            let urls = module_urls;
+            render(doc, Flavor::Notion, &move |k: &DocKey| {
+                urls.get(k.item_module()).cloned()
+            })
+        } else {
+            render(doc, Flavor::Notion, &resolver(known, repo, module))
+        };
+        let extra: Vec<&ChildPage> = live
+            .iter()
+            .filter(|c| !expected_ids.contains(&normalize(&c.id)))
+            .collect();
+        if !extra.is_empty() {
+            // Pages a person put here: named so that replacing the content keeps them.
+            markdown.push_str("\n## Other pages\n");
+            for child in extra {
+                markdown.push_str(&format!(
+                    "\n<page url=\"{}\">{}</page>\n",
+                    url_of_id(&child.id),
+                    child.title.replace(['<', '>'], "")
+                ));
+            }
+        }
+        match self
+            .client
+            .replace_markdown(id, &markdown, set.deadline)
+            .await
+        {
+            Ok(()) => Ok(markdown.len()),
+            Err(e) if e.is_not_found() || e.is_archived() => {
+                if self.client.live_page(id, set.deadline).await?.is_some() {
+                    return Err(e.into());
+                }
+                Err(self.gone(set, doc, id, module).await?)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// A page found gone: forgotten, so the build creates it again.
+    async fn gone(
+        &self,
+        set: &PageSet<'_>,
+        doc: &Document,
+        id: &str,
+        module: &str,
+    ) -> Result<PublishError, PublishError> {
+        self.pages
+            .forget_notion_page(&set.item.repo, module, doc.key.label(), id)
+            .await?;
+        Ok(PublishError::Missing(vec![doc.key.clone()]))
+    }
+}
+
+/// Links to the module's own pages, from what this build knows of them.
+fn resolver<'a>(
+    known: &'a Known,
+    repo: &'a str,
+    module: &'a str,
+) -> impl Fn(&DocKey) -> Option<String> + 'a {
+    move |key: &DocKey| {
+        if key.repo() != repo || key.item_module() != module {
+            return None;
+        }
+        known.get(key.label()).and_then(|p| p.url.clone())
+    }
+}
+
+/// Notion ids with or without dashes, compared alike.
+fn normalize(id: &str) -> String {
+    id.replace('-', "").to_ascii_lowercase()
 }

@@ -1,376 +1,650 @@
-//! The Notion pages table: one row per (repo, module) that remembers the module's Notion page
-//! (its id, its header blocks, its month headings, the last block of each entry) and holds the
-//! page's lock.
+//! The pages table: one item per (repo, module) page, and one per repo for its index
+//! ([`INDEX_MODULE`]). Pages are views of the entries table; this table only says which pages
+//! are stale, holds the build lease, the figures of each year of entries (so a build reads only
+//! the years that changed), and where the pages were published in Notion.
 //!
-//! Every change to a page happens under its lock, a lease taken with a conditional write: two
-//! workers publishing the first PRs of a new module at once cannot both create a page (the
-//! claim comes before the create), and entries and month headings are placed in page order.
-//! Every write after the claim is conditional on still holding it.
+//! - Marking a page stale bumps `version` and adds the changed years; the sparse `stale` index
+//!   lists stale pages, so the builder's cost is the number of stale pages, not of pages.
+//! - A build claims the page (a lease, at most once per rebuild interval), and completes it
+//!   conditionally on `version`: a change that lands during the build keeps the page stale.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 
-use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
+use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
 use aws_sdk_dynamodb::Client;
 use time::OffsetDateTime;
 
-use super::{Item, StoreError};
-use crate::domain::{rfc3339_millis, RepoName};
+use super::{applied, dynamo_error, Item, Meter, StoreError, Update};
+use crate::domain::{rfc3339_millis, AuthorCount, NotionPage, PageItem, YearStats};
 
 /// Attribute names of the pages table.
 pub mod page_attr {
     pub const REPO: &str = "repo";
     pub const MODULE: &str = "module";
-    pub const PAGE_ID: &str = "pageId";
-    /// Set just before the page is created: a later lock holder that finds it without a
-    /// `pageId` looks for the page under the parent before creating one.
-    pub const CREATE_STARTED_AT: &str = "createStartedAt";
-    pub const HEADER_IDS: &str = "headerIds";
-    pub const HEADER_TEXT: &str = "headerText";
-    /// Month label (`May 2019`) → the id of its heading block.
-    pub const MONTHS: &str = "months";
-    /// PR number → `{last, mergedAt, author}`: the entry's last top-level block (where the
-    /// next entry goes) and what the header and the page order need to know of it.
-    pub const ENTRIES: &str = "entries";
-    pub const LOCK_OWNER: &str = "lockOwner";
-    pub const LOCK_UNTIL: &str = "lockUntil";
+    pub const VERSION: &str = "version";
+    pub const BUILT_VERSION: &str = "builtVersion";
+    /// The stale index's partition key: present only while the page needs a build.
+    pub const STALE: &str = "stale";
+    pub const STALE_SINCE: &str = "staleSince";
+    pub const STALE_YEARS: &str = "staleYears";
+    pub const FULL_REBUILD: &str = "fullRebuild";
+    pub const LAST_BUILT_AT: &str = "lastBuiltAt";
+    pub const BUILD_OWNER: &str = "buildOwner";
+    pub const BUILD_UNTIL: &str = "buildUntil";
+    pub const YEARS: &str = "years";
+    pub const MAIN_CUTOFF: &str = "mainCutoff";
+    pub const ENTRY_COUNT: &str = "entryCount";
+    pub const FIRST_MERGED_AT: &str = "firstMergedAt";
+    pub const LATEST_MERGED_AT: &str = "latestMergedAt";
+    pub const RECENT_AUTHORS: &str = "recentAuthors";
+    pub const NOTION: &str = "notion";
+    pub const LAST_ERROR: &str = "lastError";
+    pub const ADVICE: &str = "advice";
+    pub const LAST_ERROR_AT: &str = "lastErrorAt";
+    pub const FAILED_BUILDS: &str = "failedBuilds";
 }
 use page_attr as a;
 
-/// A module page's row, as the lock holder sees it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PageRow {
-    pub page_id: Option<String>,
-    pub create_started: bool,
-    pub header_ids: Vec<String>,
-    pub header_text: Vec<String>,
-    pub months: BTreeMap<String, String>,
-    pub entries: BTreeMap<u64, PageEntry>,
-}
+/// The `module` of a repository's index page item. Module names never start with `#`.
+pub const INDEX_MODULE: &str = "#index";
+/// The sparse GSI over stale pages (hash `stale`, range `staleSince`).
+pub const STALE_INDEX: &str = "stale";
+/// The one value of the `stale` marker.
+const STALE_MARK: &str = "1";
 
-/// An entry on a module's Notion page, as the page row remembers it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PageEntry {
-    /// The id of its last top-level block.
-    pub last: String,
-    pub merged_at: String,
-    pub author: String,
-}
-
-/// What taking a page's lock gave.
+/// A stale page, as the stale index lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PageLock {
-    Held(PageRow),
-    /// Another worker holds it until then.
-    Busy {
-        until: Option<String>,
-    },
+pub struct StalePage {
+    pub repo: String,
+    pub module: String,
+    pub stale_since: String,
+    pub last_built_at: Option<String>,
+    pub build_until: Option<String>,
+}
+
+impl StalePage {
+    pub fn is_index(&self) -> bool {
+        self.module == INDEX_MODULE
+    }
+}
+
+/// What claiming a page's build gave.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BuildClaim {
+    /// This builder holds the build lease; the page as it is now.
+    Claimed(Box<PageItem>),
+    /// Built since it was listed: nothing to do.
+    NotStale,
+    /// Another builder's lease is live.
+    Held,
+    /// Built less than one rebuild interval ago; it waits for the next tick.
+    TooSoon,
+}
+
+/// What a build leaves on the page item.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BuildResult {
+    pub years: std::collections::BTreeMap<String, YearStats>,
+    pub main_cutoff: Option<String>,
+    pub entry_count: u64,
+    pub first_merged_at: Option<String>,
+    pub latest_merged_at: Option<String>,
+    pub recent_authors: Vec<AuthorCount>,
+}
+
+/// How a build ended on the page item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BuildCompletion {
+    /// Nothing changed during the build: the page is no longer stale.
+    Clean,
+    /// Entries changed during the build: it stays stale and is built again later.
+    StillStale,
+}
+
+/// What claiming the creation of a Notion page gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CreateClaim {
+    /// This builder may create it. `retry`: an earlier claim expired without recording a page,
+    /// so the page may exist already (look for it before creating another).
+    Claimed { retry: bool },
+    /// It exists.
+    Exists(NotionPage),
+    /// Another builder is creating it.
+    Held,
 }
 
 #[derive(Clone, Debug)]
-pub struct NotionPages {
+pub struct PageStore {
     client: Client,
     table: String,
+    meter: Meter,
 }
 
-impl NotionPages {
+impl PageStore {
     pub fn new(client: Client, table: impl Into<String>) -> Self {
-        NotionPages {
+        PageStore {
             client,
             table: table.into(),
+            meter: Meter::default(),
         }
+    }
+
+    pub fn with_meter(mut self, meter: Meter) -> Self {
+        self.meter = meter;
+        self
     }
 
     pub fn table_name(&self) -> &str {
         &self.table
     }
 
-    fn key(repo: &RepoName, module: &str) -> Item {
-        Item::from([
+    fn key(repo: &str, module: &str) -> Item {
+        HashMap::from([
             (a::REPO.to_string(), AttributeValue::S(repo.to_string())),
             (a::MODULE.to_string(), AttributeValue::S(module.to_string())),
         ])
     }
 
-    /// Takes the page's lock until `until` if it is free, expired, or already ours; creates the
-    /// row on first use.
-    pub async fn lock(
+    fn update(&self, repo: &str, module: &str) -> UpdateItemFluentBuilder {
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(Self::key(repo, module)))
+    }
+
+    /// Marks a page stale: its entries of `years` changed (none: only its figures did). Never
+    /// conditional: marking twice costs one more build at most, never a lost one.
+    pub async fn mark_stale(
         &self,
-        repo: &RepoName,
+        repo: &str,
+        module: &str,
+        years: &[i32],
+        now: OffsetDateTime,
+    ) -> Result<(), StoreError> {
+        self.mark(repo, module, years, false, now).await
+    }
+
+    /// Marks a page for a rebuild of every year (its pages must be published anew).
+    pub async fn mark_full_rebuild(
+        &self,
+        repo: &str,
+        module: &str,
+        now: OffsetDateTime,
+    ) -> Result<(), StoreError> {
+        self.mark(repo, module, &[], true, now).await
+    }
+
+    async fn mark(
+        &self,
+        repo: &str,
+        module: &str,
+        years: &[i32],
+        full: bool,
+        now: OffsetDateTime,
+    ) -> Result<(), StoreError> {
+        let mut u = Update::default();
+        u.set(a::STALE, AttributeValue::S(STALE_MARK.into()));
+        let since = u.name(a::STALE_SINCE);
+        let now_value = u.value("now", Some(AttributeValue::S(rfc3339_millis(now))));
+        u.sets
+            .push(format!("{since} = if_not_exists({since}, {now_value})"));
+        // The maps nested writes go into must exist.
+        for map in [a::NOTION, a::YEARS] {
+            let name = u.name(map);
+            let empty = u.value("empty", Some(AttributeValue::M(HashMap::new())));
+            u.sets
+                .push(format!("{name} = if_not_exists({name}, {empty})"));
+        }
+        if full {
+            u.set(a::FULL_REBUILD, AttributeValue::Bool(true));
+        }
+        u.add(a::VERSION, AttributeValue::N("1".into()));
+        if !years.is_empty() {
+            let mut set: Vec<String> = years.iter().map(|y| format!("{y:04}")).collect();
+            set.sort();
+            set.dedup();
+            u.add(a::STALE_YEARS, AttributeValue::Ss(set));
+        }
+        let result = u.apply(self.update(repo, module)).send().await;
+        self.meter.write();
+        applied(&self.table, "UpdateItem", result).map(drop)
+    }
+
+    /// Every stale page, oldest first (the sparse index: its cost is the stale pages only).
+    pub async fn stale_pages(&self) -> Result<Vec<StalePage>, StoreError> {
+        let mut pages = Vec::new();
+        let mut start = None;
+        loop {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(STALE_INDEX)
+                .key_condition_expression("#stale = :stale")
+                .expression_attribute_names("#stale", a::STALE)
+                .expression_attribute_values(":stale", AttributeValue::S(STALE_MARK.into()))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(|e| dynamo_error(&self.table, "Query", &e))?;
+            self.meter.read(out.items().len());
+            for item in out.items() {
+                let text = |name: &str| item.get(name).and_then(|v| v.as_s().ok()).cloned();
+                if let (Some(repo), Some(module), Some(stale_since)) =
+                    (text(a::REPO), text(a::MODULE), text(a::STALE_SINCE))
+                {
+                    pages.push(StalePage {
+                        repo,
+                        module,
+                        stale_since,
+                        last_built_at: text(a::LAST_BUILT_AT),
+                        build_until: text(a::BUILD_UNTIL),
+                    });
+                }
+            }
+            match out.last_evaluated_key {
+                Some(next) => start = Some(next),
+                None => return Ok(pages),
+            }
+        }
+    }
+
+    /// Takes a stale page's build lease until `until`, if no other build holds it and the last
+    /// build ended no later than `built_before` (at most one build per rebuild interval).
+    pub async fn claim_build(
+        &self,
+        repo: &str,
         module: &str,
         owner: &str,
         now: OffsetDateTime,
         until: OffsetDateTime,
-    ) -> Result<PageLock, StoreError> {
-        let result = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .set_key(Some(Self::key(repo, module)))
-            .update_expression(
-                "SET #owner = :owner, #until = :until, \
-                 #months = if_not_exists(#months, :empty), #entries = if_not_exists(#entries, :empty)",
-            )
-            .condition_expression(
-                "attribute_not_exists(#until) OR #until < :now OR #owner = :owner",
-            )
-            .expression_attribute_names("#owner", a::LOCK_OWNER)
-            .expression_attribute_names("#until", a::LOCK_UNTIL)
-            .expression_attribute_names("#months", a::MONTHS)
-            .expression_attribute_names("#entries", a::ENTRIES)
-            .expression_attribute_values(":owner", AttributeValue::S(owner.to_string()))
-            .expression_attribute_values(":until", AttributeValue::S(rfc3339_millis(until)))
-            .expression_attribute_values(":now", AttributeValue::S(rfc3339_millis(now)))
-            .expression_attribute_values(":empty", AttributeValue::M(Default::default()))
+        built_before: OffsetDateTime,
+    ) -> Result<BuildClaim, StoreError> {
+        let mut u = Update::default();
+        u.set(a::BUILD_OWNER, AttributeValue::S(owner.to_string()));
+        u.set(a::BUILD_UNTIL, AttributeValue::S(rfc3339_millis(until)));
+        let condition = format!(
+            "attribute_exists({stale}) AND (attribute_not_exists({lease}) OR {lease} < {now}) \
+             AND (attribute_not_exists({built}) OR {built} <= {before})",
+            stale = u.name(a::STALE),
+            lease = u.name(a::BUILD_UNTIL),
+            built = u.name(a::LAST_BUILT_AT),
+            now = u.value("now", Some(AttributeValue::S(rfc3339_millis(now)))),
+            before = u.value(
+                "before",
+                Some(AttributeValue::S(rfc3339_millis(built_before)))
+            ),
+        );
+        let request = u
+            .apply(self.update(repo, module))
+            .condition_expression(condition)
             .return_values(ReturnValue::AllNew)
-            .return_values_on_condition_check_failure(
-                aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure::AllOld,
-            )
-            .send()
-            .await;
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        let result = request.send().await;
+        self.meter.write();
         match result {
-            Ok(out) => Ok(PageLock::Held(parse_row(
-                &out.attributes.unwrap_or_default(),
+            Ok(out) => Ok(BuildClaim::Claimed(Box::new(
+                self.parse(out.attributes.unwrap_or_default())?,
             ))),
-            Err(e) => match e.as_service_error() {
-                Some(s) if s.is_conditional_check_failed_exception() => {
-                    let until = match s {
-                        aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(c) => c
-                            .item()
-                            .and_then(|i| i.get(a::LOCK_UNTIL))
-                            .and_then(|v| v.as_s().ok())
-                            .cloned(),
-                        _ => None,
-                    };
-                    Ok(PageLock::Busy { until })
+            Err(e) => match refused(&e) {
+                Some(None) => Ok(BuildClaim::NotStale),
+                Some(Some(old)) => {
+                    let old = self.parse(old)?;
+                    let now = rfc3339_millis(now);
+                    Ok(if old.stale.is_none() {
+                        BuildClaim::NotStale
+                    } else if old
+                        .build_until
+                        .as_deref()
+                        .is_some_and(|u| u >= now.as_str())
+                    {
+                        BuildClaim::Held
+                    } else {
+                        BuildClaim::TooSoon
+                    })
                 }
-                _ => Err(super::dynamo_error(&self.table, "UpdateItem", &e)),
+                None => Err(dynamo_error(&self.table, "UpdateItem", &e)),
             },
         }
     }
 
-    /// Lets the lock go (only ours).
-    pub async fn unlock(
+    /// Ends a build: records its figures and, when `version` is still the page's version,
+    /// clears the stale marker. `None`: the lease was lost (nothing written).
+    pub async fn complete_build(
         &self,
-        repo: &RepoName,
+        repo: &str,
         module: &str,
         owner: &str,
-    ) -> Result<bool, StoreError> {
-        self.write(
-            repo,
-            module,
-            owner,
-            "REMOVE #owner, #until",
-            Vec::new(),
-            Vec::new(),
-        )
-        .await
+        version: u64,
+        result: &BuildResult,
+        now: OffsetDateTime,
+    ) -> Result<Option<BuildCompletion>, StoreError> {
+        for completion in [BuildCompletion::Clean, BuildCompletion::StillStale] {
+            let mut u = Update::default();
+            u.set(
+                a::YEARS,
+                serde_dynamo::to_attribute_value(&result.years).map_err(|e| self.bad(e))?,
+            );
+            u.set(
+                a::ENTRY_COUNT,
+                AttributeValue::N(result.entry_count.to_string()),
+            );
+            u.set(
+                a::RECENT_AUTHORS,
+                serde_dynamo::to_attribute_value(&result.recent_authors)
+                    .map_err(|e| self.bad(e))?,
+            );
+            for (name, value) in [
+                (a::MAIN_CUTOFF, &result.main_cutoff),
+                (a::FIRST_MERGED_AT, &result.first_merged_at),
+                (a::LATEST_MERGED_AT, &result.latest_merged_at),
+            ] {
+                match value {
+                    Some(v) => u.set(name, AttributeValue::S(v.clone())),
+                    None => u.remove(name),
+                }
+            }
+            u.set(a::LAST_BUILT_AT, AttributeValue::S(rfc3339_millis(now)));
+            u.set(a::FAILED_BUILDS, AttributeValue::N("0".into()));
+            for gone in [
+                a::BUILD_OWNER,
+                a::BUILD_UNTIL,
+                a::LAST_ERROR,
+                a::ADVICE,
+                a::LAST_ERROR_AT,
+            ] {
+                u.remove(gone);
+            }
+            let mut condition = format!(
+                "{} = {}",
+                u.name(a::BUILD_OWNER),
+                u.value("owner", Some(AttributeValue::S(owner.to_string())))
+            );
+            if completion == BuildCompletion::Clean {
+                u.set(a::BUILT_VERSION, AttributeValue::N(version.to_string()));
+                for gone in [a::STALE, a::STALE_SINCE, a::STALE_YEARS, a::FULL_REBUILD] {
+                    u.remove(gone);
+                }
+                condition = format!(
+                    "{condition} AND {} = {}",
+                    u.name(a::VERSION),
+                    u.value("version", Some(AttributeValue::N(version.to_string())))
+                );
+            }
+            // Entries that changed during the build keep their years and the marker: the
+            // next build reads them again (never a lost change; at most a repeated one).
+            let request = u
+                .apply(self.update(repo, module))
+                .condition_expression(condition);
+            let sent = request.send().await;
+            self.meter.write();
+            if applied(&self.table, "UpdateItem", sent)? {
+                return Ok(Some(completion));
+            }
+        }
+        Ok(None)
     }
 
-    /// Notes that this holder is about to create the page.
-    pub async fn mark_creating(
+    /// Records a failed build on the page (and releases its lease): the error, what the operator
+    /// must do, and when, so the next build waits a rebuild interval before trying again.
+    pub async fn record_build_failure(
         &self,
-        repo: &RepoName,
+        repo: &str,
         module: &str,
         owner: &str,
+        error: &str,
+        advice: Option<&str>,
         now: OffsetDateTime,
     ) -> Result<bool, StoreError> {
-        self.write(
-            repo,
-            module,
-            owner,
-            "SET #started = :started",
-            vec![("#started", a::CREATE_STARTED_AT)],
-            vec![(":started", AttributeValue::S(rfc3339_millis(now)))],
-        )
-        .await
-    }
-
-    /// The page exists: its id and its header blocks.
-    pub async fn set_page(
-        &self,
-        repo: &RepoName,
-        module: &str,
-        owner: &str,
-        page_id: &str,
-        header_ids: &[String],
-        header_text: &[String],
-    ) -> Result<bool, StoreError> {
-        self.write(
-            repo,
-            module,
-            owner,
-            "SET #page = :page, #hids = :hids, #htext = :htext REMOVE #started",
-            vec![
-                ("#page", a::PAGE_ID),
-                ("#hids", a::HEADER_IDS),
-                ("#htext", a::HEADER_TEXT),
-                ("#started", a::CREATE_STARTED_AT),
-            ],
-            vec![
-                (":page", AttributeValue::S(page_id.to_string())),
-                (":hids", strings(header_ids)),
-                (":htext", strings(header_text)),
-            ],
-        )
-        .await
-    }
-
-    /// The header's text as it now stands on the page.
-    pub async fn set_header_text(
-        &self,
-        repo: &RepoName,
-        module: &str,
-        owner: &str,
-        header_text: &[String],
-    ) -> Result<bool, StoreError> {
-        self.write(
-            repo,
-            module,
-            owner,
-            "SET #htext = :htext",
-            vec![("#htext", a::HEADER_TEXT)],
-            vec![(":htext", strings(header_text))],
-        )
-        .await
-    }
-
-    /// An entry is on the page (and its month's heading, if it made one).
-    pub async fn set_entry(
-        &self,
-        repo: &RepoName,
-        module: &str,
-        owner: &str,
-        number: u64,
-        entry: &PageEntry,
-        month: Option<(&str, &str)>,
-    ) -> Result<bool, StoreError> {
-        let mut expression = "SET #entries.#n = :entry".to_string();
-        let mut names = vec![("#entries", a::ENTRIES)];
-        let number = number.to_string();
-        let value = AttributeValue::M(
-            [
-                ("last".to_string(), AttributeValue::S(entry.last.clone())),
-                (
-                    "mergedAt".to_string(),
-                    AttributeValue::S(entry.merged_at.clone()),
-                ),
-                (
-                    "author".to_string(),
-                    AttributeValue::S(entry.author.clone()),
-                ),
-            ]
-            .into(),
-        );
-        let mut values = vec![(":entry", value)];
-        let mut extra_names: Vec<(String, String)> = vec![("#n".into(), number)];
-        if let Some((label, id)) = month {
-            expression.push_str(", #months.#month = :heading");
-            names.push(("#months", a::MONTHS));
-            extra_names.push(("#month".into(), label.to_string()));
-            values.push((":heading", AttributeValue::S(id.to_string())));
+        let mut u = Update::default();
+        u.set(a::LAST_ERROR, AttributeValue::S(error.to_string()));
+        match advice {
+            Some(text) => u.set(a::ADVICE, AttributeValue::S(text.to_string())),
+            None => u.remove(a::ADVICE),
         }
-        self.write_with(repo, module, owner, &expression, names, extra_names, values)
-            .await
+        u.set(a::LAST_ERROR_AT, AttributeValue::S(rfc3339_millis(now)));
+        u.set(a::LAST_BUILT_AT, AttributeValue::S(rfc3339_millis(now)));
+        u.remove(a::BUILD_OWNER);
+        u.remove(a::BUILD_UNTIL);
+        let condition = format!(
+            "{} = {}",
+            u.name(a::BUILD_OWNER),
+            u.value("owner", Some(AttributeValue::S(owner.to_string())))
+        );
+        u.add(a::FAILED_BUILDS, AttributeValue::N("1".into()));
+        let request = u
+            .apply(self.update(repo, module))
+            .condition_expression(condition);
+        let result = request.send().await;
+        self.meter.write();
+        applied(&self.table, "UpdateItem", result)
     }
 
-    async fn write(
-        &self,
-        repo: &RepoName,
-        module: &str,
-        owner: &str,
-        expression: &str,
-        names: Vec<(&str, &str)>,
-        values: Vec<(&str, AttributeValue)>,
-    ) -> Result<bool, StoreError> {
-        self.write_with(repo, module, owner, expression, names, Vec::new(), values)
-            .await
-    }
-
-    /// An update conditional on holding the lock; `false` if it is no longer ours.
-    #[allow(clippy::too_many_arguments)]
-    async fn write_with(
-        &self,
-        repo: &RepoName,
-        module: &str,
-        owner: &str,
-        expression: &str,
-        names: Vec<(&str, &str)>,
-        extra_names: Vec<(String, String)>,
-        values: Vec<(&str, AttributeValue)>,
-    ) -> Result<bool, StoreError> {
-        let mut request = self
+    /// One page item, read consistently.
+    pub async fn get(&self, repo: &str, module: &str) -> Result<Option<PageItem>, StoreError> {
+        let out = self
             .client
-            .update_item()
+            .get_item()
             .table_name(&self.table)
             .set_key(Some(Self::key(repo, module)))
-            .update_expression(expression)
-            .condition_expression("#owner = :owner")
-            .expression_attribute_names("#owner", a::LOCK_OWNER)
-            .expression_attribute_values(":owner", AttributeValue::S(owner.to_string()));
-        if expression.contains("#until") {
-            request = request.expression_attribute_names("#until", a::LOCK_UNTIL);
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| dynamo_error(&self.table, "GetItem", &e))?;
+        self.meter.read(usize::from(out.item.is_some()));
+        out.item.map(|item| self.parse(item)).transpose()
+    }
+
+    /// Every page item of a repository (its modules and its index): one partition.
+    pub async fn repo_pages(&self, repo: &str) -> Result<Vec<PageItem>, StoreError> {
+        let mut pages = Vec::new();
+        let mut start = None;
+        loop {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("#repo = :repo")
+                .expression_attribute_names("#repo", a::REPO)
+                .expression_attribute_values(":repo", AttributeValue::S(repo.to_string()))
+                .consistent_read(true)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(|e| dynamo_error(&self.table, "Query", &e))?;
+            self.meter.read(out.items().len());
+            for item in out.items.unwrap_or_default() {
+                pages.push(self.parse(item)?);
+            }
+            match out.last_evaluated_key {
+                Some(next) => start = Some(next),
+                None => return Ok(pages),
+            }
         }
-        for (placeholder, name) in names {
-            request = request.expression_attribute_names(placeholder, name);
+    }
+
+    /// Claims the creation of the Notion page `label` of a page item until `until`: only if no
+    /// page is recorded for it and no other live claim exists. The item must exist (it does
+    /// once the page was marked stale).
+    pub async fn claim_notion_create(
+        &self,
+        repo: &str,
+        module: &str,
+        label: &str,
+        owner: &str,
+        now: OffsetDateTime,
+        until: OffsetDateTime,
+    ) -> Result<CreateClaim, StoreError> {
+        let claim = NotionPage {
+            create_owner: Some(owner.to_string()),
+            create_until: Some(rfc3339_millis(until)),
+            ..Default::default()
+        };
+        let result = self
+            .update(repo, module)
+            .update_expression("SET #notion.#label = :claim")
+            .condition_expression(
+                "attribute_exists(#notion) AND attribute_not_exists(#notion.#label.#id) AND \
+                 (attribute_not_exists(#notion.#label.#until) OR #notion.#label.#until < :now)",
+            )
+            .expression_attribute_names("#notion", a::NOTION)
+            .expression_attribute_names("#label", label)
+            .expression_attribute_names("#id", "id")
+            .expression_attribute_names("#until", "createUntil")
+            .expression_attribute_values(
+                ":claim",
+                serde_dynamo::to_attribute_value(&claim).map_err(|e| self.bad(e))?,
+            )
+            .expression_attribute_values(":now", AttributeValue::S(rfc3339_millis(now)))
+            .return_values(ReturnValue::UpdatedOld)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        self.meter.write();
+        match result {
+            Ok(out) => {
+                // An earlier claim (now expired) means a create may already have happened.
+                let retry = out
+                    .attributes
+                    .and_then(|old| old.get(a::NOTION).cloned())
+                    .is_some_and(|notion| {
+                        notion
+                            .as_m()
+                            .ok()
+                            .and_then(|m| m.get(label))
+                            .is_some_and(|entry| {
+                                entry.as_m().is_ok_and(|e| e.contains_key("createUntil"))
+                            })
+                    });
+                Ok(CreateClaim::Claimed { retry })
+            }
+            Err(e) => match refused(&e) {
+                Some(None) => Err(StoreError::Dynamo {
+                    operation: "UpdateItem",
+                    table: self.table.clone(),
+                    message: format!("no page item for {repo} {module}"),
+                }),
+                Some(Some(old)) => {
+                    let old = self.parse(old)?;
+                    match old.notion.get(label) {
+                        Some(page) if page.id.is_some() => Ok(CreateClaim::Exists(page.clone())),
+                        _ if !old.notion.is_empty() || old.version > 0 => Ok(CreateClaim::Held),
+                        _ => Err(StoreError::Dynamo {
+                            operation: "UpdateItem",
+                            table: self.table.clone(),
+                            message: format!("the page item of {repo} {module} has no notion map"),
+                        }),
+                    }
+                }
+                None => Err(dynamo_error(&self.table, "UpdateItem", &e)),
+            },
         }
-        for (placeholder, name) in extra_names {
-            request = request.expression_attribute_names(placeholder, name);
+    }
+
+    /// Records the Notion page created under `owner`'s claim. `false`: the claim was lost.
+    pub async fn record_notion_page(
+        &self,
+        repo: &str,
+        module: &str,
+        label: &str,
+        owner: &str,
+        id: &str,
+        url: &str,
+    ) -> Result<bool, StoreError> {
+        let page = NotionPage {
+            id: Some(id.to_string()),
+            url: Some(url.to_string()),
+            ..Default::default()
+        };
+        let result = self
+            .update(repo, module)
+            .update_expression("SET #notion.#label = :page")
+            .condition_expression("#notion.#label.#owner = :owner")
+            .expression_attribute_names("#notion", a::NOTION)
+            .expression_attribute_names("#label", label)
+            .expression_attribute_names("#owner", "createOwner")
+            .expression_attribute_values(
+                ":page",
+                serde_dynamo::to_attribute_value(&page).map_err(|e| self.bad(e))?,
+            )
+            .expression_attribute_values(":owner", AttributeValue::S(owner.to_string()))
+            .send()
+            .await;
+        self.meter.write();
+        applied(&self.table, "UpdateItem", result)
+    }
+
+    /// Gives a creation claim back after a create that certainly failed, so the next build
+    /// need not wait for it to expire.
+    pub async fn release_notion_claim(
+        &self,
+        repo: &str,
+        module: &str,
+        label: &str,
+        owner: &str,
+    ) -> Result<(), StoreError> {
+        let result = self
+            .update(repo, module)
+            .update_expression("REMOVE #notion.#label")
+            .condition_expression(
+                "#notion.#label.#owner = :owner AND attribute_not_exists(#notion.#label.#id)",
+            )
+            .expression_attribute_names("#notion", a::NOTION)
+            .expression_attribute_names("#label", label)
+            .expression_attribute_names("#owner", "createOwner")
+            .expression_attribute_names("#id", "id")
+            .expression_attribute_values(":owner", AttributeValue::S(owner.to_string()))
+            .send()
+            .await;
+        self.meter.write();
+        applied(&self.table, "UpdateItem", result).map(drop)
+    }
+
+    /// Forgets the Notion page recorded for `label`, if it is still `id` (it was deleted by
+    /// hand, or is no longer published).
+    pub async fn forget_notion_page(
+        &self,
+        repo: &str,
+        module: &str,
+        label: &str,
+        id: &str,
+    ) -> Result<(), StoreError> {
+        let result = self
+            .update(repo, module)
+            .update_expression("REMOVE #notion.#label")
+            .condition_expression("#notion.#label.#id = :id")
+            .expression_attribute_names("#notion", a::NOTION)
+            .expression_attribute_names("#label", label)
+            .expression_attribute_names("#id", "id")
+            .expression_attribute_values(":id", AttributeValue::S(id.to_string()))
+            .send()
+            .await;
+        self.meter.write();
+        applied(&self.table, "UpdateItem", result).map(drop)
+    }
+
+    fn parse(&self, item: Item) -> Result<PageItem, StoreError> {
+        serde_dynamo::from_item(item).map_err(|e| self.bad(e))
+    }
+
+    fn bad(&self, e: serde_dynamo::Error) -> StoreError {
+        StoreError::Dynamo {
+            operation: "convert",
+            table: self.table.clone(),
+            message: format!("a page item does not convert: {e}"),
         }
-        for (placeholder, value) in values {
-            request = request.expression_attribute_values(placeholder, value);
-        }
-        super::applied(&self.table, "UpdateItem", request.send().await)
     }
 }
 
-fn strings(values: &[String]) -> AttributeValue {
-    AttributeValue::L(values.iter().cloned().map(AttributeValue::S).collect())
-}
-
-fn parse_row(item: &Item) -> PageRow {
-    let s = |name: &str| item.get(name).and_then(|v| v.as_s().ok()).cloned();
-    let list = |name: &str| match item.get(name) {
-        Some(AttributeValue::L(l)) => l.iter().filter_map(|v| v.as_s().ok().cloned()).collect(),
-        _ => Vec::new(),
-    };
-    let map = |name: &str| -> BTreeMap<String, String> {
-        match item.get(name) {
-            Some(AttributeValue::M(m)) => m
-                .iter()
-                .filter_map(|(k, v)| Some((k.clone(), v.as_s().ok()?.clone())))
-                .collect(),
-            _ => BTreeMap::new(),
+/// For a refused conditional update: `Some(old item)` (`None` inside when there was no item);
+/// `None` when the error was not a refusal.
+fn refused(err: &aws_sdk_dynamodb::error::SdkError<UpdateItemError>) -> Option<Option<Item>> {
+    match err.as_service_error() {
+        Some(UpdateItemError::ConditionalCheckFailedException(c)) => {
+            Some(c.item().cloned().filter(|i| !i.is_empty()))
         }
-    };
-    PageRow {
-        page_id: s(a::PAGE_ID),
-        create_started: item.contains_key(a::CREATE_STARTED_AT),
-        header_ids: list(a::HEADER_IDS),
-        header_text: list(a::HEADER_TEXT),
-        months: map(a::MONTHS),
-        entries: match item.get(a::ENTRIES) {
-            Some(AttributeValue::M(m)) => m
-                .iter()
-                .filter_map(|(k, v)| {
-                    let fields = v.as_m().ok()?;
-                    let field = |name: &str| {
-                        fields
-                            .get(name)
-                            .and_then(|v| v.as_s().ok())
-                            .cloned()
-                            .unwrap_or_default()
-                    };
-                    Some((
-                        k.parse().ok()?,
-                        PageEntry {
-                            last: field("last"),
-                            merged_at: field("mergedAt"),
-                            author: field("author"),
-                        },
-                    ))
-                })
-                .collect(),
-            _ => BTreeMap::new(),
-        },
+        _ => None,
     }
 }

@@ -1,36 +1,104 @@
-//! The summarize worker's side of the PR table: a lease-guarded claim, the commit that ends the
-//! row's pending state, failures counted on the row, and the summarized rows a page is made of.
+//! The summarize worker's side of the PR table: a lease-guarded claim that counts the attempt,
+//! the intent written before any entry, the commit that ends the row's pending state, and the
+//! give-up (and revival) of a row that keeps failing.
+
+use std::collections::BTreeSet;
 
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
+use serde::Deserialize;
 use time::OffsetDateTime;
 
-use super::{attr, key, string, Item, PrStore, Refusal, StoreError, Update};
-use crate::domain::{rfc3339_millis, RepoName};
+use super::{attr, key, pending_shard, string, Item, PrStore, Refusal, StoreError, Update};
+use crate::domain::{rfc3339_millis, FileChange, IssueRef, RepoName};
+
+/// A PR row as the summarize stage reads it, parsed once from the item.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PrRow {
+    pub repo: String,
+    pub pr_number: u64,
+    pub title: String,
+    #[serde(default)]
+    pub body: Option<String>,
+    pub author: String,
+    #[serde(default)]
+    pub labels: Vec<String>,
+    pub url: String,
+    pub merged_at: String,
+    /// The changed files enrichment kept (most changed first), if it ran.
+    #[serde(default)]
+    pub files: Vec<FileChange>,
+    #[serde(default)]
+    pub changed_files: u64,
+    #[serde(default)]
+    pub linked_issues: Vec<IssueRef>,
+    #[serde(default)]
+    pub additions: u64,
+    #[serde(default)]
+    pub deletions: u64,
+    /// The summary paragraph, once written (kept so it is generated once).
+    #[serde(default)]
+    pub summary: Option<String>,
+    /// Summarize attempts so far, this one included (counted when the claim is taken).
+    #[serde(default)]
+    pub attempts: u32,
+    /// This claim's generation (every claim bumps it; entries carry it).
+    #[serde(default)]
+    pub generation: u64,
+    /// Modules this PR may have entries in.
+    #[serde(default)]
+    pub entry_modules: BTreeSet<String>,
+    #[serde(default)]
+    pub last_error: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("the PR row {repo}#{number} cannot be summarized: {message}")]
+pub struct RowError {
+    pub repo: String,
+    pub number: u64,
+    pub message: String,
+}
+
+impl PrRow {
+    pub fn from_item(item: &Item) -> Result<Self, RowError> {
+        let row: PrRow = serde_dynamo::from_item(item.clone()).map_err(|e| RowError {
+            repo: string(item, attr::REPO).unwrap_or("?").to_string(),
+            number: item
+                .get(attr::PR_NUMBER)
+                .and_then(|v| v.as_n().ok())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0),
+            message: e.to_string(),
+        })?;
+        if crate::domain::parse_rfc3339(&row.merged_at).is_none() {
+            return Err(RowError {
+                repo: row.repo.clone(),
+                number: row.pr_number,
+                message: format!("mergedAt {:?} is not an RFC 3339 time", row.merged_at),
+            });
+        }
+        Ok(row)
+    }
+}
 
 /// The summarize worker's claim on a row.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SummaryClaim {
-    /// This worker holds the lease; the row as it is now.
+    /// This worker holds the lease; the row as it is now (its attempt already counted).
     Claimed(Item),
     /// `summarizedAt` or `failedAt` is set: nothing left to do.
     Done,
-    /// Another worker's lease is live.
+    /// Another worker's lease is live. Not an attempt: nothing was written.
     Held { until: Option<String> },
     /// The row does not exist.
     Missing,
 }
 
-/// What recording a failure did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SummaryFailure {
-    /// Counted; the message should come back.
-    Retry { attempts: u32 },
-    /// `MAX_ATTEMPTS` reached: `failedAt`/`failedReason` set, pending marker removed.
-    GaveUp { attempts: u32 },
-}
-
 impl PrStore {
-    /// Takes the summary lease: only if the row is neither summarized nor failed and no live lease exists.
+    /// Takes the summary lease, only if the row is neither summarized nor failed and no live
+    /// lease exists, and counts the attempt in the same write: a worker that then crashes,
+    /// times out or panics has still used it up.
     pub async fn claim_summary(
         &self,
         repo: &RepoName,
@@ -42,6 +110,8 @@ impl PrStore {
         let mut update = Update::default();
         update.set(attr::LEASE_OWNER, AttributeValue::S(owner.to_string()));
         update.set(attr::LEASE_UNTIL, AttributeValue::S(rfc3339_millis(until)));
+        update.add(attr::ATTEMPTS, AttributeValue::N("1".into()));
+        update.add(attr::GENERATION, AttributeValue::N("1".into()));
         let condition = format!(
             "attribute_exists({repo}) AND attribute_not_exists({summarized}) AND attribute_not_exists({failed}) \
              AND (attribute_not_exists({lease}) OR {lease} < {now})",
@@ -59,8 +129,13 @@ impl PrStore {
             .condition_expression(condition)
             .return_values(ReturnValue::AllNew)
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        self.meter.write();
         match update.apply(request).send().await {
-            Ok(out) => Ok(SummaryClaim::Claimed(out.attributes.unwrap_or_default())),
+            Ok(out) => {
+                // The claim returns the row: the one item a summary reads.
+                self.meter.read(1);
+                Ok(SummaryClaim::Claimed(out.attributes.unwrap_or_default()))
+            }
             Err(e) => match self.refused_item(&e, repo, number).await? {
                 Refusal::Refused(None) => Ok(SummaryClaim::Missing),
                 Refusal::Refused(Some(item))
@@ -77,16 +152,42 @@ impl PrStore {
         }
     }
 
-    /// Ends the row's pending state: sets `summarizedAt`, `modules`, `summary`, and REMOVEs the
-    /// pending marker, the lease and the sweep's claim, only while `owner` still holds the lease.
-    /// `false`: the lease was lost, nothing written.
+    /// Before any entry is written: keeps the summary paragraph (so a retry reuses it and an
+    /// LLM is never asked twice) and adds the modules about to get entries to `entryModules`,
+    /// so a retry that tags the PR differently knows which entries to delete. `false`: the
+    /// lease was lost, nothing written.
+    pub async fn prepare_entries(
+        &self,
+        repo: &RepoName,
+        number: u64,
+        owner: &str,
+        summary: Option<&str>,
+        modules: &[String],
+    ) -> Result<bool, StoreError> {
+        let mut update = Update::default();
+        if let Some(summary) = summary {
+            update.set(attr::SUMMARY, AttributeValue::S(summary.to_string()));
+        }
+        if !modules.is_empty() {
+            update.add(attr::ENTRY_MODULES, AttributeValue::Ss(modules.to_vec()));
+        }
+        if update.sets.is_empty() && update.adds.is_empty() {
+            return Ok(true);
+        }
+        let condition = lease_condition(&mut update, owner);
+        self.update_if(repo, number, update, condition).await
+    }
+
+    /// Ends the row's pending state after its entries are written: sets `summarizedAt`,
+    /// `modules`, `entryModules` (exactly the modules written), and REMOVEs the pending marker,
+    /// the lease, the sweep's claim and the last error, only while `owner` still holds the
+    /// lease. `false`: the lease was lost, nothing written.
     pub async fn commit_summary(
         &self,
         repo: &RepoName,
         number: u64,
         owner: &str,
         modules: &[String],
-        summary: &str,
         now: OffsetDateTime,
     ) -> Result<bool, StoreError> {
         let mut update = Update::default();
@@ -100,7 +201,11 @@ impl PrStore {
                     .collect(),
             ),
         );
-        update.set(attr::SUMMARY, AttributeValue::S(summary.to_string()));
+        if modules.is_empty() {
+            update.remove(attr::ENTRY_MODULES);
+        } else {
+            update.set(attr::ENTRY_MODULES, AttributeValue::Ss(modules.to_vec()));
+        }
         for gone in [
             attr::PENDING_SHARD,
             attr::LEASE_OWNER,
@@ -114,189 +219,74 @@ impl PrStore {
         self.update_if(repo, number, update, condition).await
     }
 
-    /// Keeps the PR's summary paragraph on the row while `owner` holds the lease, before anything
-    /// is published, so a retry reuses it (an LLM is never asked twice). `false`: lease lost.
-    pub async fn save_summary(
-        &self,
-        repo: &RepoName,
-        number: u64,
-        owner: &str,
-        summary: &str,
-    ) -> Result<bool, StoreError> {
-        let mut update = Update::default();
-        update.set(attr::SUMMARY, AttributeValue::S(summary.to_string()));
-        let condition = lease_condition(&mut update, owner);
-        self.update_if(repo, number, update, condition).await
-    }
-
-    /// Counts a failed attempt and releases the lease; at `max_attempts` gives up on the row for
-    /// good (`failedAt`, `failedReason`, pending marker removed). `None`: the lease was lost.
-    #[allow(clippy::too_many_arguments)]
+    /// Records a failed attempt (already counted by the claim) and releases the lease, so the
+    /// message's next delivery can try again at once. `false`: the lease was lost.
     pub async fn record_summary_failure(
         &self,
         repo: &RepoName,
         number: u64,
         owner: &str,
-        attempts_before: u32,
-        max_attempts: u32,
         error: &str,
-        now: OffsetDateTime,
-    ) -> Result<Option<SummaryFailure>, StoreError> {
-        let attempts = attempts_before + 1;
+    ) -> Result<bool, StoreError> {
         let mut update = Update::default();
-        update.set(attr::ATTEMPTS, AttributeValue::N(attempts.to_string()));
         update.set(attr::LAST_ERROR, AttributeValue::S(error.to_string()));
         update.remove(attr::LEASE_OWNER);
         update.remove(attr::LEASE_UNTIL);
-        let gave_up = attempts >= max_attempts;
-        if gave_up {
-            update.set(attr::FAILED_AT, AttributeValue::S(rfc3339_millis(now)));
-            update.set(
-                attr::FAILED_REASON,
-                AttributeValue::S(format!(
-                    "gave up after {attempts} attempt{}; last error: {error}",
-                    if attempts == 1 { "" } else { "s" }
-                )),
-            );
-            update.remove(attr::PENDING_SHARD);
-            update.remove(attr::ENQUEUED_UNTIL);
-        }
         let condition = lease_condition(&mut update, owner);
-        let applied = self.update_if(repo, number, update, condition).await?;
-        Ok(applied.then_some(if gave_up {
-            SummaryFailure::GaveUp { attempts }
-        } else {
-            SummaryFailure::Retry { attempts }
-        }))
+        self.update_if(repo, number, update, condition).await
     }
 
-    /// Every summarized row of a repository (one partition, paginated), for regenerating its pages.
-    pub async fn summarized_rows(&self, repo: &RepoName) -> Result<Vec<Item>, StoreError> {
-        let mut rows = Vec::new();
-        let mut start = None;
-        loop {
-            let out = self
-                .client
-                .query()
-                .table_name(self.table_name())
-                .key_condition_expression("#repo = :repo")
-                .filter_expression("attribute_exists(#summarizedAt)")
-                // A commit that just happened must be seen (pages are rebuilt from these rows).
-                .consistent_read(true)
-                .expression_attribute_names("#repo", attr::REPO)
-                .expression_attribute_names("#summarizedAt", attr::SUMMARIZED_AT)
-                .expression_attribute_values(":repo", AttributeValue::S(repo.to_string()))
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(|e| self.dynamo_error("Query", &e))?;
-            rows.extend(out.items.unwrap_or_default());
-            match out.last_evaluated_key {
-                Some(next) => start = Some(next),
-                None => return Ok(rows),
-            }
-        }
-    }
-}
-
-/// What the Notion publisher recorded on a PR row for one module.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum NotionRecord {
-    /// The entry's top-level blocks are on this page.
-    Appended { page: String, blocks: Vec<String> },
-    /// An append was started and may or may not have happened.
-    Appending { page: String },
-}
-
-/// The row's record for `module`, if any.
-pub fn notion_record(item: &Item, module: &str) -> Option<NotionRecord> {
-    let record = item
-        .get(attr::NOTION)?
-        .as_m()
-        .ok()?
-        .get(module)?
-        .as_m()
-        .ok()?;
-    let page = record.get("page")?.as_s().ok()?.clone();
-    match record.get("blocks") {
-        Some(AttributeValue::L(ids)) => Some(NotionRecord::Appended {
-            page,
-            blocks: ids.iter().filter_map(|v| v.as_s().ok().cloned()).collect(),
-        }),
-        _ => Some(NotionRecord::Appending { page }),
-    }
-}
-
-impl PrStore {
-    /// Records, under the lease, what was put on `module`'s Notion page for this PR.
-    pub async fn save_notion_record(
+    /// Gives the row up for good under `owner`'s lease: `failedAt` (= `at`), `failedReason`,
+    /// the pending marker and the claims removed. The caller has already sent its message to
+    /// the DLQ, so the alarm never misses a given-up row. `false`: the lease was lost.
+    pub async fn give_up_summary(
         &self,
         repo: &RepoName,
         number: u64,
         owner: &str,
-        module: &str,
-        record: &NotionRecord,
-        now: OffsetDateTime,
+        reason: &str,
+        at: &str,
     ) -> Result<bool, StoreError> {
-        let value = match record {
-            NotionRecord::Appended { page, blocks } => AttributeValue::M(
-                [
-                    ("page".to_string(), AttributeValue::S(page.clone())),
-                    (
-                        "blocks".to_string(),
-                        AttributeValue::L(blocks.iter().cloned().map(AttributeValue::S).collect()),
-                    ),
-                ]
-                .into(),
-            ),
-            NotionRecord::Appending { page } => AttributeValue::M(
-                [
-                    ("page".to_string(), AttributeValue::S(page.clone())),
-                    (
-                        "appendingSince".to_string(),
-                        AttributeValue::S(rfc3339_millis(now)),
-                    ),
-                ]
-                .into(),
-            ),
-        };
-        // `notion.<module>` needs the map to exist: on a first record, create it, then retry.
-        for _ in 0..2 {
-            let nested = self
-                .client
-                .update_item()
-                .table_name(self.table_name())
-                .set_key(Some(key(repo, number)))
-                .update_expression("SET #notion.#module = :record")
-                .condition_expression("attribute_exists(#notion) AND #owner = :owner")
-                .expression_attribute_names("#notion", attr::NOTION)
-                .expression_attribute_names("#module", module)
-                .expression_attribute_names("#owner", attr::LEASE_OWNER)
-                .expression_attribute_values(":record", value.clone())
-                .expression_attribute_values(":owner", AttributeValue::S(owner.to_string()))
-                .send()
-                .await;
-            if self.applied("UpdateItem", nested)? {
-                return Ok(true);
-            }
-            let create = self
-                .client
-                .update_item()
-                .table_name(self.table_name())
-                .set_key(Some(key(repo, number)))
-                .update_expression("SET #notion = if_not_exists(#notion, :empty)")
-                .condition_expression("#owner = :owner")
-                .expression_attribute_names("#notion", attr::NOTION)
-                .expression_attribute_names("#owner", attr::LEASE_OWNER)
-                .expression_attribute_values(":empty", AttributeValue::M(Default::default()))
-                .expression_attribute_values(":owner", AttributeValue::S(owner.to_string()))
-                .send()
-                .await;
-            if !self.applied("UpdateItem", create)? {
-                return Ok(false);
-            }
+        let mut update = Update::default();
+        update.set(attr::FAILED_AT, AttributeValue::S(at.to_string()));
+        update.set(attr::FAILED_REASON, AttributeValue::S(reason.to_string()));
+        for gone in [
+            attr::PENDING_SHARD,
+            attr::ENQUEUED_UNTIL,
+            attr::LEASE_OWNER,
+            attr::LEASE_UNTIL,
+        ] {
+            update.remove(gone);
         }
-        Ok(false)
+        let condition = lease_condition(&mut update, owner);
+        self.update_if(repo, number, update, condition).await
+    }
+
+    /// A given-up row comes back to life when the message it was given up with is redriven:
+    /// only if it is still failed at `failed_at` (that give-up, not a later one), `failedAt`,
+    /// `failedReason` and `attempts` are cleared and the pending marker is back. `false`: it
+    /// was not failed at that time (already revived, reprocessed, or failed again since).
+    pub async fn revive_failed(
+        &self,
+        repo: &RepoName,
+        number: u64,
+        failed_at: &str,
+    ) -> Result<bool, StoreError> {
+        let mut update = Update::default();
+        for gone in [attr::FAILED_AT, attr::FAILED_REASON, attr::ATTEMPTS] {
+            update.remove(gone);
+        }
+        update.set(
+            attr::PENDING_SHARD,
+            AttributeValue::S(pending_shard(number, self.table.pending_shards)),
+        );
+        let condition = format!(
+            "attribute_not_exists({summarized}) AND {failed} = {at}",
+            summarized = update.name(attr::SUMMARIZED_AT),
+            failed = update.name(attr::FAILED_AT),
+            at = update.value("at", Some(AttributeValue::S(failed_at.to_string()))),
+        );
+        self.update_if(repo, number, update, condition).await
     }
 }
 

@@ -48,6 +48,7 @@ impl PrStore {
             .send()
             .await
             .map_err(|e| self.dynamo_error("Query", &e))?;
+        self.meter.read(out.scanned_count().max(0) as usize);
         let rows = out.items().iter().filter_map(pending_row).collect();
         Ok(PendingPage {
             rows,

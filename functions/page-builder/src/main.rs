@@ -1,0 +1,33 @@
+//! Lambda on an EventBridge Scheduler schedule (`rate(1 minute)`): one tick of the page builder
+//! per invocation. Thin: the builds are `shared::pages::build`; this logs the report and the
+//! Embedded Metric Format line CloudWatch turns into metrics.
+
+use lambda_runtime::{service_fn, Error, LambdaEvent};
+use shared::config::BuilderConfig;
+use shared::enrich::deadline_from_epoch_millis;
+use shared::pages::build::{emf_line, BuildReport, PageBuilder};
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    shared::telemetry::init_lambda();
+    let config = BuilderConfig::from_env()?;
+    let sdk = shared::aws::sdk_config().await;
+    let builder = PageBuilder::from_config(&config, &sdk).await?;
+    let builder = &builder;
+    // The scheduler's payload carries nothing the builder needs: any JSON is accepted.
+    lambda_runtime::run(service_fn(
+        move |event: LambdaEvent<serde_json::Value>| async move {
+            let now = time::OffsetDateTime::now_utc();
+            let report: BuildReport = builder
+                .tick(
+                    now,
+                    deadline_from_epoch_millis(event.context.deadline),
+                    &event.context.request_id,
+                )
+                .await?;
+            println!("{}", emf_line(&report, now));
+            Ok::<BuildReport, Error>(report)
+        },
+    ))
+    .await
+}

@@ -1,0 +1,329 @@
+//! Synthetic repository histories for benchmarks and tests: deterministic (a seeded generator),
+//! shaped like real ones. A few hot modules take most PRs (Zipf weights), some PRs span several
+//! modules, bodies are the kinds real repositories have (filled-in templates, squash-merge
+//! lists with trailers, Dependabot and Renovate bodies, one-liners, empty ones), and merges come
+//! at a steady rate, so a longer history is an older one (as in life), not a denser one.
+
+use shared::domain::FileChange;
+use time::{Duration, OffsetDateTime};
+
+/// What to generate.
+#[derive(Debug, Clone)]
+pub struct HistorySpec {
+    pub prs: usize,
+    pub modules: usize,
+    /// Merges per day.
+    pub per_day: f64,
+    pub seed: u64,
+    /// When the newest PR merged.
+    pub end: OffsetDateTime,
+}
+
+/// One generated merged PR.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyntheticPr {
+    pub number: u64,
+    pub title: String,
+    pub body: String,
+    pub author: String,
+    pub labels: Vec<String>,
+    pub merged_at: OffsetDateTime,
+    pub files: Vec<FileChange>,
+}
+
+/// A small deterministic generator (a 64-bit LCG): the same spec gives the same history.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed ^ 0x9E37_79B9_7F4A_7C15)
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 33) % n.max(1)
+    }
+
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+
+    /// An index in `0..n`, low ones far likelier (weights 1, 1/2, 1/3, …).
+    pub fn zipf(&mut self, n: usize) -> usize {
+        let total: f64 = (1..=n).map(|i| 1.0 / i as f64).sum();
+        let mut x = (self.below(1_000_000) as f64 / 1_000_000.0) * total;
+        for i in 0..n {
+            x -= 1.0 / (i + 1) as f64;
+            if x <= 0.0 {
+                return i;
+            }
+        }
+        n - 1
+    }
+
+    pub fn pick<'a>(&mut self, items: &'a [&'a str]) -> &'a str {
+        items[self.below(items.len() as u64) as usize]
+    }
+}
+
+const MODULE_NAMES: &[&str] = &[
+    "api",
+    "web",
+    "core",
+    "cli",
+    "auth",
+    "billing",
+    "search",
+    "storage",
+    "worker",
+    "sdk",
+    "gateway",
+    "admin",
+    "mobile",
+    "analytics",
+    "notifications",
+    "payments",
+    "scheduler",
+    "importer",
+    "exporter",
+    "reports",
+    "config",
+    "telemetry",
+    "cache",
+    "queue",
+    "ledger",
+    "identity",
+    "media",
+    "i18n",
+    "plugins",
+    "migrations",
+    "docs",
+    "tools",
+    "bench",
+    "infra",
+];
+const VERBS: &[&str] = &[
+    "add", "fix", "refactor", "speed up", "document", "simplify", "remove", "rename", "harden",
+    "support",
+];
+const OBJECTS: &[&str] = &[
+    "retry handling",
+    "the connection pool",
+    "pagination",
+    "error messages",
+    "the config loader",
+    "timeouts",
+    "the cache key",
+    "batch writes",
+    "input validation",
+    "the CLI flags",
+    "logging",
+    "the schema",
+    "rate limiting",
+    "date parsing",
+];
+const DEPS: &[&str] = &[
+    "serde", "tokio", "reqwest", "clap", "axum", "tracing", "hyper",
+];
+
+/// A history of `spec.prs` merged PRs, oldest first, numbered from 1.
+pub fn history(spec: &HistorySpec) -> Vec<SyntheticPr> {
+    let mut rng = Rng::new(spec.seed);
+    let modules: Vec<String> = (0..spec.modules)
+        .map(|i| match MODULE_NAMES.get(i) {
+            Some(name) => name.to_string(),
+            None => format!("module{i}"),
+        })
+        .collect();
+    let humans: Vec<String> = (0..40).map(|i| format!("dev{i:02}")).collect();
+    let step = Duration::seconds_f64(86_400.0 / spec.per_day.max(0.01));
+    let start = spec.end - step * (spec.prs.saturating_sub(1) as f64);
+    let mut out = Vec::with_capacity(spec.prs);
+    for i in 0..spec.prs {
+        let number = i as u64 + 1;
+        // Merges are irregular around the steady rate.
+        let jitter = Duration::seconds(rng.below((step.whole_seconds().max(2) / 2) as u64) as i64);
+        let merged_at = start + step * (i as f64) + jitter;
+        let kind = rng.below(100);
+        let pr = if kind < 8 {
+            dependency_bump(&mut rng, number, merged_at)
+        } else {
+            change(&mut rng, number, merged_at, &modules, &humans, kind)
+        };
+        out.push(pr);
+    }
+    out
+}
+
+fn dependency_bump(rng: &mut Rng, number: u64, merged_at: OffsetDateTime) -> SyntheticPr {
+    let dep = rng.pick(DEPS);
+    let (major, minor) = (1 + rng.below(3), rng.below(40));
+    let from = format!("{major}.{minor}.{}", rng.below(9));
+    let to = format!("{major}.{}.0", minor + 1);
+    let bot = rng.chance(60);
+    let (title, body, author) = if bot {
+        (
+            format!("chore(deps): bump {dep} from {from} to {to}"),
+            format!(
+                "Bumps [{dep}](https://github.com/example/{dep}) from {from} to {to}.\n<details>\n<summary>Release notes</summary>\n<p>Sourced from {dep}'s releases.</p>\n</details>\n\nDependabot will resolve any conflicts with this PR as long as you don't alter it yourself.\n\n---\n\n<details>\n<summary>Dependabot commands and options</summary>\n\n- `@dependabot rebase` will rebase this PR\n</details>\n"
+            ),
+            "dependabot[bot]",
+        )
+    } else {
+        (
+            format!("Update Rust crate {dep} to v{to}"),
+            format!(
+                "[![Mend Renovate](https://app.renovatebot.com/images/banner.svg)](https://renovatebot.com)\n\nThis PR contains the following updates:\n\n| Package | Change |\n|---|---|\n| {dep} | `{from}` -> `{to}` |\n\n---\n\nThis PR was generated by [Mend Renovate](https://mend.io/renovate/).\n"
+            ),
+            "renovate[bot]",
+        )
+    };
+    SyntheticPr {
+        number,
+        title,
+        body,
+        author: author.to_string(),
+        labels: vec!["dependencies".into()],
+        merged_at,
+        files: vec![
+            FileChange {
+                path: "Cargo.toml".into(),
+                additions: 1,
+                deletions: 1,
+            },
+            FileChange {
+                path: "Cargo.lock".into(),
+                additions: 4 + rng.below(20),
+                deletions: 4 + rng.below(20),
+            },
+        ],
+    }
+}
+
+fn change(
+    rng: &mut Rng,
+    number: u64,
+    merged_at: OffsetDateTime,
+    modules: &[String],
+    humans: &[String],
+    kind: u64,
+) -> SyntheticPr {
+    let home = modules[rng.zipf(modules.len())].clone();
+    let mut touched = vec![home.clone()];
+    if rng.chance(25) {
+        let other = modules[rng.zipf(modules.len())].clone();
+        if other != home {
+            touched.push(other);
+        }
+    }
+    let verb = rng.pick(VERBS);
+    let object = rng.pick(OBJECTS);
+    let conventional = match verb {
+        "fix" | "harden" => "fix",
+        "document" => "docs",
+        "refactor" | "simplify" | "rename" | "remove" => "refactor",
+        _ => "feat",
+    };
+    let title = if rng.chance(60) {
+        format!("{conventional}({home}): {verb} {object}")
+    } else {
+        let mut t = format!("{verb} {object} in {home}");
+        t[..1].make_ascii_uppercase();
+        t
+    };
+    let mut files = Vec::new();
+    for module in &touched {
+        let count = if rng.chance(3) {
+            40 + rng.below(80)
+        } else {
+            1 + rng.below(6)
+        };
+        for f in 0..count {
+            files.push(FileChange {
+                path: format!(
+                    "{module}/src/{}/{}.rs",
+                    object.split(' ').next_back().unwrap_or("x"),
+                    f
+                ),
+                additions: rng.below(200),
+                deletions: rng.below(60),
+            });
+        }
+    }
+    if rng.chance(10) {
+        files.push(FileChange {
+            path: "README.md".into(),
+            additions: 1 + rng.below(10),
+            deletions: rng.below(5),
+        });
+    }
+    let body = match kind {
+        8..=40 => format!(
+            "<!-- Please describe your change and link the issue it fixes. -->\r\n## What\r\n\r\nThis PR makes {home} {verb} {object}: callers no longer see stale results when the upstream answers slowly.\r\n\r\n## Why\r\n\r\nReported in #{}; the old behaviour hid the real error.\r\n\r\n## Checklist\r\n- [x] Tests added\r\n- [ ] Docs updated\r\n",
+            number.saturating_sub(1 + rng.below(50))
+        ),
+        41..=60 => format!(
+            "* {verb} {object}\r\n\r\n* address review comments\r\n\r\n* fix tests\r\n\r\n---------\r\n\r\nSigned-off-by: {} <dev@example.com>\r\nCo-authored-by: {} <other@example.com>\r\n",
+            humans[0], humans[1]
+        ),
+        61..=85 => format!("{verb} {object} so that {home} handles the empty case."),
+        _ => String::new(),
+    };
+    let author = humans[rng.zipf(humans.len())].clone();
+    let mut labels = Vec::new();
+    if conventional == "fix" && rng.chance(50) {
+        labels.push("bug".to_string());
+    }
+    if rng.chance(20) {
+        labels.push(format!("area/{home}"));
+    }
+    SyntheticPr {
+        number,
+        title,
+        body,
+        author,
+        labels,
+        merged_at,
+        files,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(prs: usize) -> HistorySpec {
+        HistorySpec {
+            prs,
+            modules: 30,
+            per_day: 6.0,
+            seed: 7,
+            end: time::macros::datetime!(2026-11-30 12:00 UTC),
+        }
+    }
+
+    #[test]
+    fn histories_are_deterministic_steady_and_skewed() {
+        let a = history(&spec(2_000));
+        assert_eq!(a, history(&spec(2_000)));
+        assert_eq!(a.len(), 2_000);
+        assert!(a.windows(2).all(|w| w[0].merged_at <= w[1].merged_at));
+        let days = (a[1_999].merged_at - a[0].merged_at).whole_days();
+        assert!(
+            (320..=340).contains(&days),
+            "{days} days for 2,000 PRs at 6 a day"
+        );
+        // A few hot modules take most PRs.
+        let hot = a
+            .iter()
+            .filter(|p| p.files.iter().any(|f| f.path.starts_with("api/")))
+            .count();
+        assert!(hot > 300, "{hot}");
+        assert!(a.iter().any(|p| p.author == "dependabot[bot]"));
+        assert!(a.iter().any(|p| p.body.contains("Signed-off-by")));
+        assert!(a.iter().any(|p| p.files.len() > 40));
+    }
+}

@@ -1,0 +1,211 @@
+//! What one summarized PR puts on each module page it touched: a [`ModuleEntry`] per module,
+//! holding only that module's files (for "key files") and a count of the rest. Pure.
+
+use std::collections::BTreeMap;
+
+use crate::domain::{
+    FileChange, ModuleCount, ModuleEntry, RepoName, ENTRY_MAX_ELSEWHERE, ENTRY_MAX_FILES,
+};
+use crate::store::PrRow;
+use crate::tagging::{file_modules, RepoModules};
+
+/// Linked issues kept on one entry.
+pub const ENTRY_MAX_ISSUES: usize = 10;
+/// Labels kept on one entry.
+pub const ENTRY_MAX_LABELS: usize = 10;
+
+/// The PR's entry for each of `modules` (the modules [`crate::tagging::tag_modules`] gave).
+pub fn module_entries(
+    repo: &RepoName,
+    row: &PrRow,
+    modules: &[String],
+    summary: &str,
+    config: Option<&RepoModules>,
+) -> Vec<ModuleEntry> {
+    // Each known file's modules, once.
+    let tagged: Vec<(&FileChange, Vec<&str>)> = row
+        .files
+        .iter()
+        .map(|f| (f, file_modules(&f.path, config, None)))
+        .collect();
+    let mut per_module: BTreeMap<&str, u64> = BTreeMap::new();
+    for (_, of_file) in &tagged {
+        for m in of_file {
+            *per_module.entry(m).or_default() += 1;
+        }
+    }
+    let kind = crate::summary::conventional_type(&row.title).0;
+    modules
+        .iter()
+        .map(|module| {
+            let mut here: Vec<FileChange> = tagged
+                .iter()
+                .filter(|(_, of_file)| of_file.contains(&module.as_str()))
+                .map(|(f, _)| (*f).clone())
+                .collect();
+            let files_here = here.len() as u64;
+            here.sort_by(|a, b| b.churn().cmp(&a.churn()).then(a.path.cmp(&b.path)));
+            here.truncate(ENTRY_MAX_FILES);
+            let files_elsewhere = tagged
+                .iter()
+                .filter(|(_, of_file)| !of_file.contains(&module.as_str()))
+                .count() as u64;
+            let mut elsewhere: Vec<ModuleCount> = per_module
+                .iter()
+                .filter(|(m, _)| **m != module.as_str())
+                .map(|(m, n)| ModuleCount {
+                    module: (*m).to_string(),
+                    files: *n,
+                })
+                .collect();
+            elsewhere.sort_by(|a, b| b.files.cmp(&a.files).then(a.module.cmp(&b.module)));
+            elsewhere.truncate(ENTRY_MAX_ELSEWHERE);
+            ModuleEntry {
+                repo: repo.to_string(),
+                module: module.clone(),
+                number: row.pr_number,
+                title: row.title.clone(),
+                url: row.url.clone(),
+                author: row.author.clone(),
+                merged_at: row.merged_at.clone(),
+                kind: kind.clone(),
+                labels: row.labels.iter().take(ENTRY_MAX_LABELS).cloned().collect(),
+                summary: summary.to_string(),
+                linked_issues: row
+                    .linked_issues
+                    .iter()
+                    .take(ENTRY_MAX_ISSUES)
+                    .cloned()
+                    .collect(),
+                additions: row.additions,
+                deletions: row.deletions,
+                files: here,
+                files_here,
+                elsewhere,
+                files_elsewhere,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tagging::ModulesConfig;
+
+    fn row(files: &[(&str, u64, u64)]) -> PrRow {
+        PrRow {
+            repo: "acme/app".into(),
+            pr_number: 7,
+            title: "feat(api): add paging".into(),
+            body: None,
+            author: "alice".into(),
+            labels: vec!["enhancement".into()],
+            url: "https://github.com/acme/app/pull/7".into(),
+            merged_at: "2024-03-01T10:00:00Z".into(),
+            files: files
+                .iter()
+                .map(|(p, a, d)| FileChange {
+                    path: p.to_string(),
+                    additions: *a,
+                    deletions: *d,
+                })
+                .collect(),
+            changed_files: files.len() as u64,
+            linked_issues: vec![],
+            additions: 30,
+            deletions: 3,
+            summary: None,
+            attempts: 1,
+            generation: 1,
+            entry_modules: Default::default(),
+            last_error: None,
+        }
+    }
+
+    #[test]
+    fn each_module_gets_its_own_files_and_a_count_of_the_rest() {
+        let config = ModulesConfig::from_yaml(
+            "acme/app:\n  api: ['api/**']\n  docs: ['**/*.md']\n  web: ['web/**']\n",
+        )
+        .unwrap();
+        let repo = RepoName::parse("acme/app").unwrap();
+        let r = row(&[
+            ("api/a.rs", 1, 0),
+            ("api/b.rs", 20, 2),
+            ("api/README.md", 3, 0),
+            ("web/x.ts", 5, 1),
+            ("tools/gen.sh", 1, 1),
+        ]);
+        let modules = crate::tagging::tag_modules(
+            &repo,
+            &r.files.iter().map(|f| f.path.as_str()).collect::<Vec<_>>(),
+            config.for_repo(&repo),
+            None,
+        );
+        assert_eq!(modules, ["api", "docs", "tools", "web"]);
+        let entries = module_entries(&repo, &r, &modules, "Adds paging.", config.for_repo(&repo));
+        let api = &entries[0];
+        assert_eq!(api.module, "api");
+        let paths: Vec<&str> = api.files.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            ["api/b.rs", "api/README.md", "api/a.rs"],
+            "most changed first"
+        );
+        assert_eq!((api.files_here, api.files_elsewhere), (3, 2));
+        assert_eq!(
+            api.elsewhere,
+            vec![
+                ModuleCount {
+                    module: "docs".into(),
+                    files: 1
+                },
+                ModuleCount {
+                    module: "tools".into(),
+                    files: 1
+                },
+                ModuleCount {
+                    module: "web".into(),
+                    files: 1
+                },
+            ]
+        );
+        assert_eq!(api.kind.as_deref(), Some("feat"));
+        let docs = &entries[1];
+        assert_eq!(docs.files.len(), 1);
+        assert_eq!(docs.files_elsewhere, 4);
+        assert_eq!(
+            docs.elsewhere[0],
+            ModuleCount {
+                module: "api".into(),
+                files: 3
+            }
+        );
+    }
+
+    #[test]
+    fn a_pr_without_known_files_is_one_entry_of_the_repository() {
+        let repo = RepoName::parse("acme/app").unwrap();
+        let r = row(&[]);
+        let entries = module_entries(&repo, &r, &["acme/app".to_string()], "S.", None);
+        assert_eq!(entries.len(), 1);
+        assert_eq!((entries[0].files_here, entries[0].files_elsewhere), (0, 0));
+        assert!(entries[0].files.is_empty() && entries[0].elsewhere.is_empty());
+    }
+
+    #[test]
+    fn entries_are_bounded() {
+        let repo = RepoName::parse("acme/app").unwrap();
+        let files: Vec<(String, u64, u64)> = (0..300)
+            .map(|i| (format!("src/f{i:03}.rs"), i, 0))
+            .collect();
+        let refs: Vec<(&str, u64, u64)> =
+            files.iter().map(|(p, a, d)| (p.as_str(), *a, *d)).collect();
+        let r = row(&refs);
+        let entries = module_entries(&repo, &r, &["src".to_string()], "S.", None);
+        assert_eq!(entries[0].files.len(), ENTRY_MAX_FILES);
+        assert_eq!(entries[0].files_here, 300);
+        assert_eq!(entries[0].files[0].path, "src/f299.rs");
+    }
+}

@@ -1,0 +1,664 @@
+//! The page builder: on each tick, find the stale pages (the sparse `stale` index), and for
+//! each claim its build (at most once per rebuild interval, however many PRs landed), read only
+//! that module's entries (its newest ones, plus the years whose entries changed), lay out its
+//! documents, publish them whole, and complete the build conditionally on the page's version.
+//!
+//! Cost of one build: at most [`MAIN_MAX_ENTRIES`] entries for the module page, plus one read
+//! of each changed year of that module; never the repository's history.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use serde::Serialize;
+use time::OffsetDateTime;
+
+use super::content::{self, IndexRow, ModuleFacts};
+use super::layout::{self, MAIN_MAX_ENTRIES};
+use super::{DocKey, Document};
+use crate::config::BuilderConfig;
+use crate::domain::{rfc3339_millis, year_of, ModuleEntry, PageItem, RepoName, YearStats};
+use crate::publish::{
+    MarkdownPublisher, NotionPublisher, PageSet, PublishError, Published, Publisher, Publishers,
+    S3MarkdownPublisher,
+};
+use crate::store::{
+    BuildClaim, BuildCompletion, BuildResult, EntryStore, Meter, MeterReading, PageStore,
+    StalePage, StoreError, INDEX_MODULE,
+};
+use crate::tagging::{self, ModulesConfig, TaggingError};
+
+/// Time kept back from the invocation's deadline: no build starts after it.
+const DEADLINE_MARGIN: Duration = Duration::from_secs(10);
+/// The shortest build lease.
+const MIN_LEASE: Duration = Duration::from_secs(1);
+/// Builds of one page in one invocation when published pages turn out deleted.
+const PUBLISH_ATTEMPTS: usize = 3;
+
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Publish(#[from] PublishError),
+    #[error("the page item names an invalid repository: {0}")]
+    Repo(String),
+}
+
+impl BuildError {
+    pub fn advice(&self) -> Option<&str> {
+        match self {
+            BuildError::Publish(e) => e.advice(),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BuilderInitError {
+    #[error(transparent)]
+    Tagging(#[from] TaggingError),
+    #[error("the Notion token: {0}")]
+    Secret(#[from] crate::secret::SecretError),
+}
+
+/// What one tick did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BuildReport {
+    /// Stale pages listed.
+    pub stale: usize,
+    /// Builds completed (clean or still stale).
+    pub built: usize,
+    /// Of those, pages that changed again during their build (built again later).
+    pub still_stale: usize,
+    /// Built less than one rebuild interval ago: left for a later tick.
+    pub too_soon: usize,
+    /// Being built by another builder.
+    pub held: usize,
+    pub failed: usize,
+    pub documents: usize,
+    pub bytes: usize,
+    pub removed: usize,
+    pub publish_requests: u64,
+    /// DynamoDB items read by the tick (the stale index, entries, page items).
+    pub items_read: u64,
+    pub stopped_early: bool,
+}
+
+/// What building one page did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BuildOutcome {
+    Built {
+        completion: BuildCompletion,
+        published: Published,
+    },
+    NotStale,
+    Held,
+    TooSoon,
+    /// The build failed; recorded on the page item.
+    Failed(String),
+    /// The lease was lost before the build completed.
+    LeaseLost,
+}
+
+pub struct PageBuilder {
+    entries: EntryStore,
+    pages: PageStore,
+    publisher: Arc<dyn Publisher>,
+    modules: ModulesConfig,
+    interval: Duration,
+    concurrency: usize,
+    deadline_margin: Duration,
+    meter: Meter,
+}
+
+impl PageBuilder {
+    /// A builder over these stores (their reads counted into a meter of its own).
+    pub fn new(
+        entries: EntryStore,
+        pages: PageStore,
+        publisher: Arc<dyn Publisher>,
+        modules: ModulesConfig,
+        interval: Duration,
+    ) -> Self {
+        let meter = Meter::default();
+        PageBuilder {
+            entries: entries.with_meter(meter.clone()),
+            pages: pages.with_meter(meter.clone()),
+            publisher,
+            modules,
+            interval,
+            concurrency: 2,
+            deadline_margin: DEADLINE_MARGIN,
+            meter,
+        }
+    }
+
+    /// No build starts later than this before the deadline (default 10 s).
+    pub fn with_deadline_margin(mut self, margin: Duration) -> Self {
+        self.deadline_margin = margin;
+        self
+    }
+
+    pub fn with_concurrency(mut self, concurrency: usize) -> Self {
+        self.concurrency = concurrency.max(1);
+        self
+    }
+
+    /// From configuration: the publishers (Markdown to a directory or S3; Notion when
+    /// configured, with Markdown too if asked), the modules config.
+    pub async fn from_config(
+        config: &BuilderConfig,
+        sdk: &aws_config::SdkConfig,
+    ) -> Result<Self, BuilderInitError> {
+        let modules = ModulesConfig::load_or_bundled(
+            config.modules_file.as_deref(),
+            config.modules_param.as_deref(),
+            sdk,
+        )
+        .await?;
+        let dynamo = aws_sdk_dynamodb::Client::new(sdk);
+        let pages = PageStore::new(dynamo.clone(), config.pages_table.clone());
+        let markdown: Arc<dyn Publisher> = match &config.output_s3 {
+            Some((bucket, prefix)) => Arc::new(S3MarkdownPublisher::new(
+                crate::aws::s3_client(sdk),
+                bucket,
+                prefix,
+            )),
+            None => Arc::new(MarkdownPublisher::new(&config.output_dir)),
+        };
+        let publisher: Arc<dyn Publisher> = match &config.notion {
+            None => markdown,
+            Some(notion) => {
+                let token = notion.token.resolve(sdk).await?.ok_or_else(|| {
+                    crate::secret::SecretError::EmptyParameter {
+                        name: crate::config::NOTION_TOKEN.into(),
+                    }
+                })?;
+                let notion: Arc<dyn Publisher> = Arc::new(NotionPublisher::new(
+                    crate::notion::NotionClient::new(&notion.api_url, token),
+                    &notion.parent_page_id,
+                    pages.clone(),
+                ));
+                if config.markdown_with_notion {
+                    Arc::new(Publishers(vec![markdown, notion]))
+                } else {
+                    notion
+                }
+            }
+        };
+        tracing::info!(publisher = publisher.name(), "page builder publisher");
+        Ok(Self::new(
+            EntryStore::new(dynamo, config.entries_table.clone()),
+            pages,
+            publisher,
+            modules,
+            config.rebuild_interval,
+        )
+        .with_concurrency(config.concurrency))
+    }
+
+    pub fn meter(&self) -> &Meter {
+        &self.meter
+    }
+
+    /// One tick: every stale page that may be built now, module pages first, then the index
+    /// pages of their repositories; none started after the deadline's margin.
+    pub async fn tick(
+        &self,
+        now: OffsetDateTime,
+        deadline: Instant,
+        invocation: &str,
+    ) -> Result<BuildReport, StoreError> {
+        let before = self.meter.reading();
+        let mut report = BuildReport::default();
+        let stale = self.pages.stale_pages().await?;
+        report.stale = stale.len();
+        let built_before = rfc3339_millis(now - self.interval);
+        let now_text = rfc3339_millis(now);
+        let mut modules: Vec<StalePage> = Vec::new();
+        let mut indexes: BTreeSet<String> = BTreeSet::new();
+        for page in stale {
+            if page
+                .last_built_at
+                .as_deref()
+                .is_some_and(|t| t > built_before.as_str())
+            {
+                report.too_soon += 1;
+            } else if page
+                .build_until
+                .as_deref()
+                .is_some_and(|t| t >= now_text.as_str())
+            {
+                report.held += 1;
+            } else if page.is_index() {
+                indexes.insert(page.repo);
+            } else {
+                modules.push(page);
+            }
+        }
+        let outcomes: Vec<(String, BuildOutcome)> = futures::stream::iter(modules)
+            .map(|page| async move {
+                let outcome = self
+                    .build_if_time(&page.repo, &page.module, deadline, invocation)
+                    .await;
+                (page.repo, outcome)
+            })
+            .buffer_unordered(self.concurrency)
+            .collect()
+            .await;
+        for (repo, outcome) in &outcomes {
+            if matches!(outcome, BuildOutcome::Built { .. }) {
+                indexes.insert(repo.clone());
+            }
+        }
+        let mut all = outcomes;
+        for repo in indexes {
+            let outcome = self
+                .build_if_time(&repo, INDEX_MODULE, deadline, invocation)
+                .await;
+            all.push((repo, outcome));
+        }
+        for (_, outcome) in all {
+            match outcome {
+                BuildOutcome::Built {
+                    completion,
+                    published,
+                } => {
+                    report.built += 1;
+                    if completion == BuildCompletion::StillStale {
+                        report.still_stale += 1;
+                    }
+                    report.documents += published.documents;
+                    report.bytes += published.bytes;
+                    report.removed += published.removed;
+                    report.publish_requests += published.requests;
+                }
+                BuildOutcome::NotStale => {}
+                BuildOutcome::Held | BuildOutcome::LeaseLost => report.held += 1,
+                BuildOutcome::TooSoon => report.too_soon += 1,
+                BuildOutcome::Failed(_) => report.failed += 1,
+            }
+        }
+        report.stopped_early = Instant::now() + self.deadline_margin >= deadline;
+        report.items_read = (self.meter.reading() - before).items_read;
+        Ok(report)
+    }
+
+    async fn build_if_time(
+        &self,
+        repo: &str,
+        module: &str,
+        deadline: Instant,
+        invocation: &str,
+    ) -> BuildOutcome {
+        if Instant::now() + self.deadline_margin >= deadline {
+            return BuildOutcome::TooSoon;
+        }
+        let owner = format!("{invocation}/{repo}/{module}");
+        match self.build(repo, module, &owner, deadline).await {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                tracing::warn!(repo, module, error = %e, "page build failed before it could be recorded");
+                BuildOutcome::Failed(e.to_string())
+            }
+        }
+    }
+
+    /// Builds one page if it is stale and may be built now: claim, build, publish, complete.
+    /// A failure of the build is recorded on the page item (with advice), never on PR rows.
+    pub async fn build(
+        &self,
+        repo: &str,
+        module: &str,
+        owner: &str,
+        deadline: Instant,
+    ) -> Result<BuildOutcome, StoreError> {
+        let now = OffsetDateTime::now_utc();
+        let lease = deadline
+            .saturating_duration_since(Instant::now())
+            .max(MIN_LEASE);
+        let claim = self
+            .pages
+            .claim_build(repo, module, owner, now, now + lease, now - self.interval)
+            .await?;
+        let item = match claim {
+            BuildClaim::Claimed(item) => item,
+            BuildClaim::NotStale => return Ok(BuildOutcome::NotStale),
+            BuildClaim::Held => return Ok(BuildOutcome::Held),
+            BuildClaim::TooSoon => return Ok(BuildOutcome::TooSoon),
+        };
+        let started = Instant::now();
+        let built = if module == INDEX_MODULE {
+            self.build_index(&item, owner, deadline).await
+        } else {
+            self.build_module(&item, owner, deadline).await
+        };
+        match built {
+            Ok((result, published)) => {
+                let completion = self
+                    .pages
+                    .complete_build(
+                        repo,
+                        module,
+                        owner,
+                        item.version,
+                        &result,
+                        OffsetDateTime::now_utc(),
+                    )
+                    .await?;
+                tracing::info!(
+                    repo,
+                    module,
+                    outcome = ?completion,
+                    documents = published.documents,
+                    bytes = published.bytes,
+                    requests = published.requests,
+                    duration_ms = started.elapsed().as_secs_f64() * 1000.0,
+                    "page built"
+                );
+                Ok(match completion {
+                    Some(completion) => BuildOutcome::Built {
+                        completion,
+                        published,
+                    },
+                    None => {
+                        // Another builder took the page over while this one was publishing: what
+                        // this one wrote may be older than what the other did. Built again.
+                        tracing::warn!(
+                            repo,
+                            module,
+                            "the build lease expired during the build; the page is built again"
+                        );
+                        self.pages
+                            .mark_stale(repo, module, &[], OffsetDateTime::now_utc())
+                            .await?;
+                        BuildOutcome::LeaseLost
+                    }
+                })
+            }
+            Err(BuildError::Publish(PublishError::LeaseLost)) => Ok(BuildOutcome::LeaseLost),
+            Err(error) => {
+                tracing::warn!(repo, module, error = %error, advice = error.advice().unwrap_or(""), "page build failed; it is retried after the rebuild interval");
+                self.pages
+                    .record_build_failure(
+                        repo,
+                        module,
+                        owner,
+                        &error.to_string(),
+                        error.advice(),
+                        OffsetDateTime::now_utc(),
+                    )
+                    .await?;
+                Ok(BuildOutcome::Failed(error.to_string()))
+            }
+        }
+    }
+
+    async fn build_module(
+        &self,
+        item: &PageItem,
+        owner: &str,
+        deadline: Instant,
+    ) -> Result<(BuildResult, Published), BuildError> {
+        let mut item = item.clone();
+        let mut full = item.full_rebuild;
+        let mut also: BTreeSet<i32> = BTreeSet::new();
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match self
+                .build_module_once(&item, owner, deadline, full, &also)
+                .await
+            {
+                Err(BuildError::Publish(PublishError::Missing(keys)))
+                    if attempt < PUBLISH_ATTEMPTS =>
+                {
+                    for key in keys {
+                        match key {
+                            DocKey::Archive { label, .. } => {
+                                also.insert(year_of(&label));
+                            }
+                            _ => full = true,
+                        }
+                    }
+                    // The publisher forgot the pages that are gone: read what it recorded.
+                    if let Some(fresh) = self.pages.get(&item.repo, &item.module).await? {
+                        if fresh.build_owner.as_deref() != Some(owner) {
+                            return Err(PublishError::LeaseLost.into());
+                        }
+                        item.notion = fresh.notion;
+                    }
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn build_module_once(
+        &self,
+        item: &PageItem,
+        owner: &str,
+        deadline: Instant,
+        full: bool,
+        also: &BTreeSet<i32>,
+    ) -> Result<(BuildResult, Published), BuildError> {
+        let (repo, module) = (item.repo.as_str(), item.module.as_str());
+        let repo_name = RepoName::parse(repo).map_err(|e| BuildError::Repo(e.to_string()))?;
+        let mut facts = ModuleFacts {
+            repo: repo.to_string(),
+            module: module.to_string(),
+            paths: tagging::module_paths(&repo_name, module, self.modules.for_repo(&repo_name)),
+            archive_years: archive_years(&item.years),
+            ..Default::default()
+        };
+        let newest = self.entries.newest(repo, module, MAIN_MAX_ENTRIES).await?;
+        let shown = layout::main_count(&facts, &newest);
+        let main: &[ModuleEntry] = &newest[..shown];
+        let cutoff = main.last().map(ModuleEntry::order_key);
+
+        let mut dirty: BTreeSet<i32> = item.stale_years.iter().map(|y| year_of(y)).collect();
+        dirty.extend(also);
+        let stored_years = item.years.keys().map(|y| year_of(y));
+        if full {
+            dirty.extend(stored_years.clone());
+            dirty.extend(main.iter().map(ModuleEntry::year));
+        }
+        // Entries between the old and the new cutoff moved between the page and the archive.
+        match (&item.main_cutoff, &cutoff) {
+            (Some(old), Some(new)) if old != new => {
+                let (a, b) = (
+                    year_of(old).min(year_of(new)),
+                    year_of(old).max(year_of(new)),
+                );
+                dirty.extend(a..=b);
+            }
+            (Some(_), None) | (None, _) => dirty.extend(stored_years),
+            _ => {}
+        }
+
+        let mut years = item.years.clone();
+        let mut docs: Vec<Document> = Vec::new();
+        let mut removed: Vec<DocKey> = Vec::new();
+        for year in dirty {
+            let label = format!("{year:04}");
+            let old_parts = years
+                .get(&label)
+                .map(|s| s.parts.clone())
+                .unwrap_or_default();
+            let all = self.entries.year(repo, module, year).await?;
+            let archived: Vec<ModuleEntry> = all
+                .iter()
+                .filter(|e| cutoff.as_ref().is_none_or(|c| e.order_key() < *c))
+                .cloned()
+                .collect();
+            let year_docs = if archived.is_empty() {
+                Vec::new()
+            } else {
+                layout::archive_year(repo, module, year, &archived)
+            };
+            let parts: Vec<String> = year_docs
+                .iter()
+                .map(|d| d.key.label().to_string())
+                .collect();
+            removed.extend(old_parts.iter().filter(|p| !parts.contains(p)).map(|p| {
+                DocKey::Archive {
+                    repo: repo.to_string(),
+                    module: module.to_string(),
+                    label: p.clone(),
+                }
+            }));
+            match (all.first(), all.last()) {
+                (Some(first), Some(last)) => {
+                    years.insert(
+                        label,
+                        YearStats {
+                            count: all.len() as u64,
+                            first: first.merged_at.clone(),
+                            last: last.merged_at.clone(),
+                            archived: archived.len() as u64,
+                            parts,
+                        },
+                    );
+                }
+                _ => {
+                    years.remove(&label);
+                }
+            }
+            docs.extend(year_docs);
+        }
+
+        facts.entry_count = years.values().map(|y| y.count).sum();
+        facts.first_merged_at = years.values().map(|y| y.first.clone()).min();
+        facts.latest_merged_at = newest.first().map(|e| e.merged_at.clone());
+        facts.recent_authors = content::recent_authors(main);
+        facts.archive_years = archive_years(&years);
+        let mut all_docs = vec![content::module_page(&facts, main)];
+        all_docs.extend(docs);
+        // The index lists this module (and, in Notion, holds its page): its item must exist.
+        self.pages
+            .mark_stale(repo, INDEX_MODULE, &[], OffsetDateTime::now_utc())
+            .await?;
+        let published = self
+            .publisher
+            .publish(&PageSet {
+                item,
+                repo_items: &[],
+                docs: &all_docs,
+                removed: &removed,
+                owner,
+                deadline,
+            })
+            .await?;
+        Ok((
+            BuildResult {
+                years,
+                main_cutoff: cutoff,
+                entry_count: facts.entry_count,
+                first_merged_at: facts.first_merged_at,
+                latest_merged_at: facts.latest_merged_at,
+                recent_authors: facts.recent_authors,
+            },
+            published,
+        ))
+    }
+
+    async fn build_index(
+        &self,
+        item: &PageItem,
+        owner: &str,
+        deadline: Instant,
+    ) -> Result<(BuildResult, Published), BuildError> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let items = self.pages.repo_pages(&item.repo).await?;
+            let rows: Vec<IndexRow> = items
+                .iter()
+                .filter(|i| i.module != INDEX_MODULE && i.entry_count > 0)
+                .map(|i| IndexRow {
+                    module: i.module.clone(),
+                    entry_count: i.entry_count,
+                    latest_merged_at: i.latest_merged_at.clone(),
+                    recent_authors: i.recent_authors.clone(),
+                })
+                .collect();
+            let current = items
+                .iter()
+                .find(|i| i.module == INDEX_MODULE)
+                .cloned()
+                .unwrap_or_else(|| item.clone());
+            let doc = content::index_page(&item.repo, &rows);
+            let result = self
+                .publisher
+                .publish(&PageSet {
+                    item: &current,
+                    repo_items: &items,
+                    docs: std::slice::from_ref(&doc),
+                    removed: &[],
+                    owner,
+                    deadline,
+                })
+                .await;
+            match result {
+                Ok(published) => {
+                    let result = BuildResult {
+                        entry_count: rows.iter().map(|r| r.entry_count).sum(),
+                        latest_merged_at: rows
+                            .iter()
+                            .filter_map(|r| r.latest_merged_at.clone())
+                            .max(),
+                        ..Default::default()
+                    };
+                    return Ok((result, published));
+                }
+                Err(PublishError::Missing(_)) if attempt < PUBLISH_ATTEMPTS => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// Items read so far by this builder.
+    pub fn reading(&self) -> MeterReading {
+        self.meter.reading()
+    }
+}
+
+/// Years with archived entries, oldest first.
+fn archive_years(years: &BTreeMap<String, YearStats>) -> Vec<(String, u64)> {
+    years
+        .iter()
+        .filter(|(_, s)| s.archived > 0)
+        .map(|(y, s)| (y.clone(), s.archived))
+        .collect()
+}
+
+/// The run's figures as one Embedded Metric Format line (CloudWatch Logs turns it into metrics
+/// with no API call).
+pub fn emf_line(report: &BuildReport, now: OffsetDateTime) -> String {
+    let timestamp = (now.unix_timestamp_nanos() / 1_000_000) as i64;
+    serde_json::json!({
+        "_aws": {
+            "Timestamp": timestamp,
+            "CloudWatchMetrics": [{
+                "Namespace": "Chronicle",
+                "Dimensions": [[]],
+                "Metrics": [
+                    {"Name": "StalePages", "Unit": "Count"},
+                    {"Name": "PagesBuilt", "Unit": "Count"},
+                    {"Name": "PageBuildsFailed", "Unit": "Count"},
+                    {"Name": "PublishRequests", "Unit": "Count"},
+                    {"Name": "PageItemsRead", "Unit": "Count"}
+                ]
+            }]
+        },
+        "StalePages": report.stale,
+        "PagesBuilt": report.built,
+        "PageBuildsFailed": report.failed,
+        "PublishRequests": report.publish_requests,
+        "PageItemsRead": report.items_read,
+    })
+    .to_string()
+}

@@ -1,0 +1,560 @@
+//! What the pages say, as blocks: a module's page (header, its recent entries by month, links
+//! to its archive pages), an archive page (a year, quarter, month or part of one), and the
+//! repository's index of modules. Pure: the same entries always give the same blocks.
+
+use std::collections::BTreeMap;
+
+use time::OffsetDateTime;
+
+use super::{Block, DocKey, Document, Span};
+use crate::domain::{parse_rfc3339, AuthorCount, ModuleEntry};
+use crate::summary::{cap, collapse_whitespace};
+
+/// How many of an entry's files in its module the page names.
+pub const KEY_FILES: usize = 5;
+/// How many authors a header or an index line names.
+pub const TOP_AUTHORS: usize = 5;
+/// A title longer than this is cut, with an ellipsis.
+pub const TITLE_MAX_CHARS: usize = 200;
+/// The longest summary paragraph shown.
+pub const SUMMARY_MAX_CHARS: usize = 800;
+/// A path longer than this is cut (keeps every paragraph within Notion's 2,000 characters).
+pub const PATH_MAX_CHARS: usize = 150;
+/// Issues an entry names.
+pub const ISSUES_SHOWN: usize = 5;
+
+/// What the module page's header says about the module.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ModuleFacts {
+    pub repo: String,
+    pub module: String,
+    /// What the module covers (its globs, or the directory it stands for).
+    pub paths: Vec<String>,
+    pub entry_count: u64,
+    pub first_merged_at: Option<String>,
+    pub latest_merged_at: Option<String>,
+    /// The most active authors of the entries on the module page.
+    pub recent_authors: Vec<AuthorCount>,
+    /// Years with archived entries, oldest first: (year, how many).
+    pub archive_years: Vec<(String, u64)>,
+}
+
+/// `<repo> · <module>`
+pub fn module_title(repo: &str, module: &str) -> String {
+    format!("{repo} · {module}")
+}
+
+/// The module's page: its header, its entries (newest first, by month), then its archive.
+pub fn module_page(facts: &ModuleFacts, entries: &[ModuleEntry]) -> Document {
+    let key = DocKey::Module {
+        repo: facts.repo.clone(),
+        module: facts.module.clone(),
+    };
+    let mut blocks = header(facts, entries.len());
+    blocks.extend(entry_groups(entries));
+    if !facts.archive_years.is_empty() {
+        blocks.push(Block::Heading {
+            level: 2,
+            spans: vec![Span::text("Older pull requests")],
+        });
+        for (year, count) in facts.archive_years.iter().rev() {
+            let child = DocKey::Archive {
+                repo: facts.repo.clone(),
+                module: facts.module.clone(),
+                label: year.clone(),
+            };
+            blocks.push(Block::Child {
+                title: archive_title(&facts.repo, &facts.module, year),
+                key: child,
+                note: vec![Span::text(count_of(*count, "merged pull request"))],
+            });
+        }
+    }
+    Document {
+        title: module_title(&facts.repo, &facts.module),
+        key,
+        parent: Some(DocKey::Index {
+            repo: facts.repo.clone(),
+        }),
+        blocks,
+    }
+}
+
+fn header(facts: &ModuleFacts, shown: usize) -> Vec<Block> {
+    let mut paths = vec![Span::text("Paths: ")];
+    if facts.paths.is_empty() {
+        paths.push(Span::text("not known (the changed files were not fetched)"));
+    }
+    for (i, p) in facts.paths.iter().enumerate() {
+        if i > 0 {
+            paths.push(Span::text(", "));
+        }
+        paths.push(Span::code(p.clone()));
+    }
+    paths.push(Span::text("."));
+    let counts = if facts.entry_count == 0 {
+        "No merged pull requests yet.".to_string()
+    } else {
+        let span = match (&facts.first_merged_at, &facts.latest_merged_at) {
+            (Some(first), Some(latest)) => {
+                format!(", first merged {}, latest {}", date(first), date(latest))
+            }
+            _ => String::new(),
+        };
+        let archived = facts.entry_count.saturating_sub(shown as u64);
+        let rest = if archived > 0 {
+            format!(
+                " The {shown} most recent are below; the {archived} older ones are in the archive pages at the end."
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "{}{span}.{rest}",
+            count_of(facts.entry_count, "merged pull request")
+        )
+    };
+    let authors = if facts.recent_authors.is_empty() {
+        "Most active recently: nobody yet.".to_string()
+    } else {
+        format!(
+            "Most active recently: {}.",
+            authors_list(&facts.recent_authors)
+        )
+    };
+    vec![
+        Block::Paragraph(paths),
+        Block::Paragraph(vec![Span::text(counts)]),
+        Block::Paragraph(vec![Span::text(authors)]),
+    ]
+}
+
+fn authors_list(authors: &[AuthorCount]) -> String {
+    authors
+        .iter()
+        .take(TOP_AUTHORS)
+        .map(|a| format!("@{} ({})", one_line(&a.login), a.count))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The most frequent authors of these entries, most first (ties by name).
+pub fn recent_authors(entries: &[ModuleEntry]) -> Vec<AuthorCount> {
+    let mut by_author: BTreeMap<&str, u64> = BTreeMap::new();
+    for e in entries {
+        *by_author.entry(e.author.as_str()).or_default() += 1;
+    }
+    let mut authors: Vec<AuthorCount> = by_author
+        .into_iter()
+        .map(|(login, count)| AuthorCount {
+            login: login.to_string(),
+            count,
+        })
+        .collect();
+    authors.sort_by(|a, b| b.count.cmp(&a.count).then(a.login.cmp(&b.login)));
+    authors.truncate(TOP_AUTHORS);
+    authors
+}
+
+/// The title of an archive page: `<repo> · <module> · 2019`, `… · 2019 Q1`, `… · March 2019`,
+/// `… · March 2019, part 2`.
+pub fn archive_title(repo: &str, module: &str, label: &str) -> String {
+    format!("{} · {}", module_title(repo, module), period_name(label))
+}
+
+/// A label as words: `2019`, `2019 Q1`, `March 2019`, `March 2019, part 2`.
+pub fn period_name(label: &str) -> String {
+    let parts: Vec<&str> = label.split('-').collect();
+    match parts.as_slice() {
+        [year] => year.to_string(),
+        [year, q] if q.starts_with('Q') => format!("{year} {q}"),
+        [year, month] => format!("{} {year}", month_name(month)),
+        [year, month, part] => format!(
+            "{} {year}, part {}",
+            month_name(month),
+            part.trim_start_matches('p')
+        ),
+        _ => label.to_string(),
+    }
+}
+
+fn month_name(month: &str) -> String {
+    month
+        .parse::<u8>()
+        .ok()
+        .and_then(|m| time::Month::try_from(m).ok())
+        .map(|m| m.to_string())
+        .unwrap_or_else(|| month.to_string())
+}
+
+/// An archive page: either its entries (newest first, by month) or, when the period was too big
+/// for one page, links to the pages it was split into.
+pub fn archive_page(
+    key: DocKey,
+    parent: DocKey,
+    entries: &[ModuleEntry],
+    children: &[(DocKey, u64)],
+) -> Document {
+    let (repo, module, label) = match &key {
+        DocKey::Archive {
+            repo,
+            module,
+            label,
+        } => (repo.clone(), module.clone(), label.clone()),
+        other => (
+            other.repo().to_string(),
+            other.item_module().to_string(),
+            String::new(),
+        ),
+    };
+    let module_key = DocKey::Module {
+        repo: repo.clone(),
+        module: module.clone(),
+    };
+    let count: u64 = if children.is_empty() {
+        entries.len() as u64
+    } else {
+        children.iter().map(|(_, n)| n).sum()
+    };
+    let mut blocks = vec![Block::Paragraph(vec![
+        Span::text(format!(
+            "{} of {module} merged in {}, newest first. Back to ",
+            count_of(count, "pull request"),
+            period_name(&label)
+        )),
+        Span::page(module_title(&repo, &module), module_key),
+        Span::text("."),
+    ])];
+    if children.is_empty() {
+        blocks.extend(entry_groups(entries));
+    } else {
+        for (child, n) in children.iter().rev() {
+            blocks.push(Block::Child {
+                title: archive_title(&repo, &module, child.label()),
+                key: child.clone(),
+                note: vec![Span::text(count_of(*n, "merged pull request"))],
+            });
+        }
+    }
+    Document {
+        title: archive_title(&repo, &module, &label),
+        key,
+        parent: Some(parent),
+        blocks,
+    }
+}
+
+/// One line of the repository index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexRow {
+    pub module: String,
+    pub entry_count: u64,
+    pub latest_merged_at: Option<String>,
+    pub recent_authors: Vec<AuthorCount>,
+}
+
+/// Above this many modules the index names the modules without their figures (Notion's
+/// limit of blocks per request).
+pub const INDEX_MAX_NOTES: usize = 300;
+
+/// The repository's index: every module, most recently active first, with its count, latest
+/// merge and most active recent authors.
+pub fn index_page(repo: &str, rows: &[IndexRow]) -> Document {
+    let mut rows: Vec<&IndexRow> = rows.iter().collect();
+    rows.sort_by(|a, b| {
+        b.latest_merged_at
+            .cmp(&a.latest_merged_at)
+            .then(a.module.cmp(&b.module))
+    });
+    let total: u64 = rows.iter().map(|r| r.entry_count).sum();
+    let mut blocks = vec![Block::Paragraph(vec![Span::text(format!(
+        "{}, {} between them, most recently active first.",
+        count_of(rows.len() as u64, "module"),
+        count_of(total, "merged pull request")
+    ))])];
+    for (i, row) in rows.iter().enumerate() {
+        let mut note = Vec::new();
+        if i < INDEX_MAX_NOTES {
+            let mut text = count_of(row.entry_count, "merged pull request");
+            if let Some(latest) = &row.latest_merged_at {
+                text.push_str(&format!(", latest {}", date(latest)));
+            }
+            if !row.recent_authors.is_empty() {
+                let names: Vec<String> = row
+                    .recent_authors
+                    .iter()
+                    .take(3)
+                    .map(|a| format!("@{}", one_line(&a.login)))
+                    .collect();
+                text.push_str(&format!(" · recently {}", names.join(", ")));
+            }
+            note.push(Span::text(text));
+        }
+        blocks.push(Block::Child {
+            key: DocKey::Module {
+                repo: repo.to_string(),
+                module: row.module.clone(),
+            },
+            title: module_title(repo, &row.module),
+            note,
+        });
+    }
+    Document {
+        key: DocKey::Index {
+            repo: repo.to_string(),
+        },
+        title: format!("{repo} · modules"),
+        parent: None,
+        blocks,
+    }
+}
+
+/// Entries (newest first) under a heading per month.
+pub fn entry_groups(entries: &[ModuleEntry]) -> Vec<Block> {
+    let mut blocks = Vec::new();
+    let mut current: Option<String> = None;
+    for entry in entries {
+        let month = month_of(&entry.merged_at);
+        if current.as_deref() != Some(month.as_str()) {
+            blocks.push(Block::Heading {
+                level: 2,
+                spans: vec![Span::text(month.clone())],
+            });
+            current = Some(month);
+        }
+        blocks.extend(entry_blocks(entry));
+    }
+    blocks
+}
+
+/// One entry: its heading (date, linked title, number); who, what kind, labels and size; the
+/// summary; its key files in this module and what else it touched; the issues it closes.
+pub fn entry_blocks(e: &ModuleEntry) -> Vec<Block> {
+    let mut blocks = vec![Block::Heading {
+        level: 3,
+        spans: vec![
+            Span::text(format!("{} — ", date(&e.merged_at))),
+            Span::link(cap(&one_line(&e.title), TITLE_MAX_CHARS), &e.url),
+            Span::text(format!(" (#{})", e.number)),
+        ],
+    }];
+    let mut meta = vec![Span::text(format!("by @{}", one_line(&e.author)))];
+    if let Some(kind) = &e.kind {
+        meta.push(Span::text(" · "));
+        meta.push(Span::code(kind.clone()));
+    }
+    if !e.labels.is_empty() {
+        let labels: Vec<String> = e.labels.iter().map(|l| one_line(l)).collect();
+        meta.push(Span::text(format!(" · labels: {}", labels.join(", "))));
+    }
+    if e.additions + e.deletions > 0 {
+        meta.push(Span::text(format!(" · +{}/−{}", e.additions, e.deletions)));
+    }
+    blocks.push(Block::Paragraph(meta));
+
+    let summary =
+        super::blocks::inline_spans(&cap(&collapse_whitespace(&e.summary), SUMMARY_MAX_CHARS));
+    if !summary.is_empty() {
+        blocks.push(Block::Paragraph(summary));
+    }
+
+    if !e.files.is_empty() {
+        let mut spans = vec![Span::text("Key files: ")];
+        for (i, f) in e.files.iter().take(KEY_FILES).enumerate() {
+            if i > 0 {
+                spans.push(Span::text(", "));
+            }
+            spans.push(Span::code(cap(&one_line(&f.path), PATH_MAX_CHARS)));
+            spans.push(Span::text(format!(" (+{}/−{})", f.additions, f.deletions)));
+        }
+        let shown = e.files.len().min(KEY_FILES) as u64;
+        let more = e.files_here.saturating_sub(shown);
+        spans.push(Span::text(if more > 0 {
+            format!(
+                " and {more} more {}.",
+                if more == 1 { "file" } else { "files" }
+            )
+        } else {
+            ".".to_string()
+        }));
+        blocks.push(Block::Paragraph(spans));
+    }
+    if e.files_elsewhere > 0 {
+        let named: Vec<String> = e
+            .elsewhere
+            .iter()
+            .map(|m| format!("{} ({})", one_line(&m.module), count_of(m.files, "file")))
+            .collect();
+        let text = if named.is_empty() {
+            format!(
+                "Also touched: {} elsewhere.",
+                count_of(e.files_elsewhere, "file")
+            )
+        } else {
+            format!("Also touched: {}.", named.join(", "))
+        };
+        blocks.push(Block::Paragraph(vec![Span::text(text)]));
+    }
+
+    if !e.linked_issues.is_empty() {
+        let mut spans = vec![Span::text("Closes: ")];
+        for (i, issue) in e.linked_issues.iter().take(ISSUES_SHOWN).enumerate() {
+            if i > 0 {
+                spans.push(Span::text(", "));
+            }
+            let label = if issue.number > 0 {
+                format!("#{} {}", issue.number, one_line(&issue.title))
+            } else {
+                one_line(&issue.title)
+            };
+            spans.push(Span::link(cap(&label, TITLE_MAX_CHARS), &issue.url));
+            spans.push(Span::text(format!(" ({})", one_line(&issue.state))));
+        }
+        let more = e.linked_issues.len().saturating_sub(ISSUES_SHOWN);
+        spans.push(Span::text(if more > 0 {
+            format!(" and {more} more.")
+        } else {
+            ".".to_string()
+        }));
+        blocks.push(Block::Paragraph(spans));
+    }
+    blocks
+}
+
+/// `1 merged pull request`, `3 merged pull requests`.
+pub fn count_of(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.replace(['\n', '\r', '\t'], " ")
+}
+
+fn utc(rfc3339: &str) -> Option<OffsetDateTime> {
+    parse_rfc3339(rfc3339).map(|t| t.to_offset(time::UtcOffset::UTC))
+}
+
+/// `2019-05-15` (as stored, if it does not parse).
+pub fn date(rfc3339: &str) -> String {
+    match utc(rfc3339) {
+        Some(t) => format!("{:04}-{:02}-{:02}", t.year(), u8::from(t.month()), t.day()),
+        None => rfc3339.to_string(),
+    }
+}
+
+/// `May 2019` (or `Undated`).
+pub fn month_of(merged_at: &str) -> String {
+    match utc(merged_at) {
+        Some(t) => format!("{} {:04}", t.month(), t.year()),
+        None => "Undated".to_string(),
+    }
+}
+
+/// An entry for unit tests of the pages and the publishers.
+#[cfg(test)]
+pub(crate) mod sample {
+    use crate::domain::ModuleEntry;
+
+    pub fn entry(number: u64, merged_at: &str, author: &str) -> ModuleEntry {
+        ModuleEntry {
+            repo: "acme/widgets".into(),
+            module: "src".into(),
+            number,
+            title: format!("Change {number}"),
+            url: format!("https://github.com/acme/widgets/pull/{number}"),
+            author: author.into(),
+            merged_at: merged_at.into(),
+            kind: None,
+            labels: vec![],
+            summary: format!("Summary of {number}."),
+            linked_issues: vec![],
+            additions: 0,
+            deletions: 0,
+            files: vec![],
+            files_here: 0,
+            elsewhere: vec![],
+            files_elsewhere: 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sample::entry;
+    use super::*;
+    use crate::domain::{FileChange, IssueRef, ModuleCount};
+
+    #[test]
+    fn an_entry_says_who_what_why_where() {
+        let mut e = entry(12, "2024-02-10T08:00:00Z", "alice");
+        e.kind = Some("fix".into());
+        e.labels = vec!["bug".into()];
+        e.additions = 30;
+        e.deletions = 4;
+        e.files = (1..=7)
+            .map(|i| FileChange {
+                path: format!("src/f{i}.rs"),
+                additions: 10 - i,
+                deletions: 0,
+            })
+            .collect();
+        e.files_here = 9;
+        e.files_elsewhere = 3;
+        e.elsewhere = vec![ModuleCount {
+            module: "docs".into(),
+            files: 3,
+        }];
+        e.linked_issues = vec![IssueRef {
+            number: 4,
+            title: "Parser crash".into(),
+            state: "closed".into(),
+            url: "https://github.com/acme/widgets/issues/4".into(),
+        }];
+        let text: Vec<String> = entry_blocks(&e).iter().map(Block::plain_text).collect();
+        assert_eq!(
+            text,
+            [
+                "2024-02-10 — Change 12 (#12)",
+                "by @alice · fix · labels: bug · +30/−4",
+                "Summary of 12.",
+                "Key files: src/f1.rs (+9/−0), src/f2.rs (+8/−0), src/f3.rs (+7/−0), src/f4.rs (+6/−0), src/f5.rs (+5/−0) and 4 more files.",
+                "Also touched: docs (3 files).",
+                "Closes: #4 Parser crash (closed).",
+            ]
+        );
+    }
+
+    #[test]
+    fn archive_labels_read_as_periods() {
+        assert_eq!(period_name("2019"), "2019");
+        assert_eq!(period_name("2019-Q3"), "2019 Q3");
+        assert_eq!(period_name("2019-03"), "March 2019");
+        assert_eq!(period_name("2019-03-p2"), "March 2019, part 2");
+    }
+
+    #[test]
+    fn recent_authors_are_counted_and_ranked() {
+        let entries = vec![
+            entry(1, "2024-01-01T00:00:00Z", "bob"),
+            entry(2, "2024-01-02T00:00:00Z", "alice"),
+            entry(3, "2024-01-03T00:00:00Z", "bob"),
+        ];
+        assert_eq!(
+            recent_authors(&entries),
+            vec![
+                AuthorCount {
+                    login: "bob".into(),
+                    count: 2
+                },
+                AuthorCount {
+                    login: "alice".into(),
+                    count: 1
+                }
+            ]
+        );
+    }
+}
