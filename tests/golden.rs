@@ -557,6 +557,10 @@ fn a_generated_history_on_its_module_page_its_archives_and_the_index() {
     ];
     check(
         "history-index.md",
-        &commonmark(&content::index_page("acme/ledger", &rows)),
+        &commonmark(&content::index_page(
+            "acme/ledger",
+            &rows,
+            content::INDEX_MAX_NOTES,
+        )),
     );
 }

@@ -52,11 +52,39 @@ async fn put(t: &Tables, e: &ModuleEntry) {
 }
 
 fn publisher(t: &Tables, stub: &NotionStub, parent: &str) -> NotionPublisher {
-    let client = NotionClient::new(&stub.url(), Secret::new(TOKEN)).with_retry(
-        3,
-        Duration::from_millis(50),
-        Duration::from_secs(2),
-    );
+    publisher_with(
+        t,
+        stub,
+        parent,
+        Arc::new(std::sync::Mutex::new(TOKEN.to_string())),
+    )
+}
+
+/// A publisher whose token is read again from `configured` (as from Secrets Manager) after a 401.
+fn publisher_with(
+    t: &Tables,
+    stub: &NotionStub,
+    parent: &str,
+    configured: Arc<std::sync::Mutex<String>>,
+) -> NotionPublisher {
+    publisher_timed(t, stub, parent, configured, Duration::from_secs(2))
+}
+
+fn publisher_timed(
+    t: &Tables,
+    stub: &NotionStub,
+    parent: &str,
+    configured: Arc<std::sync::Mutex<String>>,
+    timeout: Duration,
+) -> NotionPublisher {
+    let first = configured.lock().unwrap().clone();
+    let refresh: shared::notion::TokenRefresh = Arc::new(move || {
+        let token = configured.lock().unwrap().clone();
+        Box::pin(async move { Some(Secret::new(token)) })
+    });
+    let client = NotionClient::new(&stub.url(), Secret::new(first))
+        .with_retry(3, Duration::from_millis(50), timeout)
+        .with_token_refresh(refresh);
     NotionPublisher::new(client, parent, t.pages.clone()).with_create_claim(Duration::from_secs(8))
 }
 
@@ -81,11 +109,17 @@ async fn settle(b: &PageBuilder, t: &Tables, limit: Duration) {
         if t.pages.stale_pages().await.unwrap().is_empty() {
             return;
         }
-        assert!(
-            Instant::now() < until,
-            "still stale after {limit:?}: {:?}",
-            t.pages.stale_pages().await.unwrap()
-        );
+        if Instant::now() >= until {
+            let errors: Vec<(String, Option<String>, u64)> = t
+                .pages
+                .repo_pages(REPO)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|i| (i.module, i.last_error, i.failed_builds))
+                .collect();
+            panic!("still stale after {limit:?}: {errors:?}");
+        }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
@@ -165,17 +199,30 @@ async fn two_builders_racing_on_one_module_make_one_page_holding_every_entry() {
     // Builder A is slow (Notion takes 3 s to create the index page) and its lease lasts 2 s;
     // builder B takes the module over, and a new entry lands meanwhile.
     stub.fault(Some("POST pages"), Fault::Delay(Duration::from_secs(3)));
-    let a = Arc::new(builder(&t, Arc::new(publisher(&t, &stub, &parent))));
+    // (A's client waits out the slow answer.)
+    let slow_client = publisher_timed(
+        &t,
+        &stub,
+        &parent,
+        Arc::new(std::sync::Mutex::new(TOKEN.to_string())),
+        Duration::from_secs(10),
+    );
+    let a = Arc::new(builder(&t, Arc::new(slow_client)));
     let a_run = {
         let a = a.clone();
         tokio::spawn(async move { tick(&a, 2).await })
     };
+    let a_lost = async { a_run.await.unwrap() };
     tokio::time::sleep(Duration::from_millis(2_200)).await;
     put(&t, &entry("api", 4, "2024-06-04T10:00:00Z")).await;
     let b = builder(&t, Arc::new(publisher(&t, &stub, &parent)));
     let b_run = tick(&b, 60).await;
-    a_run.await.unwrap();
-    println!("B: {b_run:?}");
+    let a_report = a_lost.await;
+    println!("A: {a_report:?}, B: {b_run:?}");
+    assert!(
+        a_report.held >= 1,
+        "A's lease expired while it created the index page"
+    );
     settle(&b, &t, Duration::from_secs(60)).await;
     assert_eq!(
         stub.pages_titled(&format!("{REPO} · modules")).len(),
@@ -224,15 +271,30 @@ async fn a_replace_applied_but_unanswered_is_retried_and_leaves_one_copy() {
 async fn a_create_applied_but_unanswered_is_adopted_not_duplicated() {
     let t = fresh_tables(&sdk().await).await;
     let (stub, parent) = NotionStub::start(TOKEN).await;
+    // A person's page with the index page's title: neither adopted nor trashed.
+    let theirs = stub.add_page(Some(&parent), &format!("{REPO} · modules"), true);
     put(&t, &entry("api", 1, "2024-06-01T10:00:00Z")).await;
     // The first create (the index page) is applied, and the answer never comes.
     stub.fault(Some("POST pages"), Fault::HangAfterApply);
     let b = builder(&t, Arc::new(publisher(&t, &stub, &parent)));
     settle(&b, &t, Duration::from_secs(60)).await;
+    let titled = stub.pages_titled(&format!("{REPO} · modules"));
     assert_eq!(
-        stub.pages_titled(&format!("{REPO} · modules")).len(),
-        1,
-        "adopted, not created twice"
+        titled.len(),
+        2,
+        "the person's page and one index page: {titled:?}"
+    );
+    assert!(
+        stub.child_pages(&parent)
+            .iter()
+            .any(|(id, _)| *id == theirs),
+        "kept live"
+    );
+    assert_eq!(stub.markdown(&theirs), "", "untouched");
+    assert_eq!(
+        stub.count("POST", "/v1/pages", "/v1/pages"),
+        2,
+        "the index (adopted) and the module"
     );
     let (_, api) = page(&stub, "api");
     assert_eq!(entry_count(&api, 1), 1);
@@ -300,11 +362,17 @@ async fn a_page_a_person_added_under_a_module_page_is_kept() {
     settle(&b, &t, Duration::from_secs(60)).await;
     let (api_id, _) = page(&stub, "api");
     let notes = stub.add_page(Some(&api_id), "Team notes", true);
+    let tracker = stub.add_database(&api_id, "Bug tracker");
     put(&t, &entry("api", 2, "2024-06-02T10:00:00Z")).await;
     settle(&b, &t, Duration::from_secs(60)).await;
+    let children = stub.child_pages(&api_id);
     assert!(
-        stub.child_pages(&api_id).iter().any(|(id, _)| *id == notes),
-        "kept"
+        children.iter().any(|(id, _)| *id == notes),
+        "the page is kept"
+    );
+    assert!(
+        children.iter().any(|(id, _)| *id == tracker),
+        "the database is kept"
     );
     let (_, api) = page(&stub, "api");
     assert!(api.contains("## Other pages"), "{api}");
@@ -312,7 +380,7 @@ async fn a_page_a_person_added_under_a_module_page_is_kept() {
 }
 
 #[tokio::test]
-async fn a_revoked_token_is_recorded_on_the_page_item_with_advice_and_pr_rows_stay_summarized() {
+async fn a_revoked_token_is_recorded_on_the_page_item_with_advice_and_a_rotated_one_is_picked_up() {
     let sdk = sdk().await;
     let t = fresh_tables(&sdk).await;
     let (stub, parent) = NotionStub::start(TOKEN).await;
@@ -327,9 +395,11 @@ async fn a_revoked_token_is_recorded_on_the_page_item_with_advice_and_pr_rows_st
         )
         .await;
     assert!(r.batch_item_failures.is_empty());
-    stub.set_token("ntn_revoked");
+    // The token is revoked in Notion; the configured secret still holds it.
+    stub.set_token("ntn_rotated");
+    let configured = Arc::new(std::sync::Mutex::new(TOKEN.to_string()));
     let b = t.builder(
-        Arc::new(publisher(&t, &stub, &parent)),
+        Arc::new(publisher_with(&t, &stub, &parent, configured.clone())),
         ModulesConfig::empty(),
         Duration::from_secs(1),
     );
@@ -360,8 +430,8 @@ async fn a_revoked_token_is_recorded_on_the_page_item_with_advice_and_pr_rows_st
         !row.contains_key(shared::store::attr::FAILED_AT),
         "a page never fails a PR row"
     );
-    // Fixed: the next build after the interval publishes.
-    stub.set_token(TOKEN);
+    // The operator stores the new secret; the same (warm) builder picks it up after the next 401.
+    *configured.lock().unwrap() = "ntn_rotated".to_string();
     tokio::time::sleep(Duration::from_millis(1_100)).await;
     settle(&b, &t, Duration::from_secs(60)).await;
     let item = t
@@ -409,6 +479,11 @@ async fn rate_limits_and_server_errors_are_waited_out() {
     let b = builder(&t, Arc::new(publisher(&t, &stub, &parent)));
     settle(&b, &t, Duration::from_secs(60)).await;
     assert!(stub.count_status(429) >= 1 && stub.count_status(529) == 1);
+    assert_eq!(
+        stub.count_status(500),
+        1,
+        "the listing's 500 was met and retried"
+    );
     assert_eq!(stub.pages_titled(&module_title("api")).len(), 1);
     // A Retry-After beyond what the invocation has left fails the build; the page stays stale.
     put(&t, &entry("api", 2, "2024-06-02T10:00:00Z")).await;
@@ -489,4 +564,60 @@ async fn notion_and_markdown_carry_the_same_content_and_requests_per_build_are_c
         .unwrap()
         .stale
         .is_none());
+}
+
+#[tokio::test]
+async fn a_deleted_archive_year_split_into_quarters_is_published_again_whole() {
+    let t = fresh_tables(&sdk().await).await;
+    let (stub, parent) = NotionStub::start(TOKEN).await;
+    stub.without_rate_limit();
+    // 2023 is too big for one page (long summaries): a year page with quarter pages under it.
+    let end = shared::domain::parse_rfc3339("2023-12-30T10:00:00Z").unwrap();
+    for n in 0..400u64 {
+        let mut e = entry(
+            "api",
+            400 - n,
+            &rfc3339_seconds(end - time::Duration::hours(21 * n as i64)),
+        );
+        e.summary = format!(
+            "{} {}",
+            e.summary,
+            "Context a reviewer would want, repeated. ".repeat(12)
+        );
+        put(&t, &e).await;
+    }
+    put(&t, &entry("api", 1_000, "2024-06-01T10:00:00Z")).await;
+    let b = builder(&t, Arc::new(publisher(&t, &stub, &parent)));
+    settle(&b, &t, Duration::from_secs(120)).await;
+    let (api_id, _) = page(&stub, "api");
+    let year = stub
+        .child_pages(&api_id)
+        .into_iter()
+        .find(|(_, title)| title.ends_with("· 2023"))
+        .expect("a 2023 archive page");
+    let quarters = stub.child_pages(&year.0);
+    assert!(quarters.len() >= 2, "{quarters:?}");
+    // A person deletes the year page (its quarter pages go with it).
+    stub.trash(&year.0);
+    put(&t, &entry("api", 1_001, "2024-06-02T10:00:00Z")).await;
+    settle(&b, &t, Duration::from_secs(120)).await;
+    let new_year = stub
+        .child_pages(&api_id)
+        .into_iter()
+        .find(|(_, title)| title.ends_with("· 2023"))
+        .expect("published again");
+    assert_ne!(new_year.0, year.0);
+    let new_quarters = stub.child_pages(&new_year.0);
+    assert_eq!(new_quarters.len(), quarters.len());
+    assert!(
+        !stub.markdown(&new_year.0).contains("Chronicle is building"),
+        "no placeholder left"
+    );
+    for (id, title) in &new_quarters {
+        let md = stub.markdown(id);
+        assert!(
+            md.contains("(#") && !md.contains("Chronicle is building"),
+            "{title}: {md}"
+        );
+    }
 }

@@ -393,6 +393,13 @@ async fn old_entries_go_to_yearly_archives_split_when_too_big() {
         "{:?}",
         item.years["2023"].parts
     );
+    // A new merge pushes the module page's oldest entry into 2023's newest quarter: only the
+    // pages that changed are published again (the module page, the year, that quarter).
+    put(&t, &entry("core", 20_000, "2024-03-02T12:00:00Z")).await;
+    let report = tick(&b).await;
+    assert!(report.documents <= 4, "{report:?}");
+    let item = t.pages.get(REPO, "core").await.unwrap().unwrap();
+    assert_eq!(item.entry_count, all.len() as u64 + 1);
 }
 
 #[tokio::test]

@@ -536,7 +536,7 @@ async fn settings_from_the_real_template_create_the_queue() {
         QueueSettings {
             batch_size: 5,
             visibility_timeout: Duration::from_secs(360),
-            max_receive_count: 5,
+            max_receive_count: 8,
         },
         "SummarizeBatchSize / VisibilityTimeout / SummarizeMaxReceiveCount defaults"
     );
@@ -559,7 +559,7 @@ async fn settings_from_the_real_template_create_the_queue() {
     assert_eq!(attrs[&QueueAttributeName::VisibilityTimeout], "360");
     let policy: serde_json::Value =
         serde_json::from_str(&attrs[&QueueAttributeName::RedrivePolicy]).unwrap();
-    assert_eq!(policy["maxReceiveCount"].to_string().trim_matches('"'), "5");
+    assert_eq!(policy["maxReceiveCount"].to_string().trim_matches('"'), "8");
     assert_eq!(
         policy["deadLetterTargetArn"].as_str(),
         Some(queue_arn(&sqs, &dlq_url).await.unwrap().as_str())

@@ -248,6 +248,10 @@ pub struct PageItem {
     /// The most active authors of the module page's entries.
     #[serde(default)]
     pub recent_authors: Vec<AuthorCount>,
+    /// Archive label → a hash of the document last published for it: an unchanged archive page
+    /// is not published again.
+    #[serde(default)]
+    pub hashes: BTreeMap<String, String>,
     /// Page label (`main`, an archive label) → the Notion page published for it.
     #[serde(default)]
     pub notion: BTreeMap<String, NotionPage>,

@@ -78,6 +78,12 @@ impl NotionError {
     pub fn advice(&self) -> Option<&str> {
         match self {
             NotionError::Access { advice, .. } => Some(advice),
+            NotionError::Invalid { message, .. } if message.contains("child") => Some(
+                "A page or database someone put under a Chronicle page (inside a toggle or a \
+                 column, where Chronicle cannot name it) would be deleted by the update, so \
+                 Notion refused it: move it to the top level of the page, or elsewhere. The page \
+                 is built again by itself.",
+            ),
             _ => None,
         }
     }
@@ -111,19 +117,31 @@ pub struct CreatedPage {
     pub url: String,
 }
 
-/// A child page as a parent's children list shows it.
+/// A child page (or database) as a parent's children list shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChildPage {
     pub id: String,
     pub title: String,
+    /// A database (Notion's `<database>` tag names it in content), not a page.
+    pub database: bool,
+    /// The user (or integration) that created it.
+    pub created_by: Option<String>,
 }
+
+/// Reads the token again (from where it is configured), after Notion refused it: a secret
+/// rotated while the function stays warm is picked up without a cold start.
+pub type TokenRefresh =
+    Arc<dyn Fn() -> futures::future::BoxFuture<'static, Option<Secret>> + Send + Sync>;
 
 /// The Notion client: one token, one base URL, bounded retries, paced requests.
 #[derive(Clone)]
 pub struct NotionClient {
     http: reqwest::Client,
     base: String,
-    token: Secret,
+    token: Arc<std::sync::RwLock<Secret>>,
+    refresh: Option<TokenRefresh>,
+    /// The integration's own user id (`GET /v1/users/me`), once asked.
+    bot: Arc<tokio::sync::OnceCell<String>>,
     timeout: Duration,
     retries: u32,
     backoff: Duration,
@@ -136,7 +154,7 @@ impl std::fmt::Debug for NotionClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("NotionClient")
             .field("base", &self.base)
-            .field("token", &self.token)
+            .field("token", &"<redacted>")
             .finish()
     }
 }
@@ -152,7 +170,9 @@ impl NotionClient {
         NotionClient {
             http,
             base: api_url.trim().trim_end_matches('/').to_string(),
-            token,
+            token: Arc::new(std::sync::RwLock::new(token)),
+            refresh: None,
+            bot: Arc::default(),
             timeout: Duration::from_secs(20),
             retries: 3,
             backoff: Duration::from_millis(500),
@@ -168,6 +188,39 @@ impl NotionClient {
         self.backoff = backoff;
         self.timeout = timeout;
         self
+    }
+
+    /// Reads the token again with `refresh` when Notion answers 401, and retries once if it
+    /// changed.
+    pub fn with_token_refresh(mut self, refresh: TokenRefresh) -> Self {
+        self.refresh = Some(refresh);
+        self
+    }
+
+    /// The integration's own user id: pages it created carry it as `created_by`.
+    pub async fn bot_id(&self, deadline: Instant) -> Result<String, NotionError> {
+        self.bot
+            .get_or_try_init(|| async {
+                let me = self
+                    .call(
+                        Method::GET,
+                        "/v1/users/me",
+                        None,
+                        "reading the integration's user",
+                        true,
+                        deadline,
+                    )
+                    .await?;
+                me["id"]
+                    .as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| NotionError::Unexpected {
+                        what: "reading the integration's user".into(),
+                        message: "no id".into(),
+                    })
+            })
+            .await
+            .cloned()
     }
 
     /// Requests sent so far (every attempt counts).
@@ -277,7 +330,7 @@ impl NotionClient {
         }
     }
 
-    /// The child pages of a page (every page of the listing), in order.
+    /// The child pages and databases of a page (every page of the listing), in order.
     pub async fn child_pages(
         &self,
         id: &str,
@@ -295,15 +348,21 @@ impl NotionClient {
                 .call(Method::GET, &path, None, &what, true, deadline)
                 .await?;
             for block in page["results"].as_array().into_iter().flatten() {
-                if block["type"] == "child_page" && !block["in_trash"].as_bool().unwrap_or(false) {
-                    if let (Some(id), Some(title)) =
-                        (block["id"].as_str(), block["child_page"]["title"].as_str())
-                    {
-                        out.push(ChildPage {
-                            id: id.to_string(),
-                            title: title.to_string(),
-                        });
-                    }
+                let kind = block["type"].as_str().unwrap_or_default();
+                if !matches!(kind, "child_page" | "child_database")
+                    || block["in_trash"].as_bool().unwrap_or(false)
+                {
+                    continue;
+                }
+                if let (Some(id), Some(title)) =
+                    (block["id"].as_str(), block[kind]["title"].as_str())
+                {
+                    out.push(ChildPage {
+                        id: id.to_string(),
+                        title: title.to_string(),
+                        database: kind == "child_database",
+                        created_by: block["created_by"]["id"].as_str().map(str::to_string),
+                    });
                 }
             }
             match (page["has_more"].as_bool(), page["next_cursor"].as_str()) {
@@ -340,11 +399,19 @@ impl NotionClient {
         }
         let mut attempt = 0u32;
         let mut rate_limited = 0u32;
+        let mut refreshed = false;
         loop {
             self.pace().await;
             let result = self.send(method.clone(), path, payload.clone(), what).await;
             let (error, wait) = match result {
                 Ok(value) => return Ok(value),
+                Err(Failure::Final(NotionError::Access { status: 401, .. }))
+                    if !refreshed && self.refresh_token().await =>
+                {
+                    // Refused before anything was done: sent again with the new token.
+                    refreshed = true;
+                    continue;
+                }
                 Err(Failure::Final(e)) => return Err(e),
                 Err(Failure::RateLimited {
                     status,
@@ -378,6 +445,23 @@ impl NotionClient {
         }
     }
 
+    /// Reads the token again; `true` if it changed.
+    async fn refresh_token(&self) -> bool {
+        let Some(refresh) = &self.refresh else {
+            return false;
+        };
+        let Some(new) = refresh().await else {
+            return false;
+        };
+        let mut token = self.token.write().unwrap_or_else(|e| e.into_inner());
+        if *token == new {
+            return false;
+        }
+        tracing::info!("the Notion token was refused; a new one was configured and is used");
+        *token = new;
+        true
+    }
+
     /// Waits for this client's next request slot.
     async fn pace(&self) {
         let start = {
@@ -398,10 +482,16 @@ impl NotionClient {
     ) -> Result<Value, Failure> {
         self.requests
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let token = self
+            .token
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .expose()
+            .to_string();
         let mut request = self
             .http
             .request(method, format!("{}{path}", self.base))
-            .bearer_auth(self.token.expose())
+            .bearer_auth(token)
             .header("Notion-Version", NOTION_VERSION)
             .timeout(self.timeout);
         if let Some(p) = payload {

@@ -262,7 +262,7 @@ impl SummarizeHandler {
                 let error = SummarizeError::from(e);
                 let reason = give_up_reason(attempts, &error.to_string());
                 return self
-                    .give_up(repo, number, owner, message, attempts, &reason)
+                    .give_up(repo, number, owner, message, None, attempts, &reason)
                     .await;
             }
         };
@@ -275,7 +275,7 @@ impl SummarizeHandler {
             });
             let reason = give_up_reason(used, &last);
             return self
-                .give_up(repo, number, owner, message, used, &reason)
+                .give_up(repo, number, owner, message, Some(&row), used, &reason)
                 .await;
         }
         match self.write_entries(repo, number, &row, owner).await {
@@ -283,8 +283,16 @@ impl SummarizeHandler {
             Err(SummarizeError::LeaseLost) => Err(SummarizeError::LeaseLost),
             Err(error) if error.is_permanent() || row.attempts >= self.max_attempts => {
                 let reason = give_up_reason(row.attempts, &error.to_string());
-                self.give_up(repo, number, owner, message, row.attempts, &reason)
-                    .await
+                self.give_up(
+                    repo,
+                    number,
+                    owner,
+                    message,
+                    Some(&row),
+                    row.attempts,
+                    &reason,
+                )
+                .await
             }
             Err(error) => {
                 if !self
@@ -381,17 +389,30 @@ impl SummarizeHandler {
     /// Gives the row up: its message to the DLQ first (so the alarm can never miss it), then
     /// `failedAt` on the row. A crash in between sends it again on the next delivery: a
     /// duplicate in the DLQ, never a missing one.
+    #[allow(clippy::too_many_arguments)]
     async fn give_up(
         &self,
         repo: &RepoName,
         number: u64,
         owner: &str,
         message: &SqsMessage,
+        row: Option<&PrRow>,
         attempts: u32,
         reason: &str,
     ) -> Result<MessageOutcome, SummarizeError> {
         let at = rfc3339_millis(OffsetDateTime::now_utc());
         self.dead_letter(message, reason, &at).await?;
+        // Entries an earlier attempt wrote stay (the PR did merge); their pages are built so
+        // they show, whatever that attempt got to.
+        if let Some(row) = row {
+            let years = [year_of(&row.merged_at)];
+            let now = OffsetDateTime::now_utc();
+            for module in &row.entry_modules {
+                self.pages
+                    .mark_stale(repo.as_str(), module, &years, now)
+                    .await?;
+            }
+        }
         if !self
             .store
             .give_up_summary(repo, number, owner, reason, &at)

@@ -85,7 +85,16 @@ struct Page {
     in_trash: bool,
     /// Deleted for good (emptied from the trash): 404 from then on.
     deleted: bool,
+    /// A database (a child of a page, named with `<database url>`), not a page.
+    database: bool,
+    /// The integration's bot, or a person.
+    created_by: String,
 }
+
+/// The integration's own user id (`GET /v1/users/me`).
+pub const BOT_ID: &str = "b0b0b0b0-0000-4000-8000-000000000b07";
+/// Who created the pages a test adds "by hand".
+pub const PERSON_ID: &str = "9e9e9e9e-0000-4000-8000-0000000000aa";
 
 struct State {
     token: String,
@@ -146,6 +155,15 @@ impl NotionStub {
 
     /// A page created outside Chronicle (by a person); `shared` = shared with the integration.
     pub fn add_page(&self, parent: Option<&str>, title: &str, shared: bool) -> String {
+        self.add(parent, title, shared, false)
+    }
+
+    /// A database a person created under a page.
+    pub fn add_database(&self, parent: &str, title: &str) -> String {
+        self.add(Some(parent), title, true, true)
+    }
+
+    fn add(&self, parent: Option<&str>, title: &str, shared: bool, database: bool) -> String {
         let mut s = self.lock();
         let id = new_id(&mut s);
         s.pages.insert(
@@ -157,6 +175,8 @@ impl NotionStub {
                 children: Vec::new(),
                 in_trash: false,
                 deleted: false,
+                database,
+                created_by: PERSON_ID.to_string(),
             },
         );
         if let Some(parent) = parent {
@@ -569,6 +589,9 @@ fn answer(
         (Method::GET, ["v1", "pages", id, "markdown"]) => get_markdown(&s, id),
         (Method::PATCH, ["v1", "pages", id, "markdown"]) => patch_markdown(&mut s, id, &body),
         (Method::GET, ["v1", "blocks", id, "children"]) => children(&s, id, &query),
+        (Method::GET, ["v1", "users", "me"]) => {
+            ok(json!({"object": "user", "id": BOT_ID, "type": "bot", "bot": {}}))
+        }
         _ => error(404, "invalid_request_url", "Invalid request URL."),
     };
     let hang = hang && result.status.is_success();
@@ -642,7 +665,10 @@ fn check_markdown(s: &State, page: Option<&str>, markdown: &str) -> Result<Vec<S
     let mut named = Vec::new();
     for line in markdown.lines() {
         let line = line.trim();
-        if let Some(rest) = line.strip_prefix("<page url=\"") {
+        let rest = line
+            .strip_prefix("<page url=\"")
+            .or_else(|| line.strip_prefix("<database url=\""));
+        if let Some(rest) = rest {
             let Some(end) = rest.find('"') else {
                 return Err(error(
                     400,
@@ -715,6 +741,8 @@ fn create_page(s: &mut State, body: &Value) -> Answer {
             children: Vec::new(),
             in_trash: false,
             deleted: false,
+            database: false,
+            created_by: BOT_ID.to_string(),
         },
     );
     s.pages.get_mut(parent).unwrap().children.push(id.clone());
@@ -792,7 +820,7 @@ fn patch_markdown(s: &mut State, id: &str, body: &Value) -> Answer {
     if !dropped.is_empty() {
         if body["replace_content"]["allow_deleting_content"].as_bool() != Some(true) {
             return error(400, "validation_error", format!(
-                "The new content would delete {} child page(s); name them with <page> tags, or pass allow_deleting_content.",
+                "The new content would delete {} child page(s) or database(s); name them with <page> or <database> tags, or pass allow_deleting_content.",
                 dropped.len()
             ));
         }
@@ -825,16 +853,25 @@ fn children(s: &State, id: &str, query: &HashMap<String, String>) -> Answer {
     let mut all: Vec<Value> = s.pages[id]
         .markdown
         .lines()
-        .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with("<page "))
+        .filter(|l| {
+            let l = l.trim_start();
+            !l.is_empty() && !l.starts_with("<page ") && !l.starts_with("<database ")
+        })
         .enumerate()
         .map(|(i, line)| json!({"object": "block", "id": format!("{id}-line-{i}"), "type": "paragraph", "in_trash": false,
             "paragraph": {"rich_text": [{"type": "text", "text": {"content": line}}]}}))
         .collect();
     for child in &s.pages[id].children {
         if !trashed(s, child) {
+            let kind = if s.pages[child].database {
+                "child_database"
+            } else {
+                "child_page"
+            };
             all.push(
-                json!({"object": "block", "id": child, "type": "child_page", "in_trash": false,
-                "child_page": {"title": s.pages[child].title}}),
+                json!({"object": "block", "id": child, "type": kind, "in_trash": false,
+                "created_by": {"object": "user", "id": s.pages[child].created_by},
+                kind: {"title": s.pages[child].title}}),
             );
         }
     }

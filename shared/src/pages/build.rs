@@ -177,8 +177,15 @@ impl PageBuilder {
                         name: crate::config::NOTION_TOKEN.into(),
                     }
                 })?;
+                // A token rotated while the function stays warm is read again after a 401.
+                let (source, sdk_copy) = (notion.token.clone(), sdk.clone());
+                let refresh: crate::notion::TokenRefresh = Arc::new(move || {
+                    let (source, sdk) = (source.clone(), sdk_copy.clone());
+                    Box::pin(async move { source.resolve(&sdk).await.ok().flatten() })
+                });
                 let notion: Arc<dyn Publisher> = Arc::new(NotionPublisher::new(
-                    crate::notion::NotionClient::new(&notion.api_url, token),
+                    crate::notion::NotionClient::new(&notion.api_url, token)
+                        .with_token_refresh(refresh),
                     &notion.parent_page_id,
                     pages.clone(),
                 ));
@@ -360,20 +367,30 @@ impl PageBuilder {
                     "page built"
                 );
                 Ok(match completion {
-                    Some(completion) => BuildOutcome::Built {
-                        completion,
-                        published,
-                    },
+                    Some(completion) => {
+                        if module != INDEX_MODULE {
+                            // Its figures are on its item now: the index lists them. (Marking
+                            // it before the publish too, so its Notion page exists, is not
+                            // enough: an index build in between would read the old figures.)
+                            self.pages
+                                .mark_stale(repo, INDEX_MODULE, &[], OffsetDateTime::now_utc())
+                                .await?;
+                        }
+                        BuildOutcome::Built {
+                            completion,
+                            published,
+                        }
+                    }
                     None => {
-                        // Another builder took the page over while this one was publishing: what
-                        // this one wrote may be older than what the other did. Built again.
+                        // Another builder took the page over while this one was publishing:
+                        // any page this one wrote may be older than the other's. All rebuilt.
                         tracing::warn!(
                             repo,
                             module,
                             "the build lease expired during the build; the page is built again"
                         );
                         self.pages
-                            .mark_stale(repo, module, &[], OffsetDateTime::now_utc())
+                            .mark_full_rebuild(repo, module, OffsetDateTime::now_utc())
                             .await?;
                         BuildOutcome::LeaseLost
                     }
@@ -417,11 +434,22 @@ impl PageBuilder {
                     if attempt < PUBLISH_ATTEMPTS =>
                 {
                     for key in keys {
+                        // Kept on the item too, so a later build still republishes them if
+                        // this one does not finish.
+                        let now = OffsetDateTime::now_utc();
                         match key {
                             DocKey::Archive { label, .. } => {
                                 also.insert(year_of(&label));
+                                self.pages
+                                    .mark_stale(&item.repo, &item.module, &[year_of(&label)], now)
+                                    .await?;
                             }
-                            _ => full = true,
+                            _ => {
+                                full = true;
+                                self.pages
+                                    .mark_full_rebuild(&item.repo, &item.module, now)
+                                    .await?;
+                            }
                         }
                     }
                     // The publisher forgot the pages that are gone: read what it recorded.
@@ -480,6 +508,7 @@ impl PageBuilder {
         }
 
         let mut years = item.years.clone();
+        let mut hashes = item.hashes.clone();
         let mut docs: Vec<Document> = Vec::new();
         let mut removed: Vec<DocKey> = Vec::new();
         for year in dirty {
@@ -503,13 +532,14 @@ impl PageBuilder {
                 .iter()
                 .map(|d| d.key.label().to_string())
                 .collect();
-            removed.extend(old_parts.iter().filter(|p| !parts.contains(p)).map(|p| {
-                DocKey::Archive {
+            for gone in old_parts.iter().filter(|p| !parts.contains(p)) {
+                hashes.remove(gone);
+                removed.push(DocKey::Archive {
                     repo: repo.to_string(),
                     module: module.to_string(),
-                    label: p.clone(),
-                }
-            }));
+                    label: gone.clone(),
+                });
+            }
             match (all.first(), all.last()) {
                 (Some(first), Some(last)) => {
                     years.insert(
@@ -527,7 +557,17 @@ impl PageBuilder {
                     years.remove(&label);
                 }
             }
-            docs.extend(year_docs);
+            // Unchanged archive pages are not published again (unless pages must be
+            // published anew: deleted by hand, or a full rebuild).
+            let republish = full || also.contains(&year);
+            for doc in year_docs {
+                let hash = document_hash(&doc);
+                let label = doc.key.label().to_string();
+                if republish || hashes.get(&label) != Some(&hash) {
+                    docs.push(doc);
+                }
+                hashes.insert(label, hash);
+            }
         }
 
         facts.entry_count = years.values().map(|y| y.count).sum();
@@ -560,6 +600,7 @@ impl PageBuilder {
                 first_merged_at: facts.first_merged_at,
                 latest_merged_at: facts.latest_merged_at,
                 recent_authors: facts.recent_authors,
+                hashes,
             },
             published,
         ))
@@ -590,7 +631,13 @@ impl PageBuilder {
                 .find(|i| i.module == INDEX_MODULE)
                 .cloned()
                 .unwrap_or_else(|| item.clone());
-            let doc = content::index_page(&item.repo, &rows);
+            // Within the page limits: fewer modules with their figures when there are very many.
+            let mut notes = content::INDEX_MAX_NOTES;
+            let mut doc = content::index_page(&item.repo, &rows, notes);
+            while notes > 0 && !layout::fits(&doc) {
+                notes /= 2;
+                doc = content::index_page(&item.repo, &rows, notes);
+            }
             let result = self
                 .publisher
                 .publish(&PageSet {
@@ -624,6 +671,13 @@ impl PageBuilder {
     pub fn reading(&self) -> MeterReading {
         self.meter.reading()
     }
+}
+
+/// A short hash of a document's rendering (which depends on the document alone).
+fn document_hash(doc: &Document) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(super::render::commonmark(doc).as_bytes());
+    hex::encode(&digest[..12])
 }
 
 /// Years with archived entries, oldest first.

@@ -259,7 +259,8 @@ pub const INDEX_MAX_NOTES: usize = 300;
 
 /// The repository's index: every module, most recently active first, with its count, latest
 /// merge and most active recent authors.
-pub fn index_page(repo: &str, rows: &[IndexRow]) -> Document {
+/// `max_notes`: how many modules (the most recently active) carry their figures.
+pub fn index_page(repo: &str, rows: &[IndexRow], max_notes: usize) -> Document {
     let mut rows: Vec<&IndexRow> = rows.iter().collect();
     rows.sort_by(|a, b| {
         b.latest_merged_at
@@ -274,7 +275,7 @@ pub fn index_page(repo: &str, rows: &[IndexRow]) -> Document {
     ))])];
     for (i, row) in rows.iter().enumerate() {
         let mut note = Vec::new();
-        if i < INDEX_MAX_NOTES {
+        if i < max_notes {
             let mut text = count_of(row.entry_count, "merged pull request");
             if let Some(latest) = &row.latest_merged_at {
                 text.push_str(&format!(", latest {}", date(latest)));

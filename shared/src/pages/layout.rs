@@ -225,22 +225,24 @@ fn group_by<'a>(
 fn parts(entries: &[Sized]) -> Vec<&[Sized]> {
     // A part is within one month: its header and one month heading.
     const EMPTY: (usize, usize) = (HEADER_BYTES + 40, 2);
+    // Filled from the oldest end: a newer merge changes only the newest part, so the older
+    // parts stay as published (and are not published again).
     let mut out = Vec::new();
-    let mut start = 0;
+    let mut end = entries.len();
     let (mut bytes, mut blocks) = EMPTY;
-    for (i, (_, (b, k))) in entries.iter().enumerate() {
-        if i > start && !within((bytes + b, blocks + k)) {
-            out.push(&entries[start..i]);
-            start = i;
+    for i in (0..entries.len()).rev() {
+        let (b, k) = entries[i].1;
+        if i + 1 < end && !within((bytes + b, blocks + k)) {
+            out.push(&entries[i + 1..end]);
+            end = i + 1;
             (bytes, blocks) = EMPTY;
         }
         bytes += b;
         blocks += k;
     }
-    if start < entries.len() {
-        out.push(&entries[start..]);
+    if end > 0 {
+        out.push(&entries[..end]);
     }
-    out.reverse();
     out
 }
 

@@ -101,6 +101,7 @@ fn index_title(repo: &str) -> String {
 
 /// A page's URL from its id, for pages known only by id (a child someone added by hand).
 fn url_of_id(id: &str) -> String {
+    // Notion resolves a page or database by the 32 hex digits of its id.
     format!("https://www.notion.so/{}", id.replace('-', ""))
 }
 
@@ -127,7 +128,7 @@ impl NotionPublisher {
                 .children()
                 .is_empty()
                 .then(|| render(doc, Flavor::Notion, &resolver(&known, repo, module)));
-            let created = self
+            let created = match self
                 .ensure(
                     set,
                     module,
@@ -137,7 +138,20 @@ impl NotionPublisher {
                     content.as_deref(),
                     &mut known,
                 )
-                .await?;
+                .await
+            {
+                Ok(created) => created,
+                // Its parent page was deleted by hand: that one is published again first.
+                Err(PublishError::Notion(e)) if e.is_archived() || e.is_not_found() => {
+                    match &doc.parent {
+                        Some(parent @ (DocKey::Module { .. } | DocKey::Archive { .. })) => {
+                            return Err(self.gone(set, parent, &parent_id, module).await?);
+                        }
+                        _ => return Err(PublishError::Notion(e)),
+                    }
+                }
+                Err(e) => return Err(e),
+            };
             if created {
                 fresh.insert(doc.key.label().to_string());
                 published.documents += 1;
@@ -169,18 +183,8 @@ impl NotionPublisher {
                     published.documents += 1;
                     published.bytes += bytes;
                 }
-                Err(PublishError::Missing(keys)) if keys.contains(&doc.key) => {
-                    if matches!(doc.key, DocKey::Module { .. }) {
-                        // Its archive pages went to the trash with it.
-                        for (label, page) in &known {
-                            if let Some(old) = &page.id {
-                                self.pages
-                                    .forget_notion_page(repo, module, label, old)
-                                    .await?;
-                            }
-                        }
-                    }
-                    tracing::warn!(repo, module, page = %doc.title, "the Notion page was deleted by hand; it is published again");
+                Err(PublishError::Missing(keys)) => {
+                    tracing::warn!(repo, module, pages = ?keys, "Notion pages were deleted by hand; they are published again");
                     return Err(PublishError::Missing(keys));
                 }
                 Err(e) => return Err(e),
@@ -336,14 +340,26 @@ impl NotionPublisher {
                         }
                     }
                     let markdown = content.unwrap_or(PLACEHOLDER);
+                    // Never outlive the claim: past it another builder may create the page.
+                    let until = set.deadline.min(
+                        std::time::Instant::now()
+                            + self.create_claim.saturating_sub(Duration::from_secs(10)),
+                    );
                     match self
                         .client
-                        .create_page(parent_id, title, markdown, set.deadline)
+                        .create_page(parent_id, title, markdown, until)
                         .await
                     {
                         Ok(page) => {
-                            self.record(set, module, label, &page.id, &page.url, known)
-                                .await?;
+                            if let Err(e) = self
+                                .record(set, module, label, &page.id, &page.url, known)
+                                .await
+                            {
+                                // The claim was lost: another builder owns this page now.
+                                tracing::warn!(repo, module, label, page = %page.id, "a page created after its claim was lost goes to the trash");
+                                self.client.trash_page(&page.id, set.deadline).await?;
+                                return Err(e);
+                            }
                             tracing::info!(repo, module, label, page = %page.id, "created a Notion page");
                             return Ok(content.is_some());
                         }
@@ -411,8 +427,12 @@ impl NotionPublisher {
         title: &str,
         set: &PageSet<'_>,
     ) -> Result<Option<ChildPage>, PublishError> {
+        let bot = self.client.bot_id(set.deadline).await?;
         let children = self.client.child_pages(parent_id, set.deadline).await?;
-        let mut matching = children.into_iter().filter(|c| c.title == title);
+        // Only pages this integration created: a person's page of the same title is theirs.
+        let mut matching = children.into_iter().filter(|c| {
+            !c.database && c.title == title && c.created_by.as_deref() == Some(bot.as_str())
+        });
         let first = matching.next();
         for duplicate in matching {
             tracing::warn!(page = %duplicate.id, title, "a duplicate page from an interrupted create goes to the trash");
@@ -435,7 +455,7 @@ impl NotionPublisher {
         let repo = set.item.repo.as_str();
         let live = match self.client.child_pages(id, set.deadline).await {
             Ok(live) => live,
-            Err(e) if e.is_not_found() => return Err(self.gone(set, doc, id, module).await?),
+            Err(e) if e.is_not_found() => return Err(self.gone(set, &doc.key, id, module).await?),
             Err(e) => return Err(e.into()),
         };
         let live_ids: BTreeSet<String> = live.iter().map(|c| normalize(&c.id)).collect();
@@ -492,6 +512,9 @@ impl NotionPublisher {
                     .await?;
             } else {
                 known.remove(child.label());
+                // Its own subpages went to the trash with it.
+                self.forget_subtree(repo, module, child.label(), known)
+                    .await?;
             }
         }
         if !missing.is_empty() && !is_index {
@@ -516,8 +539,9 @@ impl NotionPublisher {
             // Pages a person put here: named so that replacing the content keeps them.
             markdown.push_str("\n## Other pages\n");
             for child in extra {
+                let tag = if child.database { "database" } else { "page" };
                 markdown.push_str(&format!(
-                    "\n<page url=\"{}\">{}</page>\n",
+                    "\n<{tag} url=\"{}\">{}</{tag}>\n",
                     url_of_id(&child.id),
                     child.title.replace(['<', '>'], "")
                 ));
@@ -533,24 +557,109 @@ impl NotionPublisher {
                 if self.client.live_page(id, set.deadline).await?.is_some() {
                     return Err(e.into());
                 }
-                Err(self.gone(set, doc, id, module).await?)
+                Err(self.gone(set, &doc.key, id, module).await?)
             }
             Err(e) => Err(e.into()),
         }
     }
 
-    /// A page found gone: forgotten, so the build creates it again.
+    /// A page found gone: it, or the page it went to the trash with (an archive page goes with
+    /// its year, its year with the module page), is forgotten with everything under it, so the
+    /// build creates them again.
     async fn gone(
         &self,
         set: &PageSet<'_>,
-        doc: &Document,
+        key: &DocKey,
         id: &str,
         module: &str,
     ) -> Result<PublishError, PublishError> {
+        let repo = set.item.repo.as_str();
+        let mut known = set.item.notion.clone();
+        let label = match key {
+            DocKey::Archive { label, .. } => label,
+            DocKey::Module { .. } => {
+                // Its archive pages went to the trash with it.
+                known.entry(MAIN_LABEL.to_string()).or_default().id = Some(id.to_string());
+                for (l, p) in &known {
+                    if let Some(old) = &p.id {
+                        self.pages.forget_notion_page(repo, module, l, old).await?;
+                    }
+                }
+                return Ok(PublishError::Missing(vec![key.clone()]));
+            }
+            DocKey::Index { .. } => {
+                self.pages
+                    .forget_notion_page(repo, module, key.label(), id)
+                    .await?;
+                return Ok(PublishError::Missing(vec![key.clone()]));
+            }
+        };
+        // Its recorded ancestors, outermost first: the module page, then the year, quarter, month.
+        let mut ancestors: Vec<(String, String)> = known
+            .iter()
+            .filter(|(l, _)| *l != label && (l.as_str() == MAIN_LABEL || archive_under(l, label)))
+            .filter_map(|(l, p)| Some((l.clone(), p.id.clone()?)))
+            .collect();
+        ancestors.sort_by_key(|(l, _)| if l == MAIN_LABEL { 0 } else { l.len() });
+        for (ancestor, ancestor_id) in ancestors {
+            if self
+                .client
+                .live_page(&ancestor_id, set.deadline)
+                .await?
+                .is_some()
+            {
+                continue;
+            }
+            if ancestor == MAIN_LABEL {
+                // The module page went: everything under it did.
+                for (l, p) in &known {
+                    if let Some(old) = &p.id {
+                        self.pages.forget_notion_page(repo, module, l, old).await?;
+                    }
+                }
+                return Ok(PublishError::Missing(vec![DocKey::Module {
+                    repo: repo.to_string(),
+                    module: module.to_string(),
+                }]));
+            }
+            self.pages
+                .forget_notion_page(repo, module, &ancestor, &ancestor_id)
+                .await?;
+            self.forget_subtree(repo, module, &ancestor, &mut known)
+                .await?;
+            return Ok(PublishError::Missing(vec![DocKey::Archive {
+                repo: repo.to_string(),
+                module: module.to_string(),
+                label: ancestor,
+            }]));
+        }
         self.pages
-            .forget_notion_page(&set.item.repo, module, doc.key.label(), id)
+            .forget_notion_page(repo, module, label, id)
             .await?;
-        Ok(PublishError::Missing(vec![doc.key.clone()]))
+        self.forget_subtree(repo, module, label, &mut known).await?;
+        Ok(PublishError::Missing(vec![key.clone()]))
+    }
+
+    /// Forgets every recorded archive page under `root` (they went to the trash with it).
+    async fn forget_subtree(
+        &self,
+        repo: &str,
+        module: &str,
+        root: &str,
+        known: &mut Known,
+    ) -> Result<(), PublishError> {
+        let under: Vec<(String, String)> = known
+            .iter()
+            .filter(|(label, _)| *label != root && archive_under(root, label))
+            .filter_map(|(label, page)| Some((label.clone(), page.id.clone()?)))
+            .collect();
+        for (label, id) in under {
+            self.pages
+                .forget_notion_page(repo, module, &label, &id)
+                .await?;
+            known.remove(&label);
+        }
+        Ok(())
     }
 }
 
@@ -568,7 +677,45 @@ fn resolver<'a>(
     }
 }
 
+/// Whether archive page `label` is `root` or below it: a year holds its quarters, months and
+/// parts; a quarter its three months and their parts; a month its parts.
+pub fn archive_under(root: &str, label: &str) -> bool {
+    if let Some((year, quarter)) = root.split_once("-Q") {
+        let Ok(q) = quarter.parse::<u32>() else {
+            return false;
+        };
+        if label == root {
+            return true;
+        }
+        let month: Option<u32> = label
+            .strip_prefix(year)
+            .and_then(|rest| rest.strip_prefix('-'))
+            .and_then(|rest| rest.get(..2))
+            .and_then(|m| m.parse().ok());
+        return month.is_some_and(|m| (3 * q - 2..=3 * q).contains(&m));
+    }
+    label.starts_with(root)
+}
+
 /// Notion ids with or without dashes, compared alike.
 fn normalize(id: &str) -> String {
     id.replace('-', "").to_ascii_lowercase()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::archive_under;
+
+    #[test]
+    fn archive_subtrees() {
+        assert!(archive_under("2019", "2019-Q3"));
+        assert!(archive_under("2019", "2019-07-p2"));
+        assert!(!archive_under("2019", "2020"));
+        assert!(archive_under("2019-Q3", "2019-08"));
+        assert!(archive_under("2019-Q3", "2019-09-p1"));
+        assert!(!archive_under("2019-Q3", "2019-10"));
+        assert!(!archive_under("2019-Q3", "2019"));
+        assert!(archive_under("2019-03", "2019-03-p1-a"));
+        assert!(!archive_under("2019-03", "2019-04"));
+    }
 }

@@ -172,6 +172,9 @@ impl EntryStore {
                     AttributeValue::S(Self::page_key(repo, module)),
                 )
                 .scan_index_forward(forward)
+                // A build that read an older replica could publish without an entry whose
+                // stale mark it already saw, and complete clean.
+                .consistent_read(true)
                 .limit(want)
                 .set_exclusive_start_key(start);
             request = match year {

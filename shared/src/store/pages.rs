@@ -40,6 +40,7 @@ pub mod page_attr {
     pub const LATEST_MERGED_AT: &str = "latestMergedAt";
     pub const RECENT_AUTHORS: &str = "recentAuthors";
     pub const NOTION: &str = "notion";
+    pub const HASHES: &str = "hashes";
     pub const LAST_ERROR: &str = "lastError";
     pub const ADVICE: &str = "advice";
     pub const LAST_ERROR_AT: &str = "lastErrorAt";
@@ -92,6 +93,8 @@ pub struct BuildResult {
     pub first_merged_at: Option<String>,
     pub latest_merged_at: Option<String>,
     pub recent_authors: Vec<AuthorCount>,
+    /// Archive label → the hash of its published document.
+    pub hashes: std::collections::BTreeMap<String, String>,
 }
 
 /// How a build ended on the page item.
@@ -330,6 +333,10 @@ impl PageStore {
             u.set(
                 a::ENTRY_COUNT,
                 AttributeValue::N(result.entry_count.to_string()),
+            );
+            u.set(
+                a::HASHES,
+                serde_dynamo::to_attribute_value(&result.hashes).map_err(|e| self.bad(e))?,
             );
             u.set(
                 a::RECENT_AUTHORS,
