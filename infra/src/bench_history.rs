@@ -286,7 +286,7 @@ async fn one_size(
             },
         )
         .await?;
-        enrich(&prs, &repo, pr).await?;
+        crate::synthetic::enrich(&prs, &repo, pr).await?;
     }
     let handler = Arc::new(SummarizeHandler::new(
         prs.clone(),
@@ -453,7 +453,7 @@ fn stored_row(repo: &RepoName, pr: &SyntheticPr) -> Item {
         },
         4,
     );
-    for (name, value) in enrichment(pr).attributes(500) {
+    for (name, value) in crate::synthetic::enrichment(pr).attributes(500) {
         item.insert(name.to_string(), value);
     }
     item.insert(
@@ -461,43 +461,4 @@ fn stored_row(repo: &RepoName, pr: &SyntheticPr) -> Item {
         AttributeValue::S(rfc3339_seconds(pr.merged_at)),
     );
     item
-}
-
-fn enrichment(pr: &SyntheticPr) -> shared::enrich::Enrichment {
-    shared::enrich::Enrichment {
-        totals: shared::github::PullTotals {
-            commits: 1,
-            additions: pr.files.iter().map(|f| f.additions).sum(),
-            deletions: pr.files.iter().map(|f| f.deletions).sum(),
-            changed_files: pr.files.len() as u64,
-        },
-        files: pr
-            .files
-            .iter()
-            .map(|f| shared::github::ChangedFile {
-                path: f.path.clone(),
-                status: "modified".into(),
-                additions: f.additions,
-                deletions: f.deletions,
-            })
-            .collect(),
-        linked_issues: Vec::new(),
-    }
-}
-
-/// Writes the enrichment as the enrich stage does: its lease, then the conditional write-back.
-async fn enrich(prs: &PrStore, repo: &RepoName, pr: &SyntheticPr) -> anyhow::Result<()> {
-    let now = OffsetDateTime::now_utc();
-    let owner = format!("bench-enrich-{}", pr.number);
-    prs.claim_enrichment(
-        repo,
-        pr.number,
-        &owner,
-        now,
-        now + time::Duration::minutes(1),
-    )
-    .await?;
-    prs.complete_enrichment(repo, pr.number, &owner, enrichment(pr).attributes(500), now)
-        .await?;
-    Ok(())
 }

@@ -96,6 +96,7 @@ pub struct DevStack {
     entries: EntryStore,
     pages: PageStore,
     builder: Arc<PageBuilder>,
+    sweeps_paused: Arc<std::sync::atomic::AtomicBool>,
     stop_workers: tokio::sync::watch::Sender<bool>,
     workers: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -198,9 +199,11 @@ impl DevStack {
             sqs.clone(),
             &sweeper_config,
         ));
+        let sweeps_paused = Arc::new(std::sync::atomic::AtomicBool::new(false));
         workers.push(tokio::spawn(tick_sweeper(
             sweeper,
             options.sweep_interval,
+            sweeps_paused.clone(),
             stop.clone(),
         )));
 
@@ -278,6 +281,7 @@ impl DevStack {
             entries: EntryStore::new(client.clone(), entries_table),
             pages: PageStore::new(client.clone(), pages_table),
             builder,
+            sweeps_paused,
             stop_workers,
             workers,
         })
@@ -334,6 +338,12 @@ impl DevStack {
     /// The pages table (stale markers, build state).
     pub fn pages(&self) -> &PageStore {
         &self.pages
+    }
+
+    /// Pauses (or resumes) the sweeper: rows stored meanwhile wait, as they would for enrichment.
+    pub fn pause_sweeps(&self, paused: bool) {
+        self.sweeps_paused
+            .store(paused, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The page builder the stack ticks.
@@ -440,9 +450,16 @@ async fn tick_builder(
 async fn tick_sweeper(
     sweeper: Arc<Sweeper>,
     interval: Duration,
+    paused: Arc<std::sync::atomic::AtomicBool>,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
     loop {
+        if paused.load(std::sync::atomic::Ordering::Relaxed) {
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(200)) => continue,
+                _ = stop.changed() => return,
+            }
+        }
         let now = time::OffsetDateTime::now_utc();
         match sweeper.sweep(now, Instant::now() + SWEEP_TIMEOUT).await {
             Ok(report) if report.seen > 0 => tracing::info!(

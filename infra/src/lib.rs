@@ -12,4 +12,5 @@ pub mod replay;
 pub mod samples;
 pub mod streams;
 pub mod synthetic;
+pub mod synthetic_load;
 pub mod template;

@@ -33,8 +33,13 @@ enum Command {
         /// Send the recorded deliveries in DIR (signed) and print what was stored.
         #[arg(long, value_name = "DIR")]
         replay: Option<PathBuf>,
-        /// Exit after the replay instead of serving until Ctrl-C.
-        #[arg(long, requires = "replay")]
+        /// Post a synthetic history of this many merged PRs (Codertocat/Hello-World, 30
+        /// modules) through the webhook, their files written as enrichment would, and wait for
+        /// their pages.
+        #[arg(long, value_name = "N")]
+        synthetic: Option<usize>,
+        /// Exit after the replay (or the synthetic history) instead of serving until Ctrl-C.
+        #[arg(long)]
         once: bool,
         /// Seconds between sweeps (the deployed schedule runs every minute).
         #[arg(long, default_value_t = 5)]
@@ -97,12 +102,13 @@ async fn main() -> anyhow::Result<()> {
             port,
             emulator_port,
             replay,
+            synthetic,
             once,
             sweep_interval,
         } => {
             let mut options = DevOptions::from_env(port, emulator_port);
             options.sweep_interval = std::time::Duration::from_secs(sweep_interval.max(1));
-            dev(options, replay, once).await
+            dev(options, replay, synthetic, once).await
         }
         Command::Bench {
             target:
@@ -153,7 +159,12 @@ async fn main() -> anyhow::Result<()> {
     }
 }
 
-async fn dev(options: DevOptions, replay: Option<PathBuf>, once: bool) -> anyhow::Result<()> {
+async fn dev(
+    options: DevOptions,
+    replay: Option<PathBuf>,
+    synthetic: Option<usize>,
+    once: bool,
+) -> anyhow::Result<()> {
     let sweep_interval = options.sweep_interval;
     let stack = DevStack::start(options).await?;
     let origin = if stack.started_emulator() {
@@ -198,6 +209,7 @@ async fn dev(options: DevOptions, replay: Option<PathBuf>, once: bool) -> anyhow
         ),
         None => println!("  signature NOT checked (CHRONICLE_INSECURE_NO_SIGNATURE=1)"),
     }
+    let replayed = replay.is_some();
     if let Some(dir) = replay {
         let lines =
             infra::replay::replay(&dir, &stack.webhook_url(), stack.secret(), stack.store()).await;
@@ -217,10 +229,18 @@ async fn dev(options: DevOptions, replay: Option<PathBuf>, once: bool) -> anyhow
             stack.shutdown().await;
             return Err(e);
         }
-        if once {
+    }
+    if let Some(count) = synthetic {
+        let loaded =
+            infra::synthetic_load::load(&stack, count, std::time::Duration::from_secs(1_800)).await;
+        if let Err(e) = loaded {
             stack.shutdown().await;
-            return Ok(());
+            return Err(e);
         }
+    }
+    if once && (replayed || synthetic.is_some()) {
+        stack.shutdown().await;
+        return Ok(());
     }
     println!("Ctrl-C to stop.");
     tokio::signal::ctrl_c().await?;

@@ -291,6 +291,44 @@ fn change(
     }
 }
 
+/// What the enrich stage would have fetched from GitHub for this PR.
+pub fn enrichment(pr: &SyntheticPr) -> shared::enrich::Enrichment {
+    shared::enrich::Enrichment {
+        totals: shared::github::PullTotals {
+            commits: 1,
+            additions: pr.files.iter().map(|f| f.additions).sum(),
+            deletions: pr.files.iter().map(|f| f.deletions).sum(),
+            changed_files: pr.files.len() as u64,
+        },
+        files: pr
+            .files
+            .iter()
+            .map(|f| shared::github::ChangedFile {
+                path: f.path.clone(),
+                status: "modified".into(),
+                additions: f.additions,
+                deletions: f.deletions,
+            })
+            .collect(),
+        linked_issues: Vec::new(),
+    }
+}
+
+/// Writes the enrichment as the enrich stage does: its lease, then the conditional write-back.
+pub async fn enrich(
+    prs: &shared::store::PrStore,
+    repo: &shared::domain::RepoName,
+    pr: &SyntheticPr,
+) -> anyhow::Result<()> {
+    let now = OffsetDateTime::now_utc();
+    let owner = format!("synthetic-enrich-{}", pr.number);
+    prs.claim_enrichment(repo, pr.number, &owner, now, now + Duration::minutes(1))
+        .await?;
+    prs.complete_enrichment(repo, pr.number, &owner, enrichment(pr).attributes(500), now)
+        .await?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
