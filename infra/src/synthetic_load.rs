@@ -173,7 +173,10 @@ mod tests {
         assert_eq!(merged.number, pr.number);
         assert_eq!(merged.title, pr.title);
         assert_eq!(merged.author, pr.author);
-        assert_eq!(merged.merged_at, pr.merged_at.replace_nanosecond(0).unwrap());
+        assert_eq!(
+            merged.merged_at,
+            pr.merged_at.replace_nanosecond(0).unwrap()
+        );
         assert_eq!(merged.repo.as_str(), REPO);
     }
 }
