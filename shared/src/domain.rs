@@ -248,10 +248,7 @@ pub struct PageItem {
     /// The most active authors of the module page's entries.
     #[serde(default)]
     pub recent_authors: Vec<AuthorCount>,
-    /// Archive label → a hash of the document last published for it: an unchanged archive page
-    /// is not published again.
-    #[serde(default)]
-    pub hashes: BTreeMap<String, String>,
+
     /// Page label (`main`, an archive label) → the Notion page published for it.
     #[serde(default)]
     pub notion: BTreeMap<String, NotionPage>,
@@ -304,6 +301,9 @@ pub struct NotionPage {
     pub create_owner: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub create_until: Option<String>,
+    /// A hash of the content last sent to it: the same content is not sent again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash: Option<String>,
 }
 
 #[cfg(test)]

@@ -71,6 +71,9 @@ pub enum NotionError {
     Transport { what: String, message: String },
     #[error("Notion's answer to {what} was not understood: {message}")]
     Unexpected { what: String, message: String },
+    /// Not sent: too little of the invocation was left for an answer.
+    #[error("no time left to call Notion for {what}; it is built again later")]
+    OutOfTime { what: String },
 }
 
 impl NotionError {
@@ -402,9 +405,25 @@ impl NotionClient {
         let mut refreshed = false;
         loop {
             self.pace().await;
-            let result = self.send(method.clone(), path, payload.clone(), what).await;
+            let token = self.current_token();
+            let result = self
+                .send(
+                    method.clone(),
+                    path,
+                    payload.clone(),
+                    what,
+                    &token,
+                    deadline,
+                )
+                .await;
             let (error, wait) = match result {
                 Ok(value) => return Ok(value),
+                // Another call replaced the token meanwhile: sent again with the new one.
+                Err(Failure::Final(NotionError::Access { status: 401, .. }))
+                    if self.current_token() != token =>
+                {
+                    continue;
+                }
                 Err(Failure::Final(NotionError::Access { status: 401, .. }))
                     if !refreshed && self.refresh_token().await =>
                 {
@@ -473,27 +492,39 @@ impl NotionClient {
         tokio::time::sleep_until(start.into()).await;
     }
 
+    fn current_token(&self) -> String {
+        self.token
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .expose()
+            .to_string()
+    }
+
     async fn send(
         &self,
         method: Method,
         path: &str,
         payload: Option<String>,
         what: &str,
+        token: &str,
+        deadline: Instant,
     ) -> Result<Value, Failure> {
+        // An answer must come before the deadline: a request with less than a second left is
+        // not sent (it could be applied without anyone knowing).
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left < Duration::from_secs(1) {
+            return Err(Failure::Final(NotionError::OutOfTime {
+                what: what.to_string(),
+            }));
+        }
         self.requests
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let token = self
-            .token
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .expose()
-            .to_string();
         let mut request = self
             .http
             .request(method, format!("{}{path}", self.base))
             .bearer_auth(token)
             .header("Notion-Version", NOTION_VERSION)
-            .timeout(self.timeout);
+            .timeout(self.timeout.min(left));
         if let Some(p) = payload {
             request = request.header("content-type", "application/json").body(p);
         }

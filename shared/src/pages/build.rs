@@ -508,7 +508,7 @@ impl PageBuilder {
         }
 
         let mut years = item.years.clone();
-        let mut hashes = item.hashes.clone();
+
         let mut docs: Vec<Document> = Vec::new();
         let mut removed: Vec<DocKey> = Vec::new();
         for year in dirty {
@@ -533,7 +533,6 @@ impl PageBuilder {
                 .map(|d| d.key.label().to_string())
                 .collect();
             for gone in old_parts.iter().filter(|p| !parts.contains(p)) {
-                hashes.remove(gone);
                 removed.push(DocKey::Archive {
                     repo: repo.to_string(),
                     module: module.to_string(),
@@ -557,17 +556,7 @@ impl PageBuilder {
                     years.remove(&label);
                 }
             }
-            // Unchanged archive pages are not published again (unless pages must be
-            // published anew: deleted by hand, or a full rebuild).
-            let republish = full || also.contains(&year);
-            for doc in year_docs {
-                let hash = document_hash(&doc);
-                let label = doc.key.label().to_string();
-                if republish || hashes.get(&label) != Some(&hash) {
-                    docs.push(doc);
-                }
-                hashes.insert(label, hash);
-            }
+            docs.extend(year_docs);
         }
 
         facts.entry_count = years.values().map(|y| y.count).sum();
@@ -600,7 +589,6 @@ impl PageBuilder {
                 first_merged_at: facts.first_merged_at,
                 latest_merged_at: facts.latest_merged_at,
                 recent_authors: facts.recent_authors,
-                hashes,
             },
             published,
         ))
@@ -671,13 +659,6 @@ impl PageBuilder {
     pub fn reading(&self) -> MeterReading {
         self.meter.reading()
     }
-}
-
-/// A short hash of a document's rendering (which depends on the document alone).
-fn document_hash(doc: &Document) -> String {
-    use sha2::Digest;
-    let digest = sha2::Sha256::digest(super::render::commonmark(doc).as_bytes());
-    hex::encode(&digest[..12])
 }
 
 /// Years with archived entries, oldest first.

@@ -145,7 +145,9 @@ impl NotionPublisher {
                 Err(PublishError::Notion(e)) if e.is_archived() || e.is_not_found() => {
                     match &doc.parent {
                         Some(parent @ (DocKey::Module { .. } | DocKey::Archive { .. })) => {
-                            return Err(self.gone(set, parent, &parent_id, module).await?);
+                            return Err(self
+                                .gone(set, parent, &parent_id, module, PublishError::Notion(e))
+                                .await?);
                         }
                         _ => return Err(PublishError::Notion(e)),
                     }
@@ -171,14 +173,37 @@ impl NotionPublisher {
             }
         }
 
-        // 3. Contents replaced, children before parents.
+        // 3. Contents replaced, children before parents. A page whose content is the one last
+        // sent (its recorded hash) is left alone, once its parent lists it as a live child.
+        let mut listings = Listings::default();
         for doc in set.docs.iter().rev() {
             if fresh.contains(doc.key.label()) {
                 continue;
             }
             let id = id_of(&known, doc.key.label())
                 .ok_or_else(|| PublishError::Missing(vec![doc.key.clone()]))?;
-            match self.replace(set, doc, &id, &mut known, module).await {
+            let unchanged = known.get(doc.key.label()).and_then(|p| p.hash.clone())
+                == Some(content_hash(&render(
+                    doc,
+                    Flavor::Notion,
+                    &resolver(&known, repo, module),
+                )));
+            if unchanged {
+                let parent_id = match &doc.parent {
+                    Some(DocKey::Index { .. }) | None => Some(index_id.clone()),
+                    Some(parent) => id_of(&known, parent.label()),
+                };
+                if let Some(parent_id) = parent_id {
+                    let siblings = self.listing(&mut listings, &parent_id, set).await?;
+                    if siblings.iter().any(|c| normalize(&c.id) == normalize(&id)) {
+                        continue;
+                    }
+                }
+            }
+            match self
+                .replace(set, doc, &id, &mut known, module, &mut listings)
+                .await
+            {
                 Ok(bytes) => {
                     published.documents += 1;
                     published.bytes += bytes;
@@ -215,7 +240,11 @@ impl NotionPublisher {
         )
         .await?;
         let id = id_of(&known, MAIN_LABEL).ok_or(PublishError::LeaseLost)?;
-        match self.replace(set, doc, &id, &mut known, INDEX_MODULE).await {
+        let mut listings = Listings::default();
+        match self
+            .replace(set, doc, &id, &mut known, INDEX_MODULE, &mut listings)
+            .await
+        {
             Ok(bytes) => {
                 published.documents += 1;
                 published.bytes += bytes;
@@ -324,6 +353,14 @@ impl NotionPublisher {
                     }
                 }
                 CreateClaim::Claimed { retry } => {
+                    // Never outlive the claim: past it another builder may create the page.
+                    let until = set.deadline.min(
+                        std::time::Instant::now()
+                            + self
+                                .create_claim
+                                .saturating_sub(Duration::from_secs(10))
+                                .max(self.create_claim / 2),
+                    );
                     if retry {
                         if let Some(found) = self.find_child(parent_id, title, set).await? {
                             tracing::info!(repo, module, label, page = %found.id, "adopted a page an interrupted build created");
@@ -333,6 +370,7 @@ impl NotionPublisher {
                                 label,
                                 &found.id,
                                 &url_of_id(&found.id),
+                                None,
                                 known,
                             )
                             .await?;
@@ -340,19 +378,15 @@ impl NotionPublisher {
                         }
                     }
                     let markdown = content.unwrap_or(PLACEHOLDER);
-                    // Never outlive the claim: past it another builder may create the page.
-                    let until = set.deadline.min(
-                        std::time::Instant::now()
-                            + self.create_claim.saturating_sub(Duration::from_secs(10)),
-                    );
                     match self
                         .client
                         .create_page(parent_id, title, markdown, until)
                         .await
                     {
                         Ok(page) => {
+                            let hash = content.map(content_hash);
                             if let Err(e) = self
-                                .record(set, module, label, &page.id, &page.url, known)
+                                .record(set, module, label, &page.id, &page.url, hash, known)
                                 .await
                             {
                                 // The claim was lost: another builder owns this page now.
@@ -372,6 +406,7 @@ impl NotionPublisher {
                                     label,
                                     &found.id,
                                     &url_of_id(&found.id),
+                                    None,
                                     known,
                                 )
                                 .await?;
@@ -392,6 +427,10 @@ impl NotionPublisher {
         }
     }
 
+    /// Records the page created (or adopted) for `label`. Refused: recorded by this same call
+    /// already (an answer lost and the write sent again) is fine; another page recorded (this
+    /// builder's claim expired) is [`PublishError::LeaseLost`].
+    #[allow(clippy::too_many_arguments)]
     async fn record(
         &self,
         set: &PageSet<'_>,
@@ -399,24 +438,47 @@ impl NotionPublisher {
         label: &str,
         id: &str,
         url: &str,
+        hash: Option<String>,
         known: &mut Known,
     ) -> Result<(), PublishError> {
+        let repo = set.item.repo.as_str();
+        let page = NotionPage {
+            id: Some(id.to_string()),
+            url: Some(url.to_string()),
+            hash,
+            ..Default::default()
+        };
         if !self
             .pages
-            .record_notion_page(&set.item.repo, module, label, set.owner, id, url)
+            .record_notion_page(repo, module, label, set.owner, &page)
             .await?
         {
-            return Err(PublishError::LeaseLost);
+            let recorded = self
+                .pages
+                .get(repo, module)
+                .await?
+                .and_then(|item| item.notion.get(label).and_then(|p| p.id.clone()));
+            if recorded.as_deref().map(normalize) != Some(normalize(id)) {
+                return Err(PublishError::LeaseLost);
+            }
         }
-        known.insert(
-            label.to_string(),
-            NotionPage {
-                id: Some(id.to_string()),
-                url: Some(url.to_string()),
-                ..Default::default()
-            },
-        );
+        known.insert(label.to_string(), page);
         Ok(())
+    }
+
+    /// The child pages of `id`, listed once per build.
+    async fn listing<'a>(
+        &self,
+        listings: &'a mut Listings,
+        id: &str,
+        set: &PageSet<'_>,
+    ) -> Result<&'a Vec<ChildPage>, PublishError> {
+        let key = normalize(id);
+        if !listings.0.contains_key(&key) {
+            let children = self.client.child_pages(id, set.deadline).await?;
+            listings.0.insert(key.clone(), children);
+        }
+        Ok(&listings.0[&key])
     }
 
     /// The child page of `parent_id` titled `title`, if there is one. More than one (a create
@@ -451,12 +513,17 @@ impl NotionPublisher {
         id: &str,
         known: &mut Known,
         module: &str,
+        listings: &mut Listings,
     ) -> Result<usize, PublishError> {
         let repo = set.item.repo.as_str();
-        let live = match self.client.child_pages(id, set.deadline).await {
-            Ok(live) => live,
-            Err(e) if e.is_not_found() => return Err(self.gone(set, &doc.key, id, module).await?),
-            Err(e) => return Err(e.into()),
+        let live = match self.listing(listings, id, set).await {
+            Ok(live) => live.clone(),
+            Err(PublishError::Notion(e)) if e.is_not_found() => {
+                return Err(self
+                    .gone(set, &doc.key, id, module, PublishError::Notion(e))
+                    .await?)
+            }
+            Err(e) => return Err(e),
         };
         let live_ids: BTreeSet<String> = live.iter().map(|c| normalize(&c.id)).collect();
         let is_index = module == INDEX_MODULE;
@@ -506,7 +573,21 @@ impl NotionPublisher {
                 .forget_notion_page(repo, child.item_module(), child.label(), child_id)
                 .await?;
             if is_index {
-                // Its module is published again (and then listed here again).
+                // Its module is published again (and then listed here again); its archive
+                // pages went to the trash with it.
+                let module_pages = set
+                    .repo_items
+                    .iter()
+                    .find(|i| i.module == child.item_module())
+                    .map(|i| i.notion.clone())
+                    .unwrap_or_default();
+                for (l, p) in module_pages {
+                    if let Some(old) = p.id {
+                        self.pages
+                            .forget_notion_page(repo, child.item_module(), &l, &old)
+                            .await?;
+                    }
+                }
                 self.pages
                     .mark_full_rebuild(repo, child.item_module(), OffsetDateTime::now_utc())
                     .await?;
@@ -523,7 +604,7 @@ impl NotionPublisher {
                 missing.into_iter().map(|(k, _)| k).collect(),
             ));
         }
-        let mut markdown = if is_index {
+        let markdown = if is_index {
             let urls = module_urls;
             render(doc, Flavor::Notion, &move |k: &DocKey| {
                 urls.get(k.item_module()).cloned()
@@ -531,6 +612,8 @@ impl NotionPublisher {
         } else {
             render(doc, Flavor::Notion, &resolver(known, repo, module))
         };
+        let hash = content_hash(&markdown);
+        let mut markdown = markdown;
         let extra: Vec<&ChildPage> = live
             .iter()
             .filter(|c| !expected_ids.contains(&normalize(&c.id)))
@@ -552,13 +635,15 @@ impl NotionPublisher {
             .replace_markdown(id, &markdown, set.deadline)
             .await
         {
-            Ok(()) => Ok(markdown.len()),
-            Err(e) if e.is_not_found() || e.is_archived() => {
-                if self.client.live_page(id, set.deadline).await?.is_some() {
-                    return Err(e.into());
-                }
-                Err(self.gone(set, &doc.key, id, module).await?)
+            Ok(()) => {
+                self.pages
+                    .record_notion_hash(repo, module, doc.key.label(), id, &hash)
+                    .await?;
+                Ok(markdown.len())
             }
+            Err(e) if e.is_not_found() || e.is_archived() => Err(self
+                .gone(set, &doc.key, id, module, PublishError::Notion(e))
+                .await?),
             Err(e) => Err(e.into()),
         }
     }
@@ -572,8 +657,13 @@ impl NotionPublisher {
         key: &DocKey,
         id: &str,
         module: &str,
+        original: PublishError,
     ) -> Result<PublishError, PublishError> {
         let repo = set.item.repo.as_str();
+        // Made sure of first: a live page is never forgotten (that would make a duplicate).
+        if self.client.live_page(id, set.deadline).await?.is_some() {
+            return Ok(original);
+        }
         let mut known = set.item.notion.clone();
         let label = match key {
             DocKey::Archive { label, .. } => label,
@@ -684,7 +774,7 @@ pub fn archive_under(root: &str, label: &str) -> bool {
         let Ok(q) = quarter.parse::<u32>() else {
             return false;
         };
-        if label == root {
+        if label == root || label.starts_with(&format!("{root}-")) {
             return true;
         }
         let month: Option<u32> = label
@@ -694,7 +784,17 @@ pub fn archive_under(root: &str, label: &str) -> bool {
             .and_then(|m| m.parse().ok());
         return month.is_some_and(|m| (3 * q - 2..=3 * q).contains(&m));
     }
-    label.starts_with(root)
+    label == root || label.starts_with(&format!("{root}-"))
+}
+
+/// Child listings fetched during one build, by page id.
+#[derive(Default)]
+struct Listings(std::collections::HashMap<String, Vec<ChildPage>>);
+
+/// A short hash of the Markdown sent to a page (its URLs included): equal means unchanged.
+fn content_hash(markdown: &str) -> String {
+    use sha2::Digest;
+    hex::encode(&sha2::Sha256::digest(markdown.as_bytes())[..12])
 }
 
 /// Notion ids with or without dashes, compared alike.
@@ -717,5 +817,10 @@ mod tests {
         assert!(!archive_under("2019-Q3", "2019"));
         assert!(archive_under("2019-03", "2019-03-p1-a"));
         assert!(!archive_under("2019-03", "2019-04"));
+        assert!(
+            !archive_under("2019-03-p1", "2019-03-p10"),
+            "parts are not prefixes"
+        );
+        assert!(archive_under("2019-Q1", "2019-Q1-a"), "a quarter's halves");
     }
 }

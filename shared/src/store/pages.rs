@@ -40,7 +40,7 @@ pub mod page_attr {
     pub const LATEST_MERGED_AT: &str = "latestMergedAt";
     pub const RECENT_AUTHORS: &str = "recentAuthors";
     pub const NOTION: &str = "notion";
-    pub const HASHES: &str = "hashes";
+
     pub const LAST_ERROR: &str = "lastError";
     pub const ADVICE: &str = "advice";
     pub const LAST_ERROR_AT: &str = "lastErrorAt";
@@ -93,8 +93,6 @@ pub struct BuildResult {
     pub first_merged_at: Option<String>,
     pub latest_merged_at: Option<String>,
     pub recent_authors: Vec<AuthorCount>,
-    /// Archive label → the hash of its published document.
-    pub hashes: std::collections::BTreeMap<String, String>,
 }
 
 /// How a build ended on the page item.
@@ -334,10 +332,7 @@ impl PageStore {
                 a::ENTRY_COUNT,
                 AttributeValue::N(result.entry_count.to_string()),
             );
-            u.set(
-                a::HASHES,
-                serde_dynamo::to_attribute_value(&result.hashes).map_err(|e| self.bad(e))?,
-            );
+
             u.set(
                 a::RECENT_AUTHORS,
                 serde_dynamo::to_attribute_value(&result.recent_authors)
@@ -557,30 +552,53 @@ impl PageStore {
         module: &str,
         label: &str,
         owner: &str,
-        id: &str,
-        url: &str,
+        page: &NotionPage,
     ) -> Result<bool, StoreError> {
-        let page = NotionPage {
-            id: Some(id.to_string()),
-            url: Some(url.to_string()),
-            ..Default::default()
-        };
+        let id = page.id.clone().unwrap_or_default();
         let result = self
             .update(repo, module)
             .update_expression("SET #notion.#label = :page")
-            .condition_expression("#notion.#label.#owner = :owner")
+            // Or already recorded by this very write (its answer lost, the SDK sent it again).
+            .condition_expression("#notion.#label.#owner = :owner OR #notion.#label.#id = :id")
             .expression_attribute_names("#notion", a::NOTION)
             .expression_attribute_names("#label", label)
             .expression_attribute_names("#owner", "createOwner")
+            .expression_attribute_names("#id", "id")
+            .expression_attribute_values(":id", AttributeValue::S(id))
             .expression_attribute_values(
                 ":page",
-                serde_dynamo::to_attribute_value(&page).map_err(|e| self.bad(e))?,
+                serde_dynamo::to_attribute_value(page).map_err(|e| self.bad(e))?,
             )
             .expression_attribute_values(":owner", AttributeValue::S(owner.to_string()))
             .send()
             .await;
         self.meter.write();
         applied(&self.table, "UpdateItem", result)
+    }
+
+    /// Records the hash of the content last sent to the Notion page `label`, if it is still `id`.
+    pub async fn record_notion_hash(
+        &self,
+        repo: &str,
+        module: &str,
+        label: &str,
+        id: &str,
+        hash: &str,
+    ) -> Result<(), StoreError> {
+        let result = self
+            .update(repo, module)
+            .update_expression("SET #notion.#label.#hash = :hash")
+            .condition_expression("#notion.#label.#id = :id")
+            .expression_attribute_names("#notion", a::NOTION)
+            .expression_attribute_names("#label", label)
+            .expression_attribute_names("#hash", "hash")
+            .expression_attribute_names("#id", "id")
+            .expression_attribute_values(":hash", AttributeValue::S(hash.to_string()))
+            .expression_attribute_values(":id", AttributeValue::S(id.to_string()))
+            .send()
+            .await;
+        self.meter.write();
+        applied(&self.table, "UpdateItem", result).map(drop)
     }
 
     /// Gives a creation claim back after a create that certainly failed, so the next build
