@@ -2,14 +2,18 @@
 //! the local stack that serves the same handlers as Lambda, and the operator CLI's commands.
 
 pub mod alloc;
+pub mod backfill_cli;
 pub mod bench;
+pub mod bench_backfill;
 pub mod bench_history;
 pub mod dev;
 pub mod emulator;
+pub mod github_standin;
 pub mod http_server;
 pub mod queues;
 pub mod replay;
 pub mod samples;
+pub mod stack;
 pub mod streams;
 pub mod synthetic;
 pub mod synthetic_load;

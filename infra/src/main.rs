@@ -38,12 +38,46 @@ enum Command {
         /// their pages.
         #[arg(long, value_name = "N")]
         synthetic: Option<usize>,
+        /// Import OWNER/REPO's merged history with `chronicle backfill` inside the stack
+        /// (GITHUB_TOKEN; GITHUB_API_URL may point at GitHub Enterprise Server).
+        #[arg(long, value_name = "OWNER/REPO")]
+        backfill: Option<String>,
         /// Exit after the replay (or the synthetic history) instead of serving until Ctrl-C.
         #[arg(long)]
         once: bool,
         /// Seconds between sweeps (the deployed schedule runs every minute).
         #[arg(long, default_value_t = 5)]
         sweep_interval: u64,
+    },
+    /// Import a repository's merged pull requests from before the install (GitHub GraphQL),
+    /// through the webhook's own upsert, already enriched. Resumable: run it again after a stop.
+    Backfill {
+        /// OWNER/REPO.
+        repo: String,
+        /// Only PRs merged on or after this date (YYYY-MM-DD or RFC 3339).
+        #[arg(long)]
+        since: Option<String>,
+        /// Only PRs merged on or before this date (YYYY-MM-DD: to the end of that day).
+        #[arg(long)]
+        until: Option<String>,
+        /// At most this many PRs in this run.
+        #[arg(long)]
+        limit: Option<u64>,
+        /// A deployed stack: tables from its CloudFormation outputs, the token from its secret
+        /// unless GITHUB_TOKEN is set. Without it: the local stack at AWS_ENDPOINT_URL.
+        #[arg(long)]
+        stack: Option<String>,
+        /// Pull requests per GraphQL query (1-100; smaller pages after a timeout).
+        #[arg(long, default_value_t = 50)]
+        page_size: u32,
+        /// Points per hour left to other users of the token: the run waits for the reset
+        /// rather than spend them.
+        #[arg(long, default_value_t = 500)]
+        reserve_points: u64,
+        /// Ignore the checkpoint and start again from the oldest PR (writes nothing already
+        /// there).
+        #[arg(long)]
+        restart: bool,
     },
     /// Print benchmark figures.
     Bench {
@@ -85,6 +119,15 @@ enum BenchTarget {
         #[arg(long, default_value_t = 250)]
         tick_ms: u64,
     },
+    /// Points, GitHub requests and time to import a merged history with `chronicle backfill`,
+    /// next to the REST path's request count; then a smaller import through the local stack
+    /// until every PR is on a page.
+    Backfill {
+        #[arg(long, default_value_t = 5000)]
+        prs: usize,
+        #[arg(long, default_value_t = 300)]
+        through_pages: usize,
+    },
     /// Webhook handler time, HTTP round trip through the local stack, item sizes.
     Webhook {
         #[arg(long, default_value_t = 5000)]
@@ -103,12 +146,36 @@ async fn main() -> anyhow::Result<()> {
             emulator_port,
             replay,
             synthetic,
+            backfill,
             once,
             sweep_interval,
         } => {
             let mut options = DevOptions::from_env(port, emulator_port);
             options.sweep_interval = std::time::Duration::from_secs(sweep_interval.max(1));
-            dev(options, replay, synthetic, once).await
+            dev(options, replay, synthetic, backfill, once).await
+        }
+        Command::Backfill {
+            repo,
+            since,
+            until,
+            limit,
+            stack,
+            page_size,
+            reserve_points,
+            restart,
+        } => {
+            let code = infra::backfill_cli::run(infra::backfill_cli::BackfillArgs {
+                repo,
+                since,
+                until,
+                limit,
+                stack,
+                page_size,
+                reserve_points,
+                restart,
+            })
+            .await;
+            std::process::exit(i32::from(code));
         }
         Command::Bench {
             target:
@@ -117,6 +184,15 @@ async fn main() -> anyhow::Result<()> {
                     round_trips,
                 },
         } => infra::bench::run_webhook(iterations, round_trips).await,
+        Command::Bench {
+            target: BenchTarget::Backfill { prs, through_pages },
+        } => {
+            infra::bench_backfill::run(infra::bench_backfill::BackfillBenchOptions {
+                prs,
+                through_pages,
+            })
+            .await
+        }
         Command::Bench {
             target:
                 BenchTarget::Sweep {
@@ -163,6 +239,7 @@ async fn dev(
     options: DevOptions,
     replay: Option<PathBuf>,
     synthetic: Option<usize>,
+    backfill: Option<String>,
     once: bool,
 ) -> anyhow::Result<()> {
     let sweep_interval = options.sweep_interval;
@@ -238,7 +315,24 @@ async fn dev(
             return Err(e);
         }
     }
-    if once && (replayed || synthetic.is_some()) {
+    let backfilled = backfill.is_some();
+    if let Some(repo) = backfill {
+        let args = infra::backfill_cli::BackfillArgs {
+            repo: repo.clone(),
+            page_size: 50,
+            reserve_points: 500,
+            ..Default::default()
+        };
+        let target = stack.backfill_target();
+        match infra::backfill_cli::run_with(&args, &target).await {
+            Ok(report) => println!("{}", infra::backfill_cli::summary(&repo, &report)),
+            Err((_, message)) => {
+                stack.shutdown().await;
+                anyhow::bail!("backfill: {message}");
+            }
+        }
+    }
+    if once && (replayed || synthetic.is_some() || backfilled) {
         stack.shutdown().await;
         return Ok(());
     }

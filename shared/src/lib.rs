@@ -12,6 +12,7 @@
 //! - configuration ([`config`], a leaf), secrets ([`secret`]), telemetry ([`telemetry`]).
 
 pub mod aws;
+pub mod backfill;
 pub mod backoff;
 pub mod batch;
 pub mod config;

@@ -91,11 +91,13 @@ pub const PENDING_INDEX: &str = "pending";
 
 pub type Item = HashMap<String, AttributeValue>;
 
+mod backfill;
 mod entries;
 mod meter;
 mod pages;
 mod summary;
 mod sweep;
+pub use backfill::{Checkpoint, CheckpointStore};
 pub use entries::{entry_attr, EntryStore};
 pub use meter::{Meter, MeterReading};
 pub use pages::{
@@ -138,9 +140,22 @@ enum Refusal {
 }
 
 enum FieldUpdate {
-    Updated,
-    NotNewer(Option<String>),
+    Updated {
+        enriched: bool,
+    },
+    NotNewer {
+        stored: Option<String>,
+        enriched: bool,
+    },
     Missing,
+}
+
+/// What an import did: the upsert's outcome, and whether the row's enrichment came from it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportOutcome {
+    pub upsert: UpsertOutcome,
+    /// The import's files and issues were stored (a new row, or one not yet enriched).
+    pub enriched: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -190,12 +205,12 @@ impl PrStore {
     ) -> Result<UpsertOutcome, StoreError> {
         const ATTEMPTS: u32 = 3;
         for _ in 0..ATTEMPTS {
-            if self.insert(pr, delivery).await? {
+            if self.insert(pr, delivery, Vec::new()).await? {
                 return Ok(UpsertOutcome::Inserted);
             }
             match self.update_fields(pr, delivery).await? {
-                FieldUpdate::Updated => return Ok(UpsertOutcome::Updated),
-                FieldUpdate::NotNewer(stored) => {
+                FieldUpdate::Updated { .. } => return Ok(UpsertOutcome::Updated),
+                FieldUpdate::NotNewer { stored, .. } => {
                     return Ok(UpsertOutcome::Unchanged {
                         stored_updated_at: stored,
                     })
@@ -211,13 +226,81 @@ impl PrStore {
         })
     }
 
+    /// Stores a PR fetched by backfill through the webhook's upsert (same conditions, pipeline
+    /// state never reset), together with its enrichment: a new row is inserted already enriched
+    /// in the same write, and a stored row not yet enriched gets it if no enrich worker holds it.
+    pub async fn import(
+        &self,
+        pr: &MergedPullRequest,
+        delivery: &Delivery,
+        enrichment: Vec<(&'static str, AttributeValue)>,
+        now: OffsetDateTime,
+    ) -> Result<ImportOutcome, StoreError> {
+        const ATTEMPTS: u32 = 3;
+        let mut extra = enrichment.clone();
+        extra.push((attr::ENRICHED_AT, AttributeValue::S(rfc3339_millis(now))));
+        for _ in 0..ATTEMPTS {
+            if self.insert(pr, delivery, extra.clone()).await? {
+                return Ok(ImportOutcome {
+                    upsert: UpsertOutcome::Inserted,
+                    enriched: true,
+                });
+            }
+            let (upsert, enriched) = match self.update_fields(pr, delivery).await? {
+                FieldUpdate::Updated { enriched } => (UpsertOutcome::Updated, enriched),
+                FieldUpdate::NotNewer { stored, enriched } => (
+                    UpsertOutcome::Unchanged {
+                        stored_updated_at: stored,
+                    },
+                    enriched,
+                ),
+                FieldUpdate::Missing => continue,
+            };
+            let enriched = !enriched
+                && self
+                    .enrich_unclaimed(&pr.repo, pr.number, enrichment.clone(), now)
+                    .await?;
+            return Ok(ImportOutcome { upsert, enriched });
+        }
+        Err(StoreError::Contention {
+            repo: pr.repo.to_string(),
+            number: pr.number,
+            attempts: ATTEMPTS,
+        })
+    }
+
+    /// Writes an enrichment only if the row has none and no enrich worker's lease is live.
+    async fn enrich_unclaimed(
+        &self,
+        repo: &RepoName,
+        number: u64,
+        attributes: Vec<(&'static str, AttributeValue)>,
+        now: OffsetDateTime,
+    ) -> Result<bool, StoreError> {
+        let mut update = Update::default();
+        for (name, value) in attributes {
+            update.set(name, value);
+        }
+        update.set(attr::ENRICHED_AT, AttributeValue::S(rfc3339_millis(now)));
+        let condition = format!(
+            "attribute_exists({repo}) AND attribute_not_exists({enriched}) AND (attribute_not_exists({lease}) OR {lease} < {now})",
+            repo = update.name(attr::REPO),
+            enriched = update.name(attr::ENRICHED_AT),
+            lease = update.name(attr::ENRICH_LEASE_UNTIL),
+            now = update.value("now", Some(AttributeValue::S(rfc3339_millis(now)))),
+        );
+        self.update_if(repo, number, update, condition).await
+    }
+
     /// `true` if the item was created, `false` if one already existed.
     async fn insert(
         &self,
         pr: &MergedPullRequest,
         delivery: &Delivery,
+        extra: Vec<(&'static str, AttributeValue)>,
     ) -> Result<bool, StoreError> {
-        let item = new_item(pr, delivery, self.table.pending_shards);
+        let mut item = new_item(pr, delivery, self.table.pending_shards);
+        item.extend(extra.into_iter().map(|(k, v)| (k.to_string(), v)));
         let result = self
             .client
             .put_item()
@@ -251,13 +334,21 @@ impl PrStore {
             .table_name(self.table_name())
             .set_key(Some(key(&pr.repo, pr.number)))
             .condition_expression(condition)
+            // Returned values cost no read capacity.
+            .return_values(ReturnValue::AllNew)
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        self.meter.write();
         match update.apply(request).send().await {
-            Ok(_) => Ok(FieldUpdate::Updated),
+            Ok(out) => Ok(FieldUpdate::Updated {
+                enriched: out
+                    .attributes
+                    .is_some_and(|i| i.contains_key(attr::ENRICHED_AT)),
+            }),
             Err(e) => match self.refused_item(&e, &pr.repo, pr.number).await? {
-                Refusal::Refused(Some(item)) => Ok(FieldUpdate::NotNewer(
-                    string(&item, attr::SOURCE_UPDATED_AT).map(str::to_string),
-                )),
+                Refusal::Refused(Some(item)) => Ok(FieldUpdate::NotNewer {
+                    stored: string(&item, attr::SOURCE_UPDATED_AT).map(str::to_string),
+                    enriched: item.contains_key(attr::ENRICHED_AT),
+                }),
                 Refusal::Refused(None) => Ok(FieldUpdate::Missing),
                 Refusal::Failed(e) => Err(e),
             },

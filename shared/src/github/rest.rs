@@ -323,7 +323,7 @@ fn backoff(attempt: u32) -> Duration {
 }
 
 /// How long GitHub asks us to wait, if this is a rate-limit answer.
-fn rate_limit_wait(status: StatusCode, headers: &HeaderMap) -> Option<Duration> {
+pub(super) fn rate_limit_wait(status: StatusCode, headers: &HeaderMap) -> Option<Duration> {
     if status != StatusCode::FORBIDDEN && status != StatusCode::TOO_MANY_REQUESTS {
         return None;
     }
@@ -365,7 +365,7 @@ pub fn next_link(headers: &HeaderMap) -> Option<String> {
     })
 }
 
-fn error_chain(e: &dyn std::error::Error) -> String {
+pub(super) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut msg = e.to_string();
     let mut src = e.source();
     while let Some(s) = src {

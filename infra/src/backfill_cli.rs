@@ -1,0 +1,337 @@
+//! `chronicle backfill OWNER/REPO`: the operator side of the backfill stage. Finds the tables
+//! (a deployed stack's outputs with `--stack`, or the local stack through `AWS_ENDPOINT_URL`),
+//! the token (`GITHUB_TOKEN`, or the stack's secret), shows progress, and prints a summary.
+//!
+//! Exit status: 0 done, 1 failed (run again to resume), 2 bad input found before any write.
+
+use std::io::IsTerminal;
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_config::SdkConfig;
+use shared::backfill::{Backfill, BackfillError, BackfillOptions, BackfillReport, Progress};
+use shared::config::TableConfig;
+use shared::domain::RepoName;
+use shared::github::graphql::GraphQlClient;
+use shared::secret::{Secret, SecretSource};
+use shared::store::{CheckpointStore, PrStore};
+use time::OffsetDateTime;
+
+use crate::stack::Stack;
+
+pub const EXIT_FAILED: u8 = 1;
+pub const EXIT_USAGE: u8 = 2;
+
+/// What the command line asked for.
+#[derive(Debug, Clone, Default)]
+pub struct BackfillArgs {
+    pub repo: String,
+    pub since: Option<String>,
+    pub until: Option<String>,
+    pub limit: Option<u64>,
+    pub stack: Option<String>,
+    pub page_size: u32,
+    pub reserve_points: u64,
+    pub restart: bool,
+}
+
+/// Where the rows go and how GitHub is reached.
+pub struct Target {
+    pub sdk: SdkConfig,
+    pub table: TableConfig,
+    pub pages_table: String,
+    pub api_url: String,
+    pub token: Option<Secret>,
+    pub max_paths: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum UsageError {
+    #[error("{0}")]
+    Bad(String),
+    #[error(transparent)]
+    Stack(#[from] crate::stack::StackError),
+}
+
+/// `2024-01-31` (a whole day: from its start for `--since`, to its end for `--until`) or RFC 3339.
+pub fn parse_date(value: &str, end_of_day: bool) -> Result<OffsetDateTime, UsageError> {
+    use time::format_description::well_known::Rfc3339;
+    if let Ok(t) = OffsetDateTime::parse(value, &Rfc3339) {
+        return Ok(t);
+    }
+    let format = time::macros::format_description!("[year]-[month]-[day]");
+    let date = time::Date::parse(value, &format).map_err(|_| {
+        UsageError::Bad(format!(
+            "{value:?} is not a date: use YYYY-MM-DD or an RFC 3339 time such as 2024-01-31T12:00:00Z"
+        ))
+    })?;
+    let time = if end_of_day {
+        time::Time::from_hms(23, 59, 59).expect("a valid time")
+    } else {
+        time::Time::MIDNIGHT
+    };
+    Ok(date.with_time(time).assume_utc())
+}
+
+/// The options, checked before anything is fetched or written.
+pub fn options(args: &BackfillArgs, max_paths: usize) -> Result<BackfillOptions, UsageError> {
+    let repo = RepoName::parse(&args.repo)
+        .map_err(|e| UsageError::Bad(format!("{:?} is not OWNER/REPO: {e}", args.repo)))?;
+    let mut options = BackfillOptions::new(repo);
+    options.since = args
+        .since
+        .as_deref()
+        .map(|s| parse_date(s, false))
+        .transpose()?;
+    options.until = args
+        .until
+        .as_deref()
+        .map(|s| parse_date(s, true))
+        .transpose()?;
+    options.limit = args.limit;
+    options.page_size = args.page_size;
+    options.reserve_points = args.reserve_points;
+    options.restart = args.restart;
+    options.max_paths = max_paths;
+    options
+        .validate()
+        .map_err(|e| UsageError::Bad(e.to_string()))?;
+    Ok(options)
+}
+
+/// The local stack (`AWS_ENDPOINT_URL`), or a deployed one (`--stack`).
+pub async fn target(stack: Option<&str>) -> Result<Target, UsageError> {
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let plain_token = env(shared::config::GITHUB_TOKEN).map(Secret::new);
+    let max_paths = env(shared::config::ENRICH_MAX_PATHS)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(500);
+    match stack {
+        Some(name) => {
+            let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+            let stack = Stack::load(&sdk, name).await?;
+            let token = match plain_token {
+                Some(t) => Some(t),
+                None => match stack.parameter("GitHubTokenSecretArn") {
+                    Some(arn) => SecretSource::SecretsManager(arn.to_string())
+                        .resolve(&sdk)
+                        .await
+                        .map_err(|e| UsageError::Bad(e.to_string()))?,
+                    None => None,
+                },
+            };
+            Ok(Target {
+                table: TableConfig {
+                    table_name: stack.output("PrTableName")?.to_string(),
+                    // Must be the deployed count: a row in a shard the sweeper does not
+                    // query would never be summarized.
+                    pending_shards: stack
+                        .parameter("PendingShards")
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(4),
+                },
+                pages_table: stack.output("PagesTableName")?.to_string(),
+                api_url: stack
+                    .parameter("GitHubApiUrl")
+                    .map(str::to_string)
+                    .or_else(|| env(shared::config::GITHUB_API_URL))
+                    .unwrap_or_else(|| shared::github::DEFAULT_API_URL.to_string()),
+                token,
+                max_paths,
+                sdk,
+            })
+        }
+        None => {
+            let Some(endpoint) = env("AWS_ENDPOINT_URL") else {
+                return Err(UsageError::Bad(
+                    "no stack to write to: pass --stack NAME for a deployed stack, or set AWS_ENDPOINT_URL to the local stack's emulator (`chronicle dev` prints it; `chronicle dev --backfill OWNER/REPO` runs the backfill inside it)".into(),
+                ));
+            };
+            let sdk = crate::emulator::sdk_config(&endpoint).await;
+            let table_name = env(shared::config::TABLE_NAME)
+                .unwrap_or_else(|| crate::dev::DEFAULT_TABLE.to_string());
+            Ok(Target {
+                pages_table: env(shared::config::PAGES_TABLE)
+                    .unwrap_or_else(|| format!("{table_name}-pages")),
+                table: TableConfig {
+                    table_name,
+                    pending_shards: env("PENDING_SHARDS")
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(4),
+                },
+                api_url: env(shared::config::GITHUB_API_URL)
+                    .unwrap_or_else(|| shared::github::DEFAULT_API_URL.to_string()),
+                token: plain_token,
+                max_paths,
+                sdk,
+            })
+        }
+    }
+}
+
+/// Runs the backfill against `target`, printing progress to stderr and the summary to stdout.
+pub async fn run_with(
+    args: &BackfillArgs,
+    target: &Target,
+) -> Result<BackfillReport, (u8, String)> {
+    let options = options(args, target.max_paths).map_err(|e| (EXIT_USAGE, e.to_string()))?;
+    let Some(token) = &target.token else {
+        return Err((
+            EXIT_USAGE,
+            "no GitHub token: set GITHUB_TOKEN (read-only Contents and Pull requests), or deploy the stack with GitHubTokenSecretArn".into(),
+        ));
+    };
+    let progress = Arc::new(Terminal::new(std::io::stderr().is_terminal()));
+    let notice = progress.clone();
+    let github = GraphQlClient::new(&target.api_url, token, Duration::from_secs(30))
+        .map_err(|e| (EXIT_FAILED, format!("building the HTTP client failed: {e}")))?
+        .with_wait_notice(Arc::new(move |wait, why| notice.waiting(wait, why)));
+    let client = aws_sdk_dynamodb::Client::new(&target.sdk);
+    let store = PrStore::new(client.clone(), target.table.clone());
+    let checkpoints = CheckpointStore::new(client, target.pages_table.clone());
+    let backfill = Backfill {
+        github: &github,
+        store: &store,
+        checkpoints: &checkpoints,
+    };
+    let result = backfill.run(&options, progress.as_ref()).await;
+    progress.finish();
+    match result {
+        Ok(report) => Ok(report),
+        Err(e) => {
+            let code = if e.is_usage() {
+                EXIT_USAGE
+            } else {
+                EXIT_FAILED
+            };
+            let hint = match &e {
+                BackfillError::GitHub(
+                    shared::github::graphql::GraphQlError::RepositoryNotFound { .. },
+                ) => " (for a private repository the token needs read access to it)",
+                _ => "",
+            };
+            Err((code, format!("{e}{hint}")))
+        }
+    }
+}
+
+/// The command: resolves the target, runs, prints; the exit status.
+pub async fn run(args: BackfillArgs) -> u8 {
+    // Bad dates or names are reported before the stack is even looked up.
+    if let Err(e) = options(&args, 500) {
+        eprintln!("chronicle backfill: {e}");
+        return EXIT_USAGE;
+    }
+    let target = match target(args.stack.as_deref()).await {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("chronicle backfill: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    match run_with(&args, &target).await {
+        Ok(report) => {
+            println!("{}", summary(&args.repo, &report));
+            0
+        }
+        Err((code, message)) => {
+            eprintln!("chronicle backfill: {message}");
+            code
+        }
+    }
+}
+
+/// The closing lines.
+pub fn summary(repo: &str, r: &BackfillReport) -> String {
+    let per_thousand = |v: u64| {
+        let prs = r.imported + r.updated + r.unchanged;
+        if prs == 0 {
+            0.0
+        } else {
+            v as f64 * 1000.0 / prs as f64
+        }
+    };
+    format!(
+        "backfill {repo}: {} imported, {} updated, {} already present (nothing written), {} outside the window{}\n\
+         GitHub: {} points ({:.0} per 1,000 PRs), {} requests, {} pages{}; {:.1} s{}",
+        r.imported,
+        r.updated,
+        r.unchanged,
+        r.outside_window,
+        if r.resumed { " (resumed from the checkpoint)" } else { "" },
+        r.points,
+        per_thousand(r.points),
+        r.requests,
+        r.pages,
+        r.last_rate
+            .as_ref()
+            .map(|l| format!(", {} of {} points left this hour", l.remaining, l.limit))
+            .unwrap_or_default(),
+        r.elapsed.as_secs_f64(),
+        if r.waited.is_zero() {
+            String::new()
+        } else {
+            format!(" (of which {:.0} s waiting for rate limits)", r.waited.as_secs_f64())
+        },
+    )
+}
+
+/// A progress bar on a terminal, one line per page otherwise.
+struct Terminal {
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl Terminal {
+    fn new(tty: bool) -> Self {
+        let bar = tty.then(|| {
+            let bar = indicatif::ProgressBar::new(0);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} PRs · {msg} · ETA {eta}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            bar
+        });
+        Terminal { bar }
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl Progress for Terminal {
+    fn page(&self, r: &BackfillReport) {
+        let seen = r.imported + r.updated + r.unchanged + r.outside_window;
+        let rate = r
+            .last_rate
+            .as_ref()
+            .map(|l| format!("{} points left", l.remaining))
+            .unwrap_or_default();
+        match &self.bar {
+            Some(bar) => {
+                bar.set_length(r.total);
+                bar.set_position(seen);
+                bar.set_message(format!(
+                    "{} imported, {} present, {} points spent, {rate}",
+                    r.imported, r.unchanged, r.points
+                ));
+            }
+            None => eprintln!(
+                "page {}: {seen}/{} merged PRs seen, {} imported, {} updated, {} present; {} points spent, {rate}",
+                r.pages, r.total, r.imported, r.updated, r.unchanged, r.points
+            ),
+        }
+    }
+
+    fn waiting(&self, wait: Duration, why: &str) {
+        let line = format!("{why}: waiting {:.0} s", wait.as_secs_f64());
+        match &self.bar {
+            Some(bar) => bar.set_message(line),
+            None => eprintln!("{line}"),
+        }
+    }
+}

@@ -1,0 +1,952 @@
+//! A local stand-in for GitHub's GraphQL API (`POST /graphql`), stricter than GitHub:
+//!
+//! - every query is parsed and validated against GitHub's published schema
+//!   (`tests/fixtures/github/graphql/schema.graphql`) with apollo-compiler, and its variables
+//!   coerced against the operation's declarations; an unknown field, a wrong argument or a bad
+//!   variable gets GitHub's `{"errors": [...]}` answer;
+//! - connections need `first` or `last` (1 to 100) whenever nodes or edges are asked for, and a
+//!   query over 500,000 nodes is refused, as GitHub does;
+//! - each query costs what GitHub's published rule says (one request per connection, multiplied
+//!   through the parents' `first`, divided by 100, at least 1), charged against a budget with a
+//!   `resetAt` (a compressed window in tests); a spent budget answers `RATE_LIMITED`;
+//! - faults can be injected: a secondary-limit 403 with `Retry-After`, a 502, a hang (the client
+//!   times out), a partial answer (`errors` next to `data`).
+//!
+//! It answers from generated data shaped like GitHub's (see [`history_pulls`]). Any request that
+//! is not GraphQL is counted as a REST call and answered 404: tests assert none was made.
+
+use std::collections::{HashMap, VecDeque};
+use std::convert::Infallible;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use apollo_compiler::ast;
+use apollo_compiler::executable::{Field, Selection, SelectionSet};
+use apollo_compiler::response::JsonMap;
+use apollo_compiler::validation::Valid;
+use apollo_compiler::{ExecutableDocument, Schema};
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use serde_json::{json, Map, Value};
+use time::OffsetDateTime;
+use tokio::net::TcpListener;
+
+use crate::http_server::Serving;
+use crate::synthetic::{history, HistorySpec, Rng, SyntheticPr};
+
+/// GitHub's published schema, with one duplicate declaration removed (see tests/fixtures).
+const SCHEMA_SDL: &str = include_str!("../../tests/fixtures/github/graphql/schema.graphql");
+/// GitHub's node limit per query.
+const MAX_NODES: u64 = 500_000;
+
+/// The schema, parsed once per process.
+pub fn schema() -> &'static Valid<Schema> {
+    static SCHEMA: OnceLock<Valid<Schema>> = OnceLock::new();
+    SCHEMA.get_or_init(|| {
+        // GitHub's schema has deprecated interface fields strict validators reject; it is
+        // GitHub's own, so it is taken as valid (what is checked strictly is each query).
+        let schema = match Schema::parse(SCHEMA_SDL, "schema.graphql") {
+            Ok(s) => s,
+            Err(with_errors) => with_errors.partial,
+        };
+        Valid::assume_valid(schema)
+    })
+}
+
+/// What the stand-in can be told to do to the next matching query.
+#[derive(Debug, Clone)]
+pub enum Fault {
+    /// 403 with `Retry-After` and GitHub's secondary-limit message.
+    SecondaryLimit { retry_after_secs: u64 },
+    /// 502 Bad Gateway (GitHub's answer to a query that took too long).
+    BadGateway,
+    /// No answer for this long (longer than the client's timeout).
+    Hang(Duration),
+    /// `data` with the first pull request nulled, and an `errors` entry for it.
+    Partial,
+}
+
+/// Counters for tests and benches.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub graphql_requests: u64,
+    pub points: u64,
+    pub rest_requests: u64,
+    /// Queries answered with validation errors.
+    pub rejected: u64,
+    pub rate_limited: u64,
+    pub faults_served: u64,
+}
+
+struct Budget {
+    limit: u64,
+    window: Duration,
+    started: Instant,
+    started_at: OffsetDateTime,
+    used: u64,
+}
+
+impl Budget {
+    fn roll(&mut self) {
+        if self.started.elapsed() >= self.window {
+            self.started = Instant::now();
+            self.started_at = OffsetDateTime::now_utc();
+            self.used = 0;
+        }
+    }
+
+    fn reset_at(&self) -> OffsetDateTime {
+        self.started_at + self.window
+    }
+}
+
+struct State {
+    token: String,
+    repos: HashMap<String, RepoData>,
+    budget: Budget,
+    faults: VecDeque<(Option<String>, Fault)>,
+    stats: Stats,
+}
+
+struct RepoData {
+    name_with_owner: String,
+    /// Every pull request (merged or not), in creation order.
+    pulls: Vec<Value>,
+}
+
+#[derive(Clone)]
+pub struct GitHubStandIn {
+    url: String,
+    state: Arc<Mutex<State>>,
+    serving: Serving,
+}
+
+impl GitHubStandIn {
+    /// Serves on a free loopback port; `token` is the only one accepted.
+    pub async fn start(token: &str) -> std::io::Result<Self> {
+        let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).await?;
+        let url = format!("http://{}", listener.local_addr()?);
+        let state = Arc::new(Mutex::new(State {
+            token: token.to_string(),
+            repos: HashMap::new(),
+            budget: Budget {
+                limit: 5_000,
+                window: Duration::from_secs(3_600),
+                started: Instant::now(),
+                started_at: OffsetDateTime::now_utc(),
+                used: 0,
+            },
+            faults: VecDeque::new(),
+            stats: Stats::default(),
+        }));
+        let shared = state.clone();
+        let serving = Serving::spawn(listener, move |request| {
+            let state = shared.clone();
+            async move { Ok::<_, Infallible>(handle(state, request).await) }
+        });
+        Ok(GitHubStandIn {
+            url,
+            state,
+            serving,
+        })
+    }
+
+    /// The REST base URL (GraphQL is `{url}/graphql`, as on api.github.com).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Adds (or replaces) a repository's pull requests, in creation order.
+    pub fn set_repo(&self, name_with_owner: &str, mut pulls: Vec<Value>) {
+        pulls.sort_by(|a, b| a["createdAt"].as_str().cmp(&b["createdAt"].as_str()));
+        self.lock().repos.insert(
+            name_with_owner.to_ascii_lowercase(),
+            RepoData {
+                name_with_owner: name_with_owner.to_string(),
+                pulls,
+            },
+        );
+    }
+
+    /// Adds one pull request, or replaces the one with its number (an edit on GitHub).
+    pub fn put_pull(&self, name_with_owner: &str, pull: Value) {
+        let mut state = self.lock();
+        let repo = state
+            .repos
+            .entry(name_with_owner.to_ascii_lowercase())
+            .or_insert_with(|| RepoData {
+                name_with_owner: name_with_owner.to_string(),
+                pulls: Vec::new(),
+            });
+        repo.pulls.retain(|p| p["number"] != pull["number"]);
+        repo.pulls.push(pull);
+        repo.pulls
+            .sort_by(|a, b| a["createdAt"].as_str().cmp(&b["createdAt"].as_str()));
+    }
+
+    /// The points budget: `limit` per `window` (GitHub: 5,000 an hour).
+    pub fn set_budget(&self, limit: u64, window: Duration) {
+        let mut state = self.lock();
+        state.budget = Budget {
+            limit,
+            window,
+            started: Instant::now(),
+            started_at: OffsetDateTime::now_utc(),
+            used: 0,
+        };
+    }
+
+    /// Spends `points` of the current window, as another user of the same token would.
+    pub fn spend(&self, points: u64) {
+        let mut state = self.lock();
+        state.budget.roll();
+        state.budget.used = (state.budget.used + points).min(state.budget.limit);
+    }
+
+    /// Applies `fault` to the next query (of operation `operation`, if given).
+    pub fn fault(&self, operation: Option<&str>, fault: Fault) {
+        self.lock()
+            .faults
+            .push_back((operation.map(str::to_string), fault));
+    }
+
+    pub fn stats(&self) -> Stats {
+        self.lock().stats.clone()
+    }
+
+    pub async fn stop(&self) {
+        self.serving.stop().await;
+    }
+}
+
+fn answer(status: StatusCode, body: &Value) -> Response<Full<Bytes>> {
+    Response::builder()
+        .status(status)
+        .header("content-type", "application/json; charset=utf-8")
+        .body(Full::new(Bytes::from(body.to_string())))
+        .expect("a static response is valid")
+}
+
+fn graphql_errors(messages: impl IntoIterator<Item = String>) -> Value {
+    json!({ "errors": messages.into_iter().map(|m| json!({ "message": m })).collect::<Vec<_>>() })
+}
+
+async fn handle(state: Arc<Mutex<State>>, request: Request<Incoming>) -> Response<Full<Bytes>> {
+    let lock = || state.lock().unwrap_or_else(|e| e.into_inner());
+    if request.uri().path() != "/graphql" {
+        lock().stats.rest_requests += 1;
+        return answer(StatusCode::NOT_FOUND, &json!({ "message": "Not Found" }));
+    }
+    if request.method() != http::Method::POST {
+        return answer(
+            StatusCode::NOT_FOUND,
+            &json!({ "message": "GraphQL only accepts POST" }),
+        );
+    }
+    let authorized = {
+        let expected = format!("Bearer {}", lock().token);
+        request
+            .headers()
+            .get(http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            == Some(expected.as_str())
+    };
+    let has_agent = request.headers().contains_key(http::header::USER_AGENT);
+    let body = match request.into_body().collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(_) => {
+            return answer(
+                StatusCode::BAD_REQUEST,
+                &json!({ "message": "Body unreadable" }),
+            )
+        }
+    };
+    lock().stats.graphql_requests += 1;
+    if !authorized {
+        return answer(
+            StatusCode::UNAUTHORIZED,
+            &json!({ "message": "Bad credentials", "documentation_url": "https://docs.github.com/graphql" }),
+        );
+    }
+    if !has_agent {
+        // GitHub refuses requests without a User-Agent.
+        return answer(
+            StatusCode::FORBIDDEN,
+            &json!({ "message": "Request forbidden by administrative rules. Please make sure your request has a User-Agent header" }),
+        );
+    }
+    let request: Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(e) => {
+            return answer(
+                StatusCode::BAD_REQUEST,
+                &json!({ "message": format!("Problems parsing JSON: {e}") }),
+            )
+        }
+    };
+    let query = request["query"].as_str().unwrap_or_default().to_string();
+    let operation_name = request["operationName"].as_str().map(str::to_string);
+    let variables: JsonMap = match request.get("variables") {
+        None | Some(Value::Null) => JsonMap::new(),
+        Some(v) => match serde_json::from_value(v.clone()) {
+            Ok(m) => m,
+            Err(e) => {
+                lock().stats.rejected += 1;
+                return answer(StatusCode::OK, &graphql_errors([format!("variables: {e}")]));
+            }
+        },
+    };
+
+    let schema = schema();
+    let document = match ExecutableDocument::parse_and_validate(schema, query, "query.graphql") {
+        Ok(d) => d,
+        Err(with_errors) => {
+            lock().stats.rejected += 1;
+            let messages: Vec<String> = with_errors
+                .errors
+                .iter()
+                .map(|d| d.error.to_string())
+                .collect();
+            return answer(StatusCode::OK, &graphql_errors(messages));
+        }
+    };
+    let operation = match document.operations.get(operation_name.as_deref()) {
+        Ok(op) => op.clone(),
+        Err(e) => {
+            lock().stats.rejected += 1;
+            return answer(StatusCode::OK, &graphql_errors([e.message().to_string()]));
+        }
+    };
+    let variables =
+        match apollo_compiler::request::coerce_variable_values(schema, &operation, &variables) {
+            Ok(v) => v.into_inner(),
+            Err(e) => {
+                lock().stats.rejected += 1;
+                return answer(StatusCode::OK, &graphql_errors([e.message().to_string()]));
+            }
+        };
+    let context = Context {
+        document: &document,
+        variables: &variables,
+    };
+    let (requests, nodes) = match context.cost(&operation.selection_set, 1) {
+        Ok(c) => c,
+        Err(message) => {
+            lock().stats.rejected += 1;
+            return answer(StatusCode::OK, &graphql_errors([message]));
+        }
+    };
+    if nodes > MAX_NODES {
+        lock().stats.rejected += 1;
+        return answer(
+            StatusCode::OK,
+            &graphql_errors([format!(
+                "By the time this query traverses to the nodes connection, it is requesting up to {nodes} possible nodes which exceeds the maximum limit of {MAX_NODES}."
+            )]),
+        );
+    }
+    // GitHub: max(1, round(requests / 100)).
+    let cost = ((requests + 50) / 100).max(1);
+
+    // Faults, in the order they were asked for.
+    let fault = {
+        let mut s = lock();
+        let op_name = operation.name.as_ref().map(|n| n.to_string());
+        let at = s
+            .faults
+            .iter()
+            .position(|(only, _)| only.is_none() || *only == op_name);
+        let fault = at.and_then(|i| s.faults.remove(i)).map(|(_, f)| f);
+        if fault.is_some() {
+            s.stats.faults_served += 1;
+        }
+        fault
+    };
+    match &fault {
+        Some(Fault::SecondaryLimit { retry_after_secs }) => {
+            let mut response = answer(
+                StatusCode::FORBIDDEN,
+                &json!({ "message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.", "documentation_url": "https://docs.github.com/graphql/overview/rate-limits-and-node-limits-for-the-graphql-api#secondary-rate-limits" }),
+            );
+            response.headers_mut().insert(
+                "retry-after",
+                retry_after_secs.to_string().parse().expect("digits"),
+            );
+            return response;
+        }
+        Some(Fault::BadGateway) => {
+            return answer(
+                StatusCode::BAD_GATEWAY,
+                &json!({ "message": "We couldn't respond to your request in time. Sorry about that. Please try resubmitting your request and contact us if the problem persists." }),
+            )
+        }
+        Some(Fault::Hang(d)) => {
+            tokio::time::sleep(*d).await;
+            return answer(StatusCode::BAD_GATEWAY, &json!({ "message": "too late" }));
+        }
+        _ => {}
+    }
+
+    // The primary budget.
+    let (remaining, reset_at, limit, used) = {
+        let mut s = lock();
+        s.budget.roll();
+        let remaining = s.budget.limit.saturating_sub(s.budget.used);
+        if cost > remaining {
+            s.stats.rate_limited += 1;
+            let reset = s.budget.reset_at().unix_timestamp();
+            drop(s);
+            let mut response = answer(
+                StatusCode::OK,
+                &json!({ "errors": [{ "type": "RATE_LIMITED", "message": "API rate limit exceeded for user ID 1." }] }),
+            );
+            let h = response.headers_mut();
+            h.insert("x-ratelimit-remaining", "0".parse().expect("digits"));
+            h.insert(
+                "x-ratelimit-reset",
+                reset.to_string().parse().expect("digits"),
+            );
+            h.insert("x-ratelimit-resource", "graphql".parse().expect("ascii"));
+            return response;
+        }
+        s.budget.used += cost;
+        s.stats.points += cost;
+        (
+            s.budget.limit - s.budget.used,
+            s.budget.reset_at(),
+            s.budget.limit,
+            s.budget.used,
+        )
+    };
+    let rate = json!({
+        "__typename": "RateLimit",
+        "cost": cost,
+        "remaining": remaining,
+        "limit": limit,
+        "used": used,
+        "nodeCount": nodes,
+        "resetAt": reset_at.format(&time::format_description::well_known::Rfc3339).unwrap_or_default(),
+    });
+    let data = {
+        let s = lock();
+        let root = Root {
+            state: &s,
+            rate: &rate,
+        };
+        context.select(&root, &operation.selection_set, &Value::Null, "Query")
+    };
+    let mut data = match data {
+        Ok(d) => d,
+        Err((message, kind)) => {
+            let mut error = json!({ "message": message });
+            if let Some(kind) = kind {
+                error["type"] = json!(kind);
+            }
+            return answer(StatusCode::OK, &json!({ "errors": [error] }));
+        }
+    };
+    let mut errors: Vec<Value> = std::mem::take(&mut data.errors);
+    if matches!(fault, Some(Fault::Partial)) {
+        if let Some(first) = data.value.pointer_mut("/repository/pullRequests/nodes/0") {
+            *first = Value::Null;
+        }
+        errors.push(json!({
+            "message": "Something went wrong while executing your query. This may be the result of a timeout, or it could be a GitHub bug.",
+            "path": ["repository", "pullRequests", "nodes", 0],
+        }));
+    }
+    let mut body = json!({ "data": data.value });
+    if !errors.is_empty() {
+        body["errors"] = Value::Array(errors);
+    }
+    let mut response = answer(StatusCode::OK, &body);
+    let h = response.headers_mut();
+    h.insert(
+        "x-ratelimit-limit",
+        limit.to_string().parse().expect("digits"),
+    );
+    h.insert(
+        "x-ratelimit-remaining",
+        remaining.to_string().parse().expect("digits"),
+    );
+    h.insert(
+        "x-ratelimit-used",
+        used.to_string().parse().expect("digits"),
+    );
+    h.insert(
+        "x-ratelimit-reset",
+        reset_at
+            .unix_timestamp()
+            .to_string()
+            .parse()
+            .expect("digits"),
+    );
+    h.insert("x-ratelimit-resource", "graphql".parse().expect("ascii"));
+    response
+}
+
+struct Context<'a> {
+    document: &'a Valid<ExecutableDocument>,
+    variables: &'a JsonMap,
+}
+
+struct Root<'a> {
+    state: &'a State,
+    rate: &'a Value,
+}
+
+/// A resolved selection: its value and any field errors (GitHub's `NOT_FOUND`).
+struct Resolved {
+    value: Value,
+    errors: Vec<Value>,
+}
+
+type Failure = (String, Option<&'static str>);
+
+impl Context<'_> {
+    fn arg(&self, field: &Field, name: &str) -> Option<Value> {
+        let argument = field.arguments.iter().find(|a| a.name == name)?;
+        Some(self.value(&argument.value))
+    }
+
+    fn value(&self, value: &ast::Value) -> Value {
+        match value {
+            ast::Value::Null => Value::Null,
+            ast::Value::Enum(n) => json!(n.as_str()),
+            ast::Value::Variable(n) => self
+                .variables
+                .get(n.as_str())
+                .and_then(|v| serde_json::to_value(v).ok())
+                .unwrap_or(Value::Null),
+            ast::Value::String(s) => json!(s),
+            ast::Value::Float(f) => json!(f.try_to_f64().unwrap_or_default()),
+            ast::Value::Int(i) => json!(i.as_str().parse::<i64>().unwrap_or_default()),
+            ast::Value::Boolean(b) => json!(b),
+            ast::Value::List(l) => Value::Array(l.iter().map(|v| self.value(v)).collect()),
+            ast::Value::Object(o) => Value::Object(
+                o.iter()
+                    .map(|(k, v)| (k.to_string(), self.value(v)))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// The fields of `set` (fragments flattened, whatever their type condition: cost is an
+    /// upper bound, as GitHub computes it).
+    fn fields<'s>(&'s self, set: &'s SelectionSet, out: &mut Vec<&'s Field>) {
+        for selection in &set.selections {
+            match selection {
+                Selection::Field(f) => out.push(f),
+                Selection::FragmentSpread(s) => {
+                    if let Some(fragment) = self.document.fragments.get(&s.fragment_name) {
+                        self.fields(&fragment.selection_set, out);
+                    }
+                }
+                Selection::InlineFragment(i) => self.fields(&i.selection_set, out),
+            }
+        }
+    }
+
+    /// Connection requests and nodes asked for under `set`, each parent's `first` multiplied
+    /// through (GitHub's published rule).
+    fn cost(&self, set: &SelectionSet, multiplier: u64) -> Result<(u64, u64), String> {
+        let mut fields = Vec::new();
+        self.fields(set, &mut fields);
+        let (mut requests, mut nodes) = (0u64, 0u64);
+        for field in fields {
+            let type_name = field.definition.ty.inner_named_type().as_str();
+            if type_name.ends_with("Connection") {
+                let first = self
+                    .arg(field, "first")
+                    .or_else(|| self.arg(field, "last"))
+                    .and_then(|v| v.as_i64());
+                let mut inner = Vec::new();
+                self.fields(&field.selection_set, &mut inner);
+                let lists = inner.iter().any(|f| f.name == "nodes" || f.name == "edges");
+                let page = match first {
+                    Some(n) if !(1..=100).contains(&n) => {
+                        return Err(format!(
+                            "Requesting {n} records on the `{}` connection exceeds the `first` limit of 100 records.",
+                            field.name
+                        ))
+                    }
+                    Some(n) => n as u64,
+                    None if lists => {
+                        return Err(format!(
+                            "You must provide a `first` or `last` value to properly paginate the `{}` connection.",
+                            field.name
+                        ))
+                    }
+                    None => 1,
+                };
+                requests += multiplier;
+                nodes += multiplier * page;
+                let (r, n) = self.cost(&field.selection_set, multiplier * page)?;
+                requests += r;
+                nodes += n;
+            } else if !field.selection_set.selections.is_empty() {
+                let (r, n) = self.cost(&field.selection_set, multiplier)?;
+                requests += r;
+                nodes += n;
+            }
+        }
+        Ok((requests, nodes))
+    }
+
+    fn applies(&self, condition: &str, concrete: &str) -> bool {
+        condition == concrete || schema().is_subtype(condition, concrete)
+    }
+
+    fn select(
+        &self,
+        root: &Root<'_>,
+        set: &SelectionSet,
+        object: &Value,
+        concrete: &str,
+    ) -> Result<Resolved, Failure> {
+        let mut out = Map::new();
+        let mut errors = Vec::new();
+        self.select_into(root, set, object, concrete, &mut out, &mut errors)?;
+        Ok(Resolved {
+            value: Value::Object(out),
+            errors,
+        })
+    }
+
+    fn select_into(
+        &self,
+        root: &Root<'_>,
+        set: &SelectionSet,
+        object: &Value,
+        concrete: &str,
+        out: &mut Map<String, Value>,
+        errors: &mut Vec<Value>,
+    ) -> Result<(), Failure> {
+        for selection in &set.selections {
+            match selection {
+                Selection::Field(field) => {
+                    let key = field.alias.as_ref().unwrap_or(&field.name).to_string();
+                    let resolved = self.field(root, field, object, concrete)?;
+                    errors.extend(resolved.errors);
+                    out.insert(key, resolved.value);
+                }
+                Selection::FragmentSpread(spread) => {
+                    let fragment = self
+                        .document
+                        .fragments
+                        .get(&spread.fragment_name)
+                        .ok_or_else(|| (format!("no fragment {}", spread.fragment_name), None))?;
+                    if self.applies(fragment.type_condition().as_str(), concrete) {
+                        self.select_into(
+                            root,
+                            &fragment.selection_set,
+                            object,
+                            concrete,
+                            out,
+                            errors,
+                        )?;
+                    }
+                }
+                Selection::InlineFragment(inline) => {
+                    let applies = inline
+                        .type_condition
+                        .as_ref()
+                        .is_none_or(|c| self.applies(c.as_str(), concrete));
+                    if applies {
+                        self.select_into(
+                            root,
+                            &inline.selection_set,
+                            object,
+                            concrete,
+                            out,
+                            errors,
+                        )?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn field(
+        &self,
+        root: &Root<'_>,
+        field: &Field,
+        object: &Value,
+        concrete: &str,
+    ) -> Result<Resolved, Failure> {
+        let name = field.name.as_str();
+        let type_name = field.definition.ty.inner_named_type().as_str();
+        let plain = |value: Value| Resolved {
+            value,
+            errors: Vec::new(),
+        };
+        if name == "__typename" {
+            return Ok(plain(json!(concrete)));
+        }
+        match (concrete, name) {
+            ("Query", "rateLimit") => {
+                return self.select(root, &field.selection_set, root.rate, "RateLimit")
+            }
+            ("Query", "repository") => {
+                let owner = self
+                    .arg(field, "owner")
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default();
+                let repo_name = self
+                    .arg(field, "name")
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default();
+                let key = format!("{owner}/{repo_name}").to_ascii_lowercase();
+                return match root.state.repos.get(&key) {
+                    Some(repo) => {
+                        let object = json!({ "nameWithOwner": repo.name_with_owner, "__key": key });
+                        self.select(root, &field.selection_set, &object, "Repository")
+                    }
+                    None => Ok(Resolved {
+                        value: Value::Null,
+                        errors: vec![json!({
+                            "type": "NOT_FOUND",
+                            "path": [field.alias.as_ref().unwrap_or(&field.name).as_str()],
+                            "message": format!("Could not resolve to a Repository with the name '{owner}/{repo_name}'."),
+                        })],
+                    }),
+                };
+            }
+            ("Repository", "pullRequest") => {
+                let key = object["__key"].as_str().unwrap_or_default();
+                let number = self
+                    .arg(field, "number")
+                    .and_then(|v| v.as_i64())
+                    .unwrap_or_default();
+                let found = root.state.repos.get(key).and_then(|r| {
+                    r.pulls
+                        .iter()
+                        .find(|p| p["number"].as_i64() == Some(number))
+                });
+                return match found {
+                    Some(pull) => self.select(root, &field.selection_set, pull, "PullRequest"),
+                    None => Ok(Resolved {
+                        value: Value::Null,
+                        errors: vec![json!({
+                            "type": "NOT_FOUND",
+                            "path": ["repository", "pullRequest"],
+                            "message": format!("Could not resolve to a PullRequest with the number of {number}."),
+                        })],
+                    }),
+                };
+            }
+            ("Repository", "pullRequests") => {
+                let key = object["__key"].as_str().unwrap_or_default();
+                let empty = Vec::new();
+                let all = root.state.repos.get(key).map_or(&empty, |r| &r.pulls);
+                let states: Option<Vec<String>> = self.arg(field, "states").and_then(|v| match v {
+                    Value::Array(a) => Some(
+                        a.iter()
+                            .filter_map(|s| s.as_str().map(str::to_string))
+                            .collect(),
+                    ),
+                    Value::String(s) => Some(vec![s]),
+                    _ => None,
+                });
+                let mut list: Vec<&Value> = all
+                    .iter()
+                    .filter(|p| {
+                        states
+                            .as_ref()
+                            .is_none_or(|s| s.iter().any(|s| p["state"].as_str() == Some(s)))
+                    })
+                    .collect();
+                if let Some(order) = self.arg(field, "orderBy") {
+                    let key = match order["field"].as_str() {
+                        Some("UPDATED_AT") => "updatedAt",
+                        _ => "createdAt",
+                    };
+                    list.sort_by(|a, b| a[key].as_str().cmp(&b[key].as_str()));
+                    if order["direction"].as_str() == Some("DESC") {
+                        list.reverse();
+                    }
+                }
+                return self.connection(root, field, &list);
+            }
+            _ => {}
+        }
+        if type_name.ends_with("Connection") {
+            let list: Vec<&Value> = object[name]
+                .as_array()
+                .map(|a| a.iter().collect())
+                .unwrap_or_default();
+            return self.connection(root, field, &list);
+        }
+        let value = object.get(name).cloned().unwrap_or(Value::Null);
+        if field.selection_set.selections.is_empty() {
+            return Ok(plain(value));
+        }
+        match value {
+            Value::Array(items) => {
+                let mut out = Vec::new();
+                let mut errors = Vec::new();
+                for item in &items {
+                    let concrete = item["__typename"].as_str().unwrap_or(type_name);
+                    let r = self.select(root, &field.selection_set, item, concrete)?;
+                    errors.extend(r.errors);
+                    out.push(r.value);
+                }
+                Ok(Resolved {
+                    value: Value::Array(out),
+                    errors,
+                })
+            }
+            Value::Object(_) => {
+                let concrete = value["__typename"]
+                    .as_str()
+                    .unwrap_or(type_name)
+                    .to_string();
+                self.select(root, &field.selection_set, &value, &concrete)
+            }
+            _ => Ok(plain(Value::Null)),
+        }
+    }
+
+    /// A connection over `list`: `first`/`after` (or `last`/`before`), cursors are positions.
+    fn connection(
+        &self,
+        root: &Root<'_>,
+        field: &Field,
+        list: &[&Value],
+    ) -> Result<Resolved, Failure> {
+        let position = |arg: &str| {
+            self.arg(field, arg).and_then(|v| {
+                v.as_str()
+                    .and_then(|c| c.strip_prefix("cursor:"))
+                    .and_then(|n| n.parse::<usize>().ok())
+            })
+        };
+        let start = position("after").map_or(0, |p| p + 1).min(list.len());
+        let end = position("before")
+            .unwrap_or(list.len())
+            .min(list.len())
+            .max(start);
+        let (from, to) = match (
+            self.arg(field, "first").and_then(|v| v.as_u64()),
+            self.arg(field, "last").and_then(|v| v.as_u64()),
+        ) {
+            (Some(n), _) => (start, (start + n as usize).min(end)),
+            (None, Some(n)) => (end.saturating_sub(n as usize).max(start), end),
+            (None, None) => (start, end),
+        };
+        let page: Vec<Value> = list[from..to].iter().map(|v| (*v).clone()).collect();
+        let edges: Vec<Value> = page
+            .iter()
+            .enumerate()
+            .map(|(i, node)| json!({ "cursor": format!("cursor:{}", from + i), "node": node }))
+            .collect();
+        let object = json!({
+            "totalCount": list.len(),
+            "pageInfo": {
+                "hasNextPage": to < end,
+                "hasPreviousPage": from > 0,
+                "startCursor": (to > from).then(|| format!("cursor:{from}")),
+                "endCursor": (to > from).then(|| format!("cursor:{}", to - 1)),
+            },
+            "nodes": page,
+            "edges": edges,
+        });
+        let type_name = field.definition.ty.inner_named_type().to_string();
+        self.select(root, &field.selection_set, &object, &type_name)
+    }
+}
+
+/// GitHub's shape of one pull request, from a synthetic one. `created` is when it was opened.
+pub fn pull_json(
+    repo: &str,
+    pr: &SyntheticPr,
+    created: OffsetDateTime,
+    closing: &[(u64, &str)],
+) -> Value {
+    let rfc = |t: OffsetDateTime| {
+        t.format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default()
+    };
+    let (typename, login) = match pr.author.strip_suffix("[bot]") {
+        Some(bot) => ("Bot", bot.to_string()),
+        None => ("User", pr.author.clone()),
+    };
+    let files: Vec<Value> = pr
+        .files
+        .iter()
+        .map(|f| {
+            json!({
+                "__typename": "PullRequestChangedFile",
+                "path": f.path,
+                "additions": f.additions,
+                "deletions": f.deletions,
+                "changeType": if f.deletions == 0 { "ADDED" } else { "MODIFIED" },
+            })
+        })
+        .collect();
+    json!({
+        "__typename": "PullRequest",
+        "number": pr.number,
+        "title": pr.title,
+        "body": pr.body,
+        "url": format!("https://github.com/{repo}/pull/{}", pr.number),
+        "state": "MERGED",
+        "merged": true,
+        "createdAt": rfc(created),
+        "updatedAt": rfc(pr.merged_at + time::Duration::seconds(5)),
+        "mergedAt": rfc(pr.merged_at),
+        "author": { "__typename": typename, "login": login },
+        "baseRefName": "main",
+        "mergeCommit": { "__typename": "Commit", "oid": format!("{:040x}", pr.number * 7919) },
+        "additions": pr.files.iter().map(|f| f.additions).sum::<u64>(),
+        "deletions": pr.files.iter().map(|f| f.deletions).sum::<u64>(),
+        "changedFiles": pr.files.len(),
+        "commits": (0..1 + pr.number % 4).map(|_| json!({ "__typename": "PullRequestCommit" })).collect::<Vec<_>>(),
+        "labels": pr.labels.iter().map(|l| json!({ "__typename": "Label", "name": l })).collect::<Vec<_>>(),
+        "files": files,
+        "closingIssuesReferences": closing.iter().map(|(n, title)| json!({
+            "__typename": "Issue",
+            "number": n,
+            "title": title,
+            "state": "CLOSED",
+            "url": format!("https://github.com/{repo}/issues/{n}"),
+            "repository": { "__typename": "Repository", "nameWithOwner": repo },
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// A repository's pull requests shaped like GitHub's: the synthetic history's merged PRs (some
+/// with more than 100 files, a fifth closing an issue), opened hours to weeks before merging,
+/// interleaved with PRs closed without merging (which a `MERGED` filter must leave out).
+pub fn history_pulls(repo: &str, spec: &HistorySpec) -> Vec<Value> {
+    let mut rng = Rng::new(spec.seed ^ 0x9e37_79b9);
+    let mut out = Vec::new();
+    for pr in history(spec) {
+        let created = pr.merged_at - time::Duration::minutes(30 + rng.below(60 * 24 * 14) as i64);
+        let issue_title = format!("Issue behind #{}", pr.number);
+        let closing: Vec<(u64, &str)> = if rng.chance(20) {
+            vec![(100_000 + pr.number, issue_title.as_str())]
+        } else {
+            Vec::new()
+        };
+        out.push(pull_json(repo, &pr, created, &closing));
+        if rng.chance(10) {
+            let mut closed = pull_json(repo, &pr, created, &[]);
+            closed["number"] = json!(1_000_000 + pr.number);
+            closed["state"] = json!("CLOSED");
+            closed["merged"] = json!(false);
+            closed["mergedAt"] = Value::Null;
+            closed["mergeCommit"] = Value::Null;
+            out.push(closed);
+        }
+    }
+    out
+}

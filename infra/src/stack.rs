@@ -1,0 +1,84 @@
+//! A deployed Chronicle stack, found by name: its outputs (table and queue names) and parameters
+//! read with CloudFormation's `DescribeStacks`, using the standard AWS profile and region.
+
+use std::collections::HashMap;
+
+use aws_config::SdkConfig;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StackError {
+    #[error("no CloudFormation stack named {0} in this account and region (check --stack, AWS_PROFILE and AWS_REGION)")]
+    NotFound(String),
+    #[error(
+        "stack {stack} has no output {output}: deployed from an older template? (sam deploy again)"
+    )]
+    MissingOutput { stack: String, output: String },
+    #[error("CloudFormation DescribeStacks for {stack} failed: {message}")]
+    Aws { stack: String, message: String },
+}
+
+#[derive(Debug, Clone)]
+pub struct Stack {
+    pub name: String,
+    pub outputs: HashMap<String, String>,
+    pub parameters: HashMap<String, String>,
+}
+
+impl Stack {
+    pub async fn load(sdk: &SdkConfig, name: &str) -> Result<Stack, StackError> {
+        let client = aws_sdk_cloudformation::Client::new(sdk);
+        let out = match client.describe_stacks().stack_name(name).send().await {
+            Ok(out) => out,
+            Err(e) => {
+                let message = shared::aws::error_message(&e);
+                // CloudFormation answers a missing stack with a ValidationError naming it.
+                if message.contains("does not exist") {
+                    return Err(StackError::NotFound(name.to_string()));
+                }
+                return Err(StackError::Aws {
+                    stack: name.to_string(),
+                    message,
+                });
+            }
+        };
+        let stack = out
+            .stacks()
+            .first()
+            .ok_or_else(|| StackError::NotFound(name.to_string()))?;
+        Ok(Stack {
+            name: name.to_string(),
+            outputs: stack
+                .outputs()
+                .iter()
+                .filter_map(|o| Some((o.output_key()?.to_string(), o.output_value()?.to_string())))
+                .collect(),
+            parameters: stack
+                .parameters()
+                .iter()
+                .filter_map(|p| {
+                    Some((
+                        p.parameter_key()?.to_string(),
+                        p.parameter_value().unwrap_or_default().to_string(),
+                    ))
+                })
+                .collect(),
+        })
+    }
+
+    pub fn output(&self, key: &str) -> Result<&str, StackError> {
+        self.outputs
+            .get(key)
+            .map(String::as_str)
+            .ok_or_else(|| StackError::MissingOutput {
+                stack: self.name.clone(),
+                output: key.to_string(),
+            })
+    }
+
+    pub fn parameter(&self, key: &str) -> Option<&str> {
+        self.parameters
+            .get(key)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+    }
+}

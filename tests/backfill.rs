@@ -1,0 +1,583 @@
+//! `chronicle backfill` against the emulator, with GitHub's GraphQL API played by the strict
+//! stand-in (`infra::github_standin`): every query validated against GitHub's published schema,
+//! costed by GitHub's rule, and charged against a (compressed) hourly budget.
+
+use std::time::Duration;
+
+use serde_json::json;
+use shared::backfill::{Backfill, BackfillError, BackfillOptions, BackfillReport, Quiet};
+use shared::domain::RepoName;
+use shared::github::graphql::{GraphQlClient, GraphQlError};
+use shared::secret::Secret;
+use shared::store::{attr, CheckpointStore, PrStore};
+use support::*;
+use time::OffsetDateTime;
+
+use infra::github_standin::{history_pulls, pull_json, Fault, GitHubStandIn};
+use infra::synthetic::{HistorySpec, SyntheticPr};
+
+const TOKEN: &str = "ghp_backfill_test_token";
+const REPO: &str = "Codertocat/Hello-World";
+
+fn spec(prs: usize) -> HistorySpec {
+    HistorySpec {
+        prs,
+        modules: 8,
+        per_day: 3.0,
+        seed: 7,
+        end: time::macros::datetime!(2026-11-30 12:00 UTC),
+    }
+}
+
+fn merged_count(pulls: &[serde_json::Value]) -> usize {
+    pulls.iter().filter(|p| p["merged"] == json!(true)).count()
+}
+
+async fn standin(prs: usize) -> (GitHubStandIn, Vec<serde_json::Value>) {
+    let stand_in = GitHubStandIn::start(TOKEN).await.unwrap();
+    let pulls = history_pulls(REPO, &spec(prs));
+    stand_in.set_repo(REPO, pulls.clone());
+    (stand_in, pulls)
+}
+
+fn client(stand_in: &GitHubStandIn, timeout: Duration) -> GraphQlClient {
+    GraphQlClient::new(stand_in.url(), &Secret::new(TOKEN), timeout).unwrap()
+}
+
+struct Run {
+    store: PrStore,
+    checkpoints: CheckpointStore,
+}
+
+impl Run {
+    async fn new() -> Run {
+        let tables = fresh_tables(&sdk().await).await;
+        let client = aws_sdk_dynamodb::Client::new(&sdk().await);
+        Run {
+            checkpoints: CheckpointStore::new(client, tables.pages.table_name().to_string()),
+            store: tables.prs,
+        }
+    }
+
+    async fn backfill(
+        &self,
+        github: &GraphQlClient,
+        options: &BackfillOptions,
+    ) -> Result<BackfillReport, BackfillError> {
+        Backfill {
+            github,
+            store: &self.store,
+            checkpoints: &self.checkpoints,
+        }
+        .run(options, &Quiet)
+        .await
+    }
+}
+
+fn options() -> BackfillOptions {
+    BackfillOptions::new(RepoName::parse(REPO).unwrap())
+}
+
+#[tokio::test]
+async fn queries_are_checked_against_github_schema_and_cost_what_github_says() {
+    let (stand_in, pulls) = standin(120).await;
+    let github = client(&stand_in, Duration::from_secs(10));
+    let repo = RepoName::parse(REPO).unwrap();
+    let page = github.merged_pulls(&repo, 50, None, None).await.unwrap();
+    assert_eq!(page.total as usize, merged_count(&pulls));
+    assert_eq!(page.pulls.len(), 50);
+    // 1 + 4 × 50 connections = 201 requests → 2 points.
+    assert_eq!(page.rate.unwrap().cost, 2);
+    assert_eq!(
+        stand_in.stats().rejected,
+        0,
+        "Chronicle's own queries are valid"
+    );
+
+    // The stand-in is strict: an unknown field, an oversized page and a wrong variable type
+    // get GitHub's errors answer.
+    let http = reqwest::Client::new();
+    for (query, variables, expect) in [
+        ("query { repository(owner: \"a\", name: \"b\") { pullRequests(first: 5) { nodes { colour } } } }", json!({}), "colour"),
+        ("query { repository(owner: \"a\", name: \"b\") { pullRequests(first: 101) { nodes { number } } } }", json!({}), "exceeds the `first` limit"),
+        ("query { repository(owner: \"a\", name: \"b\") { pullRequests { nodes { number } } } }", json!({}), "must provide a `first` or `last`"),
+        ("query Q($n: Int!) { repository(owner: \"a\", name: \"b\") { pullRequest(number: $n) { title } } }", json!({ "n": "seven" }), "n"),
+    ] {
+        let answer: serde_json::Value = http
+            .post(format!("{}/graphql", stand_in.url()))
+            .bearer_auth(TOKEN)
+            .header("user-agent", "test")
+            .json(&json!({ "query": query, "variables": variables }))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let message = answer["errors"].to_string();
+        assert!(answer.get("data").is_none(), "{answer}");
+        assert!(message.contains(expect), "{query}: {message}");
+    }
+    assert_eq!(stand_in.stats().rejected, 4);
+}
+
+#[tokio::test]
+async fn a_backfill_imports_every_merged_pr_enriched_and_a_second_run_writes_nothing() {
+    let (stand_in, pulls) = standin(300).await;
+    let run = Run::new().await;
+    let github = client(&stand_in, Duration::from_secs(10));
+    let report = run.backfill(&github, &options()).await.unwrap();
+    let merged = merged_count(&pulls) as u64;
+    assert_eq!(report.imported, merged, "{report:?}");
+    assert!(report.complete && !report.resumed);
+    let rows = all_items(&run.store).await;
+    assert_eq!(
+        rows.len() as u64,
+        merged,
+        "closed-unmerged PRs are left out"
+    );
+    for row in &rows {
+        assert!(
+            row.contains_key(attr::ENRICHED_AT),
+            "imported already enriched"
+        );
+        assert!(row.contains_key(attr::PENDING_SHARD), "pending its summary");
+        assert!(row.contains_key(attr::FILES));
+    }
+    // Closing references are GitHub's own links.
+    let linked = rows
+        .iter()
+        .filter(|r| {
+            r.get(attr::LINKED_ISSUES)
+                .and_then(|l| l.as_l().ok())
+                .is_some_and(|l| !l.is_empty())
+        })
+        .count();
+    assert!(linked > 20, "{linked} rows with closing issues");
+    // Bots are named as REST and webhooks name them.
+    assert!(rows.iter().any(|r| s(r, attr::AUTHOR) == "dependabot[bot]"));
+    // Points: ≤ 60 per 1,000 PRs.
+    assert!(
+        report.points * 1000 / merged <= 60,
+        "{} points for {merged} PRs",
+        report.points
+    );
+    assert_eq!(stand_in.stats().rest_requests, 0);
+
+    // Again from the start: every write refused by its condition, nothing changed.
+    let mut again = options();
+    again.restart = true;
+    let second = run.backfill(&github, &again).await.unwrap();
+    assert_eq!(
+        (second.imported, second.updated, second.enriched),
+        (0, 0, 0),
+        "{second:?}"
+    );
+    assert_eq!(second.unchanged, merged);
+    let after = all_items(&run.store).await;
+    let key = |i: &shared::store::Item| format!("{:?}", i.get(attr::PR_NUMBER));
+    let mut before_sorted = rows.clone();
+    before_sorted.sort_by_key(key);
+    let mut after_sorted = after;
+    after_sorted.sort_by_key(key);
+    assert_eq!(before_sorted, after_sorted, "a second run changes nothing");
+
+    // Continuing from the finished checkpoint reads only what is new.
+    let third = run.backfill(&github, &options()).await.unwrap();
+    assert!(third.resumed);
+    assert_eq!((third.imported, third.unchanged, third.pages), (0, 0, 1));
+}
+
+/// A merged delivery for PR `number` updated at `updated_at`, titled `title`.
+fn delivery(number: u64, title: &str, updated_at: &str) -> String {
+    let mut payload = merged_payload();
+    payload["repository"]["full_name"] = json!(REPO);
+    payload["pull_request"]["number"] = json!(number);
+    payload["pull_request"]["title"] = json!(title);
+    payload["pull_request"]["updated_at"] = json!(updated_at);
+    payload.to_string()
+}
+
+fn synthetic(number: u64, title: &str, merged_at: OffsetDateTime) -> SyntheticPr {
+    SyntheticPr {
+        number,
+        title: title.into(),
+        body: "Fixes the thing.".into(),
+        author: "octocat".into(),
+        labels: vec![],
+        merged_at,
+        files: vec![shared::domain::FileChange {
+            path: "api/src/lib.rs".into(),
+            additions: 3,
+            deletions: 1,
+        }],
+    }
+}
+
+#[tokio::test]
+async fn backfill_and_webhook_in_either_order_keep_one_row_with_the_newer_fields() {
+    let stand_in = GitHubStandIn::start(TOKEN).await.unwrap();
+    let merged = time::macros::datetime!(2026-01-10 10:00 UTC);
+    // GitHub's copy was updated at merged + 5 s.
+    let created = merged - time::Duration::hours(3);
+    stand_in.set_repo(
+        REPO,
+        vec![
+            pull_json(
+                REPO,
+                &synthetic(1, "from GitHub (newer)", merged),
+                created,
+                &[],
+            ),
+            pull_json(
+                REPO,
+                &synthetic(2, "from GitHub (older)", merged),
+                created,
+                &[],
+            ),
+        ],
+    );
+    let run = Run::new().await;
+    let webhook = handler(run.store.clone());
+    // PR 1: an older delivery first, then the backfill; PR 2: a newer delivery first.
+    let a = webhook
+        .handle(signed(
+            "pull_request",
+            "g1",
+            delivery(1, "webhook (older)", "2026-01-10T10:00:01Z"),
+        ))
+        .await;
+    let b = webhook
+        .handle(signed(
+            "pull_request",
+            "g2",
+            delivery(2, "webhook (newer)", "2026-01-11T10:00:00Z"),
+        ))
+        .await;
+    assert_eq!(
+        (a.body["stored"].as_str(), b.body["stored"].as_str()),
+        (Some("inserted"), Some("inserted"))
+    );
+    let github = client(&stand_in, Duration::from_secs(10));
+    let report = run.backfill(&github, &options()).await.unwrap();
+    assert_eq!(
+        (report.imported, report.updated, report.unchanged),
+        (0, 1, 1),
+        "{report:?}"
+    );
+    assert_eq!(
+        s(&stored_row(&run.store, REPO, 1).await, attr::TITLE),
+        "from GitHub (newer)"
+    );
+    assert_eq!(
+        s(&stored_row(&run.store, REPO, 2).await, attr::TITLE),
+        "webhook (newer)"
+    );
+    // Neither row was enriched by a worker: the import filled both in.
+    assert_eq!(report.enriched, 2);
+
+    // And the other order: backfill first, then a newer delivery wins, an older one does not.
+    let run = Run::new().await;
+    run.backfill(&github, &options()).await.unwrap();
+    let webhook = handler(run.store.clone());
+    let newer = webhook
+        .handle(signed(
+            "pull_request",
+            "g3",
+            delivery(1, "webhook (newest)", "2026-02-01T00:00:00Z"),
+        ))
+        .await;
+    let older = webhook
+        .handle(signed(
+            "pull_request",
+            "g4",
+            delivery(2, "webhook (oldest)", "2026-01-01T00:00:00Z"),
+        ))
+        .await;
+    assert_eq!(newer.body["stored"], "updated");
+    assert!(older.body.get("unchanged").is_some(), "{older:?}");
+    let row1 = stored_row(&run.store, REPO, 1).await;
+    assert_eq!(s(&row1, attr::TITLE), "webhook (newest)");
+    assert!(row1.contains_key(attr::ENRICHED_AT), "pipeline state kept");
+    assert_eq!(
+        s(&stored_row(&run.store, REPO, 2).await, attr::TITLE),
+        "from GitHub (older)"
+    );
+    assert_eq!(all_items(&run.store).await.len(), 2);
+}
+
+#[tokio::test]
+async fn a_run_killed_mid_way_resumes_from_its_checkpoint_and_imports_each_pr_once() {
+    let (stand_in, pulls) = standin(400).await;
+    let merged = merged_count(&pulls) as u64;
+    let run = Run::new().await;
+    let github = client(&stand_in, Duration::from_secs(10));
+    let mut small = options();
+    small.page_size = 20;
+    {
+        let killed = run.backfill(&github, &small);
+        tokio::pin!(killed);
+        // Let it write a few pages, then drop the future (a killed process).
+        let checkpoints = run.checkpoints.clone();
+        let repo = RepoName::parse(REPO).unwrap();
+        let watch = async {
+            loop {
+                if checkpoints
+                    .get(&repo)
+                    .await
+                    .unwrap()
+                    .is_some_and(|c| c.pages >= 3)
+                {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        };
+        tokio::select! {
+            _ = &mut killed => panic!("finished before it could be killed"),
+            _ = watch => {}
+        }
+    }
+    let first_pages = run
+        .checkpoints
+        .get(&RepoName::parse(REPO).unwrap())
+        .await
+        .unwrap()
+        .unwrap()
+        .pages;
+    let resumed = run.backfill(&github, &small).await.unwrap();
+    assert!(resumed.resumed, "{resumed:?}");
+    let total_pages = merged.div_ceil(20);
+    assert!(
+        resumed.pages < total_pages,
+        "continued, not restarted: {} of {total_pages} pages",
+        resumed.pages
+    );
+    assert!(first_pages >= 3);
+    let rows = all_items(&run.store).await;
+    assert_eq!(rows.len() as u64, merged, "every PR exactly once");
+    assert!(rows.iter().all(|r| r.contains_key(attr::ENRICHED_AT)));
+}
+
+#[tokio::test]
+async fn since_and_until_bound_what_is_imported() {
+    let (stand_in, pulls) = standin(300).await;
+    let run = Run::new().await;
+    let github = client(&stand_in, Duration::from_secs(10));
+    // The history runs from late August to the end of November 2026.
+    let since = time::macros::datetime!(2026-09-15 00:00 UTC);
+    let until = time::macros::datetime!(2026-10-31 23:59:59 UTC);
+    let rfc = time::format_description::well_known::Rfc3339;
+    let expected = pulls
+        .iter()
+        .filter(|p| p["merged"] == json!(true))
+        .filter(|p| {
+            let t = OffsetDateTime::parse(p["mergedAt"].as_str().unwrap(), &rfc).unwrap();
+            t >= since && t <= until
+        })
+        .count() as u64;
+    assert!(expected > 50);
+    let mut window = options();
+    window.since = Some(since);
+    window.until = Some(until);
+    let report = run.backfill(&github, &window).await.unwrap();
+    assert_eq!(report.imported, expected, "{report:?}");
+    for row in all_items(&run.store).await {
+        let t = OffsetDateTime::parse(s(&row, attr::MERGED_AT), &rfc).unwrap();
+        assert!(t >= since && t <= until);
+    }
+    // Ordered by creation, the run stops at the first PR opened after --until.
+    assert!(report.pages < (merged_count(&pulls) as u64).div_ceil(50));
+
+    // --limit caps one run.
+    let run = Run::new().await;
+    let mut limited = options();
+    limited.limit = Some(30);
+    let report = run.backfill(&github, &limited).await.unwrap();
+    assert_eq!(report.imported, 30);
+    assert!(!report.complete);
+}
+
+#[tokio::test]
+async fn a_pr_with_250_files_has_every_file_counted() {
+    let stand_in = GitHubStandIn::start(TOKEN).await.unwrap();
+    let merged = time::macros::datetime!(2026-03-01 10:00 UTC);
+    let mut big = synthetic(9, "feat: a big one", merged);
+    big.files = (0..250)
+        .map(|i| shared::domain::FileChange {
+            path: format!("{}/src/f{i}.rs", if i < 200 { "core" } else { "web" }),
+            additions: 1 + i,
+            deletions: 0,
+        })
+        .collect();
+    stand_in.set_repo(
+        REPO,
+        vec![pull_json(REPO, &big, merged - time::Duration::days(1), &[])],
+    );
+    let run = Run::new().await;
+    let github = client(&stand_in, Duration::from_secs(10));
+    let report = run.backfill(&github, &options()).await.unwrap();
+    assert_eq!(report.imported, 1);
+    // One page, then two more file pages (100 + 100 + 50).
+    assert_eq!(stand_in.stats().graphql_requests, 3);
+    let row = stored_row(&run.store, REPO, 9).await;
+    let dirs = row[attr::DIRECTORIES].as_m().unwrap();
+    assert_eq!(dirs["core"].as_n().unwrap(), "200");
+    assert_eq!(dirs["web"].as_n().unwrap(), "50");
+    assert_eq!(row[attr::CHANGED_FILES].as_n().unwrap(), "250");
+    assert_eq!(row[attr::FILES].as_l().unwrap().len(), 250);
+    assert_eq!(row[attr::FILES_TRUNCATED].as_bool().unwrap(), &false);
+}
+
+#[tokio::test]
+async fn a_spent_budget_is_waited_out_until_reset_at() {
+    let (stand_in, pulls) = standin(200).await;
+    // A compressed hour: 5 points per 3 seconds. A page of 50 costs 2.
+    stand_in.set_budget(5, Duration::from_secs(3));
+    let run = Run::new().await;
+    let github = client(&stand_in, Duration::from_secs(10));
+    let mut frugal = options();
+    frugal.reserve_points = 0;
+    let started = std::time::Instant::now();
+    let report = run.backfill(&github, &frugal).await.unwrap();
+    assert_eq!(report.imported, merged_count(&pulls) as u64);
+    assert!(report.waited > Duration::ZERO, "{report:?}");
+    assert!(started.elapsed() >= Duration::from_secs(3));
+    assert_eq!(
+        stand_in.stats().rate_limited,
+        0,
+        "waited before GitHub had to refuse"
+    );
+
+    // Refused anyway (another user of the token spent it): RATE_LIMITED is waited out too.
+    let run = Run::new().await;
+    stand_in.set_budget(5, Duration::from_secs(2));
+    stand_in.spend(5);
+    let report = run.backfill(&github, &frugal).await.unwrap();
+    assert_eq!(report.imported, merged_count(&pulls) as u64);
+    assert!(stand_in.stats().rate_limited >= 1);
+}
+
+#[tokio::test]
+async fn secondary_limits_502s_timeouts_and_partial_answers_are_survived() {
+    let (stand_in, pulls) = standin(200).await;
+    stand_in.fault(
+        None,
+        Fault::SecondaryLimit {
+            retry_after_secs: 1,
+        },
+    );
+    stand_in.fault(None, Fault::BadGateway);
+    stand_in.fault(None, Fault::Hang(Duration::from_secs(3)));
+    stand_in.fault(None, Fault::Partial);
+    let run = Run::new().await;
+    let github = client(&stand_in, Duration::from_secs(1));
+    let report = run.backfill(&github, &options()).await.unwrap();
+    assert_eq!(report.imported, merged_count(&pulls) as u64, "{report:?}");
+    assert_eq!(stand_in.stats().faults_served, 4);
+    assert!(report.requests >= report.pages + 4, "{report:?}");
+    assert_eq!(all_items(&run.store).await.len(), merged_count(&pulls));
+}
+
+#[tokio::test]
+async fn bad_input_is_refused_clearly_before_any_write() {
+    let (stand_in, _) = standin(20).await;
+    let run = Run::new().await;
+    let github = client(&stand_in, Duration::from_secs(10));
+
+    let mut wrong = BackfillOptions::new(RepoName::parse("Codertocat/No-Such-Repo").unwrap());
+    wrong.page_size = 10;
+    let e = run.backfill(&github, &wrong).await.unwrap_err();
+    assert!(
+        matches!(
+            e,
+            BackfillError::GitHub(GraphQlError::RepositoryNotFound { .. })
+        ),
+        "{e}"
+    );
+    assert!(e.is_usage() && e.to_string().contains("Codertocat/No-Such-Repo"));
+
+    let bad_token = GraphQlClient::new(
+        stand_in.url(),
+        &Secret::new("ghp_revoked"),
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    let e = run.backfill(&bad_token, &options()).await.unwrap_err();
+    assert!(
+        matches!(e, BackfillError::GitHub(GraphQlError::Unauthorized { .. })),
+        "{e}"
+    );
+    assert!(e.is_usage());
+
+    let mut backwards = options();
+    backwards.since = Some(time::macros::datetime!(2026-05-01 0:00 UTC));
+    backwards.until = Some(time::macros::datetime!(2026-04-01 0:00 UTC));
+    let e = run.backfill(&github, &backwards).await.unwrap_err();
+    assert!(
+        e.is_usage() && e.to_string().contains("after --until"),
+        "{e}"
+    );
+    assert!(all_items(&run.store).await.is_empty(), "nothing written");
+
+    // The command line: bad names and dates, and no stack, exit 2 before anything happens.
+    use infra::backfill_cli::{options as parse, BackfillArgs};
+    let args = |repo: &str, since: Option<&str>| BackfillArgs {
+        repo: repo.into(),
+        since: since.map(str::to_string),
+        page_size: 50,
+        ..Default::default()
+    };
+    assert!(parse(&args("not-a-repo", None), 500).is_err());
+    assert!(parse(&args(REPO, Some("last tuesday")), 500)
+        .unwrap_err()
+        .to_string()
+        .contains("YYYY-MM-DD"));
+    let missing = BackfillArgs {
+        stack: Some("no-such-chronicle-stack".into()),
+        ..args(REPO, None)
+    };
+    assert_eq!(
+        infra::backfill_cli::run(missing).await,
+        infra::backfill_cli::EXIT_USAGE
+    );
+}
+
+#[tokio::test]
+async fn backfilled_rows_are_not_enriched_again() {
+    let (stand_in, pulls) = standin(40).await;
+    let run = Run::new().await;
+    let github = client(&stand_in, Duration::from_secs(10));
+    run.backfill(&github, &options()).await.unwrap();
+    // The enrich stage sees each INSERT: every row is already enriched, no REST call is made.
+    let rest = shared::github::GitHubClient::new(
+        stand_in.url(),
+        &Secret::new(TOKEN),
+        Duration::from_secs(2),
+        0,
+    )
+    .unwrap();
+    let enrich = shared::enrich::EnrichHandler::new(run.store.clone(), Some(rest), 4, 500);
+    for row in all_items(&run.store).await {
+        let number: u64 = row[attr::PR_NUMBER].as_n().unwrap().parse().unwrap();
+        let mut record = aws_lambda_events::event::dynamodb::EventRecord::default();
+        record.event_name = "INSERT".into();
+        record.change.keys = serde_dynamo::Item::from(std::collections::HashMap::from([
+            (
+                attr::REPO.to_string(),
+                serde_dynamo::AttributeValue::S(REPO.into()),
+            ),
+            (
+                attr::PR_NUMBER.to_string(),
+                serde_dynamo::AttributeValue::N(number.to_string()),
+            ),
+        ]));
+        let outcome = enrich
+            .process(&record, within(10), "enrich-test")
+            .await
+            .unwrap();
+        assert_eq!(outcome, shared::enrich::RecordOutcome::AlreadyEnriched);
+    }
+    assert_eq!(stand_in.stats().rest_requests, 0);
+    assert!(merged_count(&pulls) > 30);
+}
