@@ -396,6 +396,11 @@ async fn since_and_until_bound_what_is_imported() {
     let report = run.backfill(&github, &limited).await.unwrap();
     assert_eq!(report.imported, 30);
     assert!(!report.complete);
+    // The next limited run continues after those 30.
+    let next = run.backfill(&github, &limited).await.unwrap();
+    assert!(next.resumed);
+    assert_eq!((next.imported, next.unchanged), (30, 0), "{next:?}");
+    assert_eq!(all_items(&run.store).await.len(), 60);
 }
 
 #[tokio::test]
@@ -496,6 +501,21 @@ async fn bad_input_is_refused_clearly_before_any_write() {
         "{e}"
     );
     assert!(e.is_usage() && e.to_string().contains("Codertocat/No-Such-Repo"));
+
+    // Another spelling of the name would store a second copy of every row.
+    let e = run
+        .backfill(
+            &github,
+            &BackfillOptions::new(RepoName::parse("codertocat/hello-world").unwrap()),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        e.is_usage()
+            && e.to_string()
+                .contains("GitHub names the repository Codertocat/Hello-World"),
+        "{e}"
+    );
 
     let bad_token = GraphQlClient::new(
         stand_in.url(),

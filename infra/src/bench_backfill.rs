@@ -52,14 +52,14 @@ pub async fn run(options: BackfillBenchOptions) -> anyhow::Result<()> {
     let stand_in = GitHubStandIn::start(TOKEN).await?;
     let pulls = history_pulls(REPO, &spec(options.prs));
     let merged: Vec<&serde_json::Value> = pulls.iter().filter(|p| p["merged"] == true).collect();
-    // The REST path for the same PRs: the list (100 a page), then per PR its files (100 a
-    // page) and each issue it closes.
+    // The REST path for the same PRs, as the enrich stage makes it: the list (100 a page), then
+    // per PR the PR itself (totals), its files (100 a page) and each issue it closes.
     let rest: u64 = pulls.len().div_ceil(100) as u64
         + merged
             .iter()
             .map(|p| {
                 let files = p["files"].as_array().map_or(0, Vec::len).max(1);
-                files.div_ceil(100) as u64
+                1 + files.div_ceil(100) as u64
                     + p["closingIssuesReferences"].as_array().map_or(0, Vec::len) as u64
             })
             .sum::<u64>();

@@ -5,7 +5,7 @@
 //!   never reset. A second run, or webhooks arriving meanwhile, change nothing already there.
 //! - Resumable: a checkpoint (cursor and counts) is written after each page; a run with the same
 //!   window continues from it.
-//! - Frugal: a page of K PRs costs `1 + 4K` connections, about 3 points for K = 50. The budget is
+//! - Frugal: a page of K PRs costs `1 + 4K` connections, 2 points for K = 50. The budget is
 //!   read from every answer, and the run waits for `resetAt` before it would eat into the reserve
 //!   left for others. After a timeout or a 502 the page size halves, then grows back.
 
@@ -184,6 +184,11 @@ impl Backfill<'_> {
         let mut failures = 0u32;
         let mut taken = 0u64;
         loop {
+            if options.limit.is_some_and(|l| taken >= l) {
+                // The limit was reached at the end of the last page: nothing more to fetch.
+                report.elapsed = started.elapsed();
+                return Ok(report);
+            }
             if let Some(rate) = &report.last_rate {
                 let expected = expected_cost(size) + options.reserve_points;
                 let wait = rate.reset_at - OffsetDateTime::now_utc();
@@ -201,9 +206,16 @@ impl Backfill<'_> {
                 }
             }
             let requests_before = self.github.requests();
+            // A page never reaches past --limit, so the cursor can always move to its end.
+            let first = options
+                .limit
+                .map_or(size, |l| {
+                    size.min(u32::try_from(l - taken).unwrap_or(u32::MAX))
+                })
+                .max(1);
             let page = match self
                 .github
-                .merged_pulls(repo, size, checkpoint.cursor.as_deref(), None)
+                .merged_pulls(repo, first, checkpoint.cursor.as_deref(), None)
                 .await
             {
                 Ok(page) => page,
@@ -374,9 +386,10 @@ enum Stop {
     Limit,
 }
 
-/// Points a page of `size` PRs costs by GitHub's rule (1 + 4 connections per PR, per 100).
+/// Points a page of `size` PRs costs by GitHub's rule: (1 + 4 connections per PR) / 100,
+/// rounded, at least 1.
 pub fn expected_cost(size: u32) -> u64 {
-    (u64::from(1 + 4 * size)).div_ceil(100).max(1)
+    ((u64::from(1 + 4 * size) + 50) / 100).max(1)
 }
 
 /// The checkpoint's totals: those before this run plus this run's.

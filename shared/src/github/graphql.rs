@@ -50,6 +50,9 @@ pub struct PullRequestByNumber;
 )]
 pub struct PullRequestFiles;
 
+/// Rate-limit answers one call waits out before it gives up.
+const MAX_RATE_LIMIT_WAITS: u32 = 10;
+
 /// Files fetched for one PR: GitHub's own cap for the files of a pull request.
 pub const MAX_FILES: usize = super::MAX_FILES;
 
@@ -59,6 +62,8 @@ pub enum GraphQlError {
     Unauthorized { status: u16 },
     #[error("GitHub has no repository {repo}, or the token cannot read it")]
     RepositoryNotFound { repo: String },
+    #[error("GitHub names the repository {actual}, not {asked}: run the command with {actual} (rows are keyed by GitHub's own name)")]
+    RepositoryName { asked: String, actual: String },
     #[error("GitHub has no pull request {repo}#{number}, or the token cannot read it")]
     PullRequestNotFound { repo: String, number: u64 },
     #[error("GitHub rate limit for {what}: must wait {wait:?} (until {reset_at}), more than the time left")]
@@ -90,6 +95,7 @@ impl GraphQlError {
             self,
             GraphQlError::Unauthorized { .. }
                 | GraphQlError::RepositoryNotFound { .. }
+                | GraphQlError::RepositoryName { .. }
                 | GraphQlError::Query { .. }
                 | GraphQlError::Refused { .. }
         )
@@ -248,6 +254,13 @@ impl GraphQlClient {
                 message: format!("a partial answer: {}", joined(&errors)),
             });
         }
+        // Another spelling (case, or a renamed repository) would store a second copy of every row.
+        if repository.name_with_owner != repo.as_str() {
+            return Err(GraphQlError::RepositoryName {
+                asked: repo.to_string(),
+                actual: repository.name_with_owner,
+            });
+        }
         let connection = repository.pull_requests;
         let mut pulls = Vec::new();
         for node in connection.nodes.into_iter().flatten().flatten() {
@@ -385,6 +398,8 @@ impl GraphQlClient {
         Q::ResponseData: serde::de::DeserializeOwned,
     {
         let body = Q::build_query(variables);
+        // Rate-limit answers waited out per call, so a limit that never lifts cannot loop forever.
+        let mut waits = 0u32;
         loop {
             let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
             if left.is_some_and(|l| l < Duration::from_secs(1)) {
@@ -461,6 +476,19 @@ impl GraphQlClient {
                 match envelope.data {
                     _ if limited => primary_reset_wait(&headers),
                     Some(data) => return Ok((data, envelope.errors)),
+                    // GitHub's own timeouts come as `data: null` with an error saying so.
+                    None if envelope.errors.iter().any(|e| {
+                        let m = e.message.to_ascii_lowercase();
+                        m.contains("timeout")
+                            || m.contains("timedout")
+                            || m.contains("something went wrong")
+                    }) =>
+                    {
+                        return Err(GraphQlError::Transient {
+                            what: what.to_string(),
+                            message: joined(&envelope.errors),
+                        })
+                    }
                     None => {
                         return Err(GraphQlError::Query {
                             what: what.to_string(),
@@ -470,6 +498,14 @@ impl GraphQlClient {
                 }
             };
             let reset_at = OffsetDateTime::now_utc() + wait;
+            waits += 1;
+            if waits > MAX_RATE_LIMIT_WAITS {
+                return Err(GraphQlError::RateLimited {
+                    what: format!("{what} (still limited after {MAX_RATE_LIMIT_WAITS} waits)"),
+                    wait,
+                    reset_at: crate::domain::rfc3339_seconds(reset_at),
+                });
+            }
             if let Some(d) = deadline {
                 if Instant::now() + wait + Duration::from_secs(1) >= d {
                     return Err(GraphQlError::RateLimited {
