@@ -45,6 +45,28 @@ pub struct Target {
     pub max_paths: usize,
 }
 
+impl Target {
+    /// `tables` on the stack at `sdk`, GitHub as the environment says: `GITHUB_API_URL`
+    /// (default api.github.com), `GITHUB_TOKEN`, `ENRICH_MAX_PATHS` (default 500).
+    pub fn from_env(sdk: SdkConfig, table: TableConfig, pages_table: String) -> Target {
+        Target {
+            sdk,
+            table,
+            pages_table,
+            api_url: env(shared::config::GITHUB_API_URL)
+                .unwrap_or_else(|| shared::github::DEFAULT_API_URL.to_string()),
+            token: env(shared::config::GITHUB_TOKEN).map(Secret::new),
+            max_paths: env(shared::config::ENRICH_MAX_PATHS)
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(500),
+        }
+    }
+}
+
+fn env(k: &str) -> Option<String> {
+    std::env::var(k).ok().filter(|v| !v.is_empty())
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum UsageError {
     #[error("{0}")]
@@ -101,45 +123,33 @@ pub fn options(args: &BackfillArgs, max_paths: usize) -> Result<BackfillOptions,
 
 /// The local stack (`AWS_ENDPOINT_URL`), or a deployed one (`--stack`).
 pub async fn target(stack: Option<&str>) -> Result<Target, UsageError> {
-    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-    let plain_token = env(shared::config::GITHUB_TOKEN).map(Secret::new);
-    let max_paths = env(shared::config::ENRICH_MAX_PATHS)
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(500);
     match stack {
         Some(name) => {
             let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
             let stack = Stack::load(&sdk, name).await?;
-            let token = match plain_token {
-                Some(t) => Some(t),
-                None => match stack.parameter("GitHubTokenSecretArn") {
-                    Some(arn) => SecretSource::SecretsManager(arn.to_string())
-                        .resolve(&sdk)
-                        .await
-                        .map_err(|e| UsageError::Bad(e.to_string()))?,
-                    None => None,
-                },
+            let table = TableConfig {
+                table_name: stack.output("PrTableName")?.to_string(),
+                // Must be the deployed count: a row in a shard the sweeper does not query
+                // would never be summarized.
+                pending_shards: stack
+                    .parameter("PendingShards")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(4),
             };
-            Ok(Target {
-                table: TableConfig {
-                    table_name: stack.output("PrTableName")?.to_string(),
-                    // Must be the deployed count: a row in a shard the sweeper does not
-                    // query would never be summarized.
-                    pending_shards: stack
-                        .parameter("PendingShards")
-                        .and_then(|v| v.parse().ok())
-                        .unwrap_or(4),
-                },
-                pages_table: stack.output("PagesTableName")?.to_string(),
-                api_url: stack
-                    .parameter("GitHubApiUrl")
-                    .map(str::to_string)
-                    .or_else(|| env(shared::config::GITHUB_API_URL))
-                    .unwrap_or_else(|| shared::github::DEFAULT_API_URL.to_string()),
-                token,
-                max_paths,
-                sdk,
-            })
+            let pages_table = stack.output("PagesTableName")?.to_string();
+            let mut target = Target::from_env(sdk, table, pages_table);
+            if let Some(url) = stack.parameter("GitHubApiUrl") {
+                target.api_url = url.to_string();
+            }
+            if target.token.is_none() {
+                if let Some(arn) = stack.parameter("GitHubTokenSecretArn") {
+                    target.token = SecretSource::SecretsManager(arn.to_string())
+                        .resolve(&target.sdk)
+                        .await
+                        .map_err(|e| UsageError::Bad(e.to_string()))?;
+                }
+            }
+            Ok(target)
         }
         None => {
             let Some(endpoint) = env("AWS_ENDPOINT_URL") else {
@@ -150,21 +160,15 @@ pub async fn target(stack: Option<&str>) -> Result<Target, UsageError> {
             let sdk = crate::emulator::sdk_config(&endpoint).await;
             let table_name = env(shared::config::TABLE_NAME)
                 .unwrap_or_else(|| crate::dev::DEFAULT_TABLE.to_string());
-            Ok(Target {
-                pages_table: env(shared::config::PAGES_TABLE)
-                    .unwrap_or_else(|| format!("{table_name}-pages")),
-                table: TableConfig {
-                    table_name,
-                    pending_shards: env("PENDING_SHARDS")
-                        .and_then(|v| v.parse().ok())
-                        .unwrap_or(4),
-                },
-                api_url: env(shared::config::GITHUB_API_URL)
-                    .unwrap_or_else(|| shared::github::DEFAULT_API_URL.to_string()),
-                token: plain_token,
-                max_paths,
-                sdk,
-            })
+            let pages_table =
+                env(shared::config::PAGES_TABLE).unwrap_or_else(|| format!("{table_name}-pages"));
+            let table = TableConfig {
+                table_name,
+                pending_shards: env("PENDING_SHARDS")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(4),
+            };
+            Ok(Target::from_env(sdk, table, pages_table))
         }
     }
 }

@@ -182,7 +182,6 @@ async fn through_pages(
             .await
             .map_err(|(_, m)| anyhow::anyhow!(m))?;
         let imported = started.elapsed();
-        let repo = RepoName::parse(REPO)?;
         loop {
             let mut pending = 0;
             for shard in 0..stack.table().pending_shards {
@@ -194,7 +193,6 @@ async fn through_pages(
             anyhow::ensure!(started.elapsed() < Duration::from_secs(3_600), "pages not built within an hour");
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
-        let _ = repo;
         println!(
             "through the local stack: {} PRs backfilled in {:.1} s, every one on a page after {:.1} s",
             report.imported,

@@ -290,18 +290,11 @@ impl DevStack {
     /// Where `chronicle dev --backfill` writes: this stack's tables, GitHub at GITHUB_API_URL
     /// with GITHUB_TOKEN.
     pub fn backfill_target(&self) -> crate::backfill_cli::Target {
-        let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-        crate::backfill_cli::Target {
-            sdk: self.sdk.clone(),
-            table: self.store().table().clone(),
-            pages_table: self.pages.table_name().to_string(),
-            api_url: env(shared::config::GITHUB_API_URL)
-                .unwrap_or_else(|| shared::github::DEFAULT_API_URL.to_string()),
-            token: env(shared::config::GITHUB_TOKEN).map(shared::secret::Secret::new),
-            max_paths: env(shared::config::ENRICH_MAX_PATHS)
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(500),
-        }
+        crate::backfill_cli::Target::from_env(
+            self.sdk.clone(),
+            self.store().table().clone(),
+            self.pages.table_name().to_string(),
+        )
     }
 
     /// Whether a GitHub token is configured (otherwise enrichment is skipped, quietly).

@@ -35,16 +35,6 @@ where
                 _ => e.to_string(),
             }
         }
-        other => {
-            // Walk the source chain: the useful part (connection refused, timeout) is deep.
-            let mut msg = other.to_string();
-            let mut src = other.source();
-            while let Some(s) = src {
-                msg.push_str(": ");
-                msg.push_str(&s.to_string());
-                src = s.source();
-            }
-            msg
-        }
+        other => crate::error::error_chain(other),
     }
 }

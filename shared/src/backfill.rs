@@ -244,12 +244,12 @@ impl Backfill<'_> {
             // Back towards the configured size after a success.
             size = (size.saturating_mul(2)).min(options.page_size);
 
-            let mut stop = None;
+            // Ordered by creation: nothing created after `until` can be merged before it.
+            let mut past_until = false;
             let mut chosen = Vec::new();
             for pull in page.pulls {
-                // Ordered by creation: nothing created after `until` can be merged before it.
                 if options.until.is_some_and(|u| pull.created_at > u) {
-                    stop = Some(Stop::Until);
+                    past_until = true;
                     break;
                 }
                 let merged = pull.pr.merged_at;
@@ -258,10 +258,6 @@ impl Backfill<'_> {
                 {
                     report.outside_window += 1;
                     continue;
-                }
-                if options.limit.is_some_and(|l| taken >= l) {
-                    stop = Some(Stop::Limit);
-                    break;
                 }
                 taken += 1;
                 chosen.push(pull);
@@ -288,15 +284,12 @@ impl Backfill<'_> {
                 }
                 report.enriched += u64::from(outcome.enriched);
             }
-            let finished = page.next.is_none() || stop.is_some();
-            // A page cut short by --limit is read again next time (its writes are idempotent).
-            if stop != Some(Stop::Limit) {
-                if let Some(end) = page.end_cursor {
-                    checkpoint.cursor = Some(end);
-                }
+            let finished = page.next.is_none() || past_until;
+            if let Some(end) = page.end_cursor {
+                checkpoint.cursor = Some(end);
             }
-            report.complete = finished && stop != Some(Stop::Limit);
-            if report.complete {
+            report.complete = finished;
+            if finished {
                 checkpoint.finished_at = Some(rfc3339_millis(OffsetDateTime::now_utc()));
             }
             add_to(&mut checkpoint, &base, &report);
@@ -376,14 +369,6 @@ struct Imported {
     outcome: crate::store::ImportOutcome,
     rate: Option<RateLimit>,
     requests: u64,
-}
-
-/// Why a run stopped before the last page.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Stop {
-    /// PRs created after `--until`: none of the rest can be in the window.
-    Until,
-    Limit,
 }
 
 /// Points a page of `size` PRs costs by GitHub's rule: (1 + 4 connections per PR) / 100,

@@ -19,6 +19,7 @@ pub mod config;
 pub mod domain;
 pub mod enrich;
 pub mod entries;
+pub mod error;
 pub mod github;
 pub mod notion;
 pub mod pages;

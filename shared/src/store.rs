@@ -277,18 +277,8 @@ impl PrStore {
         attributes: Vec<(&'static str, AttributeValue)>,
         now: OffsetDateTime,
     ) -> Result<bool, StoreError> {
-        let mut update = Update::default();
-        for (name, value) in attributes {
-            update.set(name, value);
-        }
-        update.set(attr::ENRICHED_AT, AttributeValue::S(rfc3339_millis(now)));
-        let condition = format!(
-            "attribute_exists({repo}) AND attribute_not_exists({enriched}) AND (attribute_not_exists({lease}) OR {lease} < {now})",
-            repo = update.name(attr::REPO),
-            enriched = update.name(attr::ENRICHED_AT),
-            lease = update.name(attr::ENRICH_LEASE_UNTIL),
-            now = update.value("now", Some(AttributeValue::S(rfc3339_millis(now)))),
-        );
+        let mut update = enrichment_update(attributes, now);
+        let condition = free_to_enrich(&mut update, now);
         self.update_if(repo, number, update, condition).await
     }
 
@@ -518,6 +508,30 @@ impl Update {
     }
 }
 
+/// The enrichment's attributes with `enrichedAt`, in one update.
+fn enrichment_update(
+    attributes: Vec<(&'static str, AttributeValue)>,
+    now: OffsetDateTime,
+) -> Update {
+    let mut update = Update::default();
+    for (name, value) in attributes {
+        update.set(name, value);
+    }
+    update.set(attr::ENRICHED_AT, AttributeValue::S(rfc3339_millis(now)));
+    update
+}
+
+/// The row exists, is not enriched, and no enrich worker's lease is live at `now`.
+fn free_to_enrich(update: &mut Update, now: OffsetDateTime) -> String {
+    format!(
+        "attribute_exists({repo}) AND attribute_not_exists({enriched}) AND (attribute_not_exists({lease}) OR {lease} < {now})",
+        repo = update.name(attr::REPO),
+        enriched = update.name(attr::ENRICHED_AT),
+        lease = update.name(attr::ENRICH_LEASE_UNTIL),
+        now = update.value("now", Some(AttributeValue::S(rfc3339_millis(now)))),
+    )
+}
+
 pub fn key(repo: &RepoName, number: u64) -> Item {
     HashMap::from([
         (attr::REPO.to_string(), AttributeValue::S(repo.to_string())),
@@ -666,13 +680,7 @@ impl PrStore {
             attr::ENRICH_LEASE_UNTIL,
             AttributeValue::S(rfc3339_millis(until)),
         );
-        let condition = format!(
-            "attribute_exists({repo}) AND attribute_not_exists({enriched}) AND (attribute_not_exists({lease}) OR {lease} < {now})",
-            repo = update.name(attr::REPO),
-            enriched = update.name(attr::ENRICHED_AT),
-            lease = update.name(attr::ENRICH_LEASE_UNTIL),
-            now = update.value("now", Some(AttributeValue::S(rfc3339_millis(now)))),
-        );
+        let condition = free_to_enrich(&mut update, now);
         let request = self
             .client
             .update_item()
@@ -707,11 +715,7 @@ impl PrStore {
         attributes: Vec<(&'static str, AttributeValue)>,
         now: OffsetDateTime,
     ) -> Result<bool, StoreError> {
-        let mut update = Update::default();
-        for (name, value) in attributes {
-            update.set(name, value);
-        }
-        update.set(attr::ENRICHED_AT, AttributeValue::S(rfc3339_millis(now)));
+        let mut update = enrichment_update(attributes, now);
         update.remove(attr::ENRICH_LEASE_OWNER);
         update.remove(attr::ENRICH_LEASE_UNTIL);
         let condition = format!(

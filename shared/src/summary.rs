@@ -1371,7 +1371,7 @@ impl LlmSummarizer {
         {
             Err(_) => return Err(LlmError::Timeout(self.timeout)),
             Ok(Err(e)) if e.is_timeout() => return Err(LlmError::Timeout(self.timeout)),
-            Ok(Err(e)) => return Err(LlmError::Transport(error_chain(&e))),
+            Ok(Err(e)) => return Err(LlmError::Transport(crate::error::error_chain(&e))),
             Ok(Ok(answer)) => answer,
         };
         if !(200..300).contains(&status) {
@@ -1443,16 +1443,6 @@ impl Summarizer for LlmSummarizer {
             }
         })
     }
-}
-
-fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let _ = write!(out, ": {s}");
-        source = s.source();
-    }
-    out
 }
 
 fn system_prompt() -> String {

@@ -11,12 +11,13 @@
 use std::time::{Duration, Instant};
 
 use graphql_client::GraphQLQuery;
-use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION, USER_AGENT};
+use reqwest::header::HeaderMap;
 use reqwest::StatusCode;
 use serde::Deserialize;
 use time::OffsetDateTime;
 
-use super::{rate_limit_wait, ChangedFile, LinkedIssue, PullTotals, API_VERSION};
+use super::rest::{default_headers, rate_limit_wait, reset_wait};
+use super::{ChangedFile, LinkedIssue, PullTotals};
 use crate::domain::{MergedPullRequest, RepoName};
 use crate::secret::Secret;
 
@@ -171,6 +172,17 @@ struct ErrorEntry {
     kind: Option<String>,
 }
 
+/// Errors next to data: some of the answer is missing (GitHub's partial answers), worth a retry.
+fn whole(errors: &[ErrorEntry], what: &str) -> Result<(), GraphQlError> {
+    if errors.is_empty() {
+        return Ok(());
+    }
+    Err(GraphQlError::Transient {
+        what: what.to_string(),
+        message: format!("a partial answer: {}", joined(errors)),
+    })
+}
+
 fn joined(errors: &[ErrorEntry]) -> String {
     errors
         .iter()
@@ -184,21 +196,8 @@ fn joined(errors: &[ErrorEntry]) -> String {
 
 impl GraphQlClient {
     pub fn new(api_url: &str, token: &Secret, timeout: Duration) -> Result<Self, reqwest::Error> {
-        let mut headers = HeaderMap::new();
-        let mut auth = HeaderValue::from_str(&format!("Bearer {}", token.expose()))
-            .unwrap_or_else(|_| HeaderValue::from_static("Bearer invalid-token"));
-        auth.set_sensitive(true);
-        headers.insert(AUTHORIZATION, auth);
-        headers.insert(
-            USER_AGENT,
-            HeaderValue::from_static(concat!("chronicle/", env!("CARGO_PKG_VERSION"))),
-        );
-        headers.insert(
-            "x-github-api-version",
-            HeaderValue::from_static(API_VERSION),
-        );
         let http = reqwest::Client::builder()
-            .default_headers(headers)
+            .default_headers(default_headers(token))
             .build()?;
         Ok(GraphQlClient {
             http,
@@ -248,12 +247,7 @@ impl GraphQlClient {
                 }
             }));
         };
-        if !errors.is_empty() {
-            return Err(GraphQlError::Transient {
-                what,
-                message: format!("a partial answer: {}", joined(&errors)),
-            });
-        }
+        whole(&errors, &what)?;
         // Another spelling (case, or a renamed repository) would store a second copy of every row.
         if repository.name_with_owner != repo.as_str() {
             return Err(GraphQlError::RepositoryName {
@@ -315,12 +309,7 @@ impl GraphQlClient {
                 }
             }));
         };
-        if !errors.is_empty() {
-            return Err(GraphQlError::Transient {
-                what,
-                message: format!("a partial answer: {}", joined(&errors)),
-            });
-        }
+        whole(&errors, &what)?;
         Ok((from_fields_by_number(repo, node, &what)?, rate))
     }
 
@@ -361,12 +350,7 @@ impl GraphQlClient {
                         number,
                     })
                 })?;
-            if !errors.is_empty() {
-                return Err(GraphQlError::Transient {
-                    what,
-                    message: format!("a partial answer: {}", joined(&errors)),
-                });
-            }
+            whole(&errors, &what)?;
             pull.files
                 .extend(files.nodes.into_iter().flatten().flatten().map(|f| {
                     changed_file(
@@ -424,7 +408,7 @@ impl GraphQlClient {
                         message: if e.is_timeout() {
                             "timed out".to_string()
                         } else {
-                            super::rest::error_chain(&e)
+                            crate::error::error_chain(&e)
                         },
                     })
                 }
@@ -436,7 +420,7 @@ impl GraphQlClient {
                 .await
                 .map_err(|e| GraphQlError::Transient {
                     what: what.to_string(),
-                    message: super::rest::error_chain(&e),
+                    message: crate::error::error_chain(&e),
                 })?;
             let wait = if status == StatusCode::UNAUTHORIZED {
                 return Err(GraphQlError::Unauthorized {
@@ -538,15 +522,7 @@ fn secondary_limit(status: StatusCode, body: &[u8]) -> bool {
 
 /// The primary limit spent (a `RATE_LIMITED` error): until `x-ratelimit-reset`, else a minute.
 fn primary_reset_wait(headers: &HeaderMap) -> Duration {
-    headers
-        .get("x-ratelimit-reset")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<i64>().ok())
-        .map(|reset| {
-            let now = OffsetDateTime::now_utc().unix_timestamp();
-            Duration::from_secs(u64::try_from(reset - now).unwrap_or(0).max(1))
-        })
-        .unwrap_or(Duration::from_secs(60))
+    reset_wait(headers).unwrap_or(Duration::from_secs(60))
 }
 
 fn message_of(body: &[u8]) -> String {

@@ -13,6 +13,7 @@ use reqwest::StatusCode;
 use serde::Deserialize;
 
 use crate::domain::RepoName;
+use crate::error::error_chain;
 use crate::secret::Secret;
 
 pub const DEFAULT_API_URL: &str = "https://api.github.com";
@@ -104,28 +105,10 @@ impl GitHubClient {
         timeout: Duration,
         max_retries: u32,
     ) -> Result<Self, reqwest::Error> {
-        let mut headers = HeaderMap::new();
-        let mut auth =
-            reqwest::header::HeaderValue::from_str(&format!("Bearer {}", token.expose()))
-                .unwrap_or_else(|_| {
-                    reqwest::header::HeaderValue::from_static("Bearer invalid-token")
-                });
-        auth.set_sensitive(true);
-        headers.insert(AUTHORIZATION, auth);
+        let mut headers = default_headers(token);
         headers.insert(
             ACCEPT,
             reqwest::header::HeaderValue::from_static("application/vnd.github+json"),
-        );
-        headers.insert(
-            USER_AGENT,
-            reqwest::header::HeaderValue::from_static(concat!(
-                "chronicle/",
-                env!("CARGO_PKG_VERSION")
-            )),
-        );
-        headers.insert(
-            "x-github-api-version",
-            reqwest::header::HeaderValue::from_static(API_VERSION),
         );
         let http = reqwest::Client::builder()
             .default_headers(headers)
@@ -337,15 +320,43 @@ pub(super) fn rate_limit_wait(status: StatusCode, headers: &HeaderMap) -> Option
         return Some(Duration::from_secs(secs));
     }
     if header("x-ratelimit-remaining") == Some("0") {
-        let reset = header("x-ratelimit-reset").and_then(|v| v.parse::<u64>().ok())?;
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_secs();
-        return Some(Duration::from_secs(reset.saturating_sub(now).max(1)));
+        return reset_wait(headers);
     }
     // GitHub's secondary limits without headers: wait at least a minute (its documentation).
     (status == StatusCode::TOO_MANY_REQUESTS).then(|| Duration::from_secs(60))
+}
+
+/// Until `x-ratelimit-reset` (epoch seconds), at least a second, when GitHub says when.
+pub(super) fn reset_wait(headers: &HeaderMap) -> Option<Duration> {
+    let reset = headers
+        .get("x-ratelimit-reset")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())?;
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs();
+    Some(Duration::from_secs(reset.saturating_sub(now).max(1)))
+}
+
+/// The headers every GitHub request carries, REST or GraphQL: the token (marked sensitive, so
+/// it is never logged), a User-Agent (GitHub refuses requests without one), the API version.
+pub(super) fn default_headers(token: &Secret) -> HeaderMap {
+    use reqwest::header::HeaderValue;
+    let mut headers = HeaderMap::new();
+    let mut auth = HeaderValue::from_str(&format!("Bearer {}", token.expose()))
+        .unwrap_or_else(|_| HeaderValue::from_static("Bearer invalid-token"));
+    auth.set_sensitive(true);
+    headers.insert(AUTHORIZATION, auth);
+    headers.insert(
+        USER_AGENT,
+        HeaderValue::from_static(concat!("chronicle/", env!("CARGO_PKG_VERSION"))),
+    );
+    headers.insert(
+        "x-github-api-version",
+        HeaderValue::from_static(API_VERSION),
+    );
+    headers
 }
 
 /// The `rel="next"` URL of a `Link` header.
@@ -363,17 +374,6 @@ pub fn next_link(headers: &HeaderMap) -> Option<String> {
                     .to_string()
             })
     })
-}
-
-pub(super) fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut msg = e.to_string();
-    let mut src = e.source();
-    while let Some(s) = src {
-        msg.push_str(": ");
-        msg.push_str(&s.to_string());
-        src = s.source();
-    }
-    msg
 }
 
 /// Issues a PR body says it closes: `close[sd]?|fix(e[sd])?|resolve[sd]?` then `#N` or

@@ -117,18 +117,7 @@ impl CheckpointStore {
         StoreError::Dynamo {
             operation,
             table: self.table.clone(),
-            message: chain(e),
+            message: crate::error::error_chain(e),
         }
     }
-}
-
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut message = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        message.push_str(": ");
-        message.push_str(&s.to_string());
-        source = s.source();
-    }
-    message
 }
