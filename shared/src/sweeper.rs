@@ -231,29 +231,21 @@ impl Sweeper {
 /// The run's figures as a CloudWatch Embedded Metric Format line: CloudWatch Logs turns it into
 /// metrics (`Chronicle/PendingBacklog`, `Chronicle/OldestPendingAgeSeconds`, …) with no API call.
 pub fn emf_line(report: &SweepReport, now: OffsetDateTime) -> String {
-    let timestamp = (now.unix_timestamp_nanos() / 1_000_000) as i64;
-    serde_json::json!({
-        "_aws": {
-            "Timestamp": timestamp,
-            "CloudWatchMetrics": [{
-                "Namespace": "Chronicle",
-                "Dimensions": [[]],
-                "Metrics": [
-                    {"Name": "PendingBacklog", "Unit": "Count"},
-                    {"Name": "OldestPendingAgeSeconds", "Unit": "Seconds"},
-                    {"Name": "Enqueued", "Unit": "Count"},
-                    {"Name": "SkippedGrace", "Unit": "Count"},
-                    {"Name": "SendFailed", "Unit": "Count"}
-                ]
-            }]
-        },
-        "PendingBacklog": report.seen,
-        "OldestPendingAgeSeconds": report.oldest_pending_age_seconds.unwrap_or(0),
-        "Enqueued": report.enqueued,
-        "SkippedGrace": report.skipped_grace,
-        "SendFailed": report.send_failed,
-    })
-    .to_string()
+    use serde_json::json;
+    crate::telemetry::emf_line(
+        now,
+        &[
+            ("PendingBacklog", "Count", json!(report.seen)),
+            (
+                "OldestPendingAgeSeconds",
+                "Seconds",
+                json!(report.oldest_pending_age_seconds.unwrap_or(0)),
+            ),
+            ("Enqueued", "Count", json!(report.enqueued)),
+            ("SkippedGrace", "Count", json!(report.skipped_grace)),
+            ("SendFailed", "Count", json!(report.send_failed)),
+        ],
+    )
 }
 
 fn parse_time(s: &str) -> Option<OffsetDateTime> {

@@ -1,5 +1,6 @@
-//! Logging setup. Lambda functions log one JSON object per line (CloudWatch Logs Insights can
-//! query the fields); the CLI logs compact text. `RUST_LOG` filters both.
+//! Logging setup and metric lines. Lambda functions log one JSON object per line (CloudWatch
+//! Logs Insights can query the fields); the CLI logs compact text. `RUST_LOG` filters both.
+//! Metrics are Embedded Metric Format lines ([`emf_line`]).
 
 use tracing_subscriber::EnvFilter;
 
@@ -27,4 +28,28 @@ pub fn init_cli() {
         .with_target(false)
         .with_writer(std::io::stderr)
         .try_init();
+}
+
+/// One CloudWatch Embedded Metric Format line in the `Chronicle` namespace: CloudWatch Logs turns
+/// each `(name, unit, value)` into a metric, with no API call.
+pub fn emf_line(now: time::OffsetDateTime, metrics: &[(&str, &str, serde_json::Value)]) -> String {
+    let timestamp = (now.unix_timestamp_nanos() / 1_000_000) as i64;
+    let declared: Vec<serde_json::Value> = metrics
+        .iter()
+        .map(|(name, unit, _)| serde_json::json!({ "Name": name, "Unit": unit }))
+        .collect();
+    let mut line = serde_json::json!({
+        "_aws": {
+            "Timestamp": timestamp,
+            "CloudWatchMetrics": [{
+                "Namespace": "Chronicle",
+                "Dimensions": [[]],
+                "Metrics": declared,
+            }]
+        }
+    });
+    for (name, _, value) in metrics {
+        line[*name] = value.clone();
+    }
+    line.to_string()
 }

@@ -673,27 +673,15 @@ fn archive_years(years: &BTreeMap<String, YearStats>) -> Vec<(String, u64)> {
 /// The run's figures as one Embedded Metric Format line (CloudWatch Logs turns it into metrics
 /// with no API call).
 pub fn emf_line(report: &BuildReport, now: OffsetDateTime) -> String {
-    let timestamp = (now.unix_timestamp_nanos() / 1_000_000) as i64;
-    serde_json::json!({
-        "_aws": {
-            "Timestamp": timestamp,
-            "CloudWatchMetrics": [{
-                "Namespace": "Chronicle",
-                "Dimensions": [[]],
-                "Metrics": [
-                    {"Name": "StalePages", "Unit": "Count"},
-                    {"Name": "PagesBuilt", "Unit": "Count"},
-                    {"Name": "PageBuildsFailed", "Unit": "Count"},
-                    {"Name": "PublishRequests", "Unit": "Count"},
-                    {"Name": "PageItemsRead", "Unit": "Count"}
-                ]
-            }]
-        },
-        "StalePages": report.stale,
-        "PagesBuilt": report.built,
-        "PageBuildsFailed": report.failed,
-        "PublishRequests": report.publish_requests,
-        "PageItemsRead": report.items_read,
-    })
-    .to_string()
+    use serde_json::json;
+    crate::telemetry::emf_line(
+        now,
+        &[
+            ("StalePages", "Count", json!(report.stale)),
+            ("PagesBuilt", "Count", json!(report.built)),
+            ("PageBuildsFailed", "Count", json!(report.failed)),
+            ("PublishRequests", "Count", json!(report.publish_requests)),
+            ("PageItemsRead", "Count", json!(report.items_read)),
+        ],
+    )
 }
