@@ -361,21 +361,12 @@ impl NotionPublisher {
                                 .saturating_sub(Duration::from_secs(10))
                                 .max(self.create_claim / 2),
                     );
-                    if retry {
-                        if let Some(found) = self.find_child(parent_id, title, set).await? {
-                            tracing::info!(repo, module, label, page = %found.id, "adopted a page an interrupted build created");
-                            self.record(
-                                set,
-                                module,
-                                label,
-                                &found.id,
-                                &url_of_id(&found.id),
-                                None,
-                                known,
-                            )
-                            .await?;
-                            return Ok(false);
-                        }
+                    if retry
+                        && self
+                            .adopt(set, module, label, parent_id, title, known)
+                            .await?
+                    {
+                        return Ok(false);
                     }
                     let markdown = content.unwrap_or(PLACEHOLDER);
                     match self
@@ -399,17 +390,10 @@ impl NotionPublisher {
                         }
                         Err(e) if e.maybe_applied() => {
                             // It may exist: look before anyone creates another.
-                            if let Some(found) = self.find_child(parent_id, title, set).await? {
-                                self.record(
-                                    set,
-                                    module,
-                                    label,
-                                    &found.id,
-                                    &url_of_id(&found.id),
-                                    None,
-                                    known,
-                                )
-                                .await?;
+                            if self
+                                .adopt(set, module, label, parent_id, title, known)
+                                .await?
+                            {
                                 return Ok(false);
                             }
                             // The claim stays until it expires: the next build looks again.
@@ -425,6 +409,27 @@ impl NotionPublisher {
                 }
             }
         }
+    }
+
+    /// Records the child of `parent_id` titled `title` as `label`'s page, if Notion has one: a
+    /// create that was applied though its answer never came. `true` if one was found.
+    async fn adopt(
+        &self,
+        set: &PageSet<'_>,
+        module: &str,
+        label: &str,
+        parent_id: &str,
+        title: &str,
+        known: &mut Known,
+    ) -> Result<bool, PublishError> {
+        let Some(found) = self.find_child(parent_id, title, set).await? else {
+            return Ok(false);
+        };
+        tracing::info!(repo = %set.item.repo, module, label, page = %found.id, "adopted a page an interrupted create made");
+        let url = url_of_id(&found.id);
+        self.record(set, module, label, &found.id, &url, None, known)
+            .await?;
+        Ok(true)
     }
 
     /// Records the page created (or adopted) for `label`. Refused: recorded by this same call
