@@ -44,11 +44,7 @@ fn entry(module: &str, number: u64, merged_at: &str) -> ModuleEntry {
 }
 
 async fn put(t: &Tables, e: &ModuleEntry) {
-    assert!(t.entries.put(e, 1).await.unwrap());
-    t.pages
-        .mark_stale(REPO, &e.module, &[e.year()], OffsetDateTime::now_utc())
-        .await
-        .unwrap();
+    t.put_entry(e).await;
 }
 
 fn publisher(t: &Tables, stub: &NotionStub, parent: &str) -> NotionPublisher {

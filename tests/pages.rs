@@ -52,13 +52,8 @@ fn entry(module: &str, number: u64, merged_at: &str) -> ModuleEntry {
     }
 }
 
-/// What the summarize stage does for one entry: write it, mark its page stale.
 async fn put(t: &Tables, e: &ModuleEntry) {
-    assert!(t.entries.put(e, 1).await.unwrap());
-    t.pages
-        .mark_stale(REPO, &e.module, &[e.year()], OffsetDateTime::now_utc())
-        .await
-        .unwrap();
+    t.put_entry(e).await;
 }
 
 /// `count` merges of `module`, one every `step_days`, the newest at `newest`.

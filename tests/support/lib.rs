@@ -228,6 +228,20 @@ impl Tables {
         .with_deadline_margin(std::time::Duration::from_millis(200))
     }
 
+    /// What the summarize stage does for one entry: write it, mark its page stale.
+    pub async fn put_entry(&self, e: &shared::domain::ModuleEntry) {
+        assert!(self.entries.put(e, 1).await.unwrap());
+        self.pages
+            .mark_stale(
+                &e.repo,
+                &e.module,
+                &[e.year()],
+                time::OffsetDateTime::now_utc(),
+            )
+            .await
+            .unwrap();
+    }
+
     /// Every entry of one module, oldest first (a Query per year would do; a test reads all).
     pub async fn module_entries(
         &self,
