@@ -570,14 +570,15 @@ async fn backfilled_rows_are_not_enriched_again() {
     let github = client(&stand_in, Duration::from_secs(10));
     run.backfill(&github, &options()).await.unwrap();
     // The enrich stage sees each INSERT: every row is already enriched, no REST call is made.
-    let rest = shared::github::GitHubClient::new(
+    let apis = shared::enrich::GitHubApis::new(
         stand_in.url(),
         &Secret::new(TOKEN),
         Duration::from_secs(2),
         0,
     )
     .unwrap();
-    let enrich = shared::enrich::EnrichHandler::new(run.store.clone(), Some(rest), 4, 500);
+    let queries = stand_in.stats().graphql_requests;
+    let enrich = shared::enrich::EnrichHandler::new(run.store.clone(), Some(apis), 4, 500);
     for row in all_items(&run.store).await {
         let number: u64 = row[attr::PR_NUMBER].as_n().unwrap().parse().unwrap();
         let mut record = aws_lambda_events::event::dynamodb::EventRecord::default();
@@ -599,5 +600,10 @@ async fn backfilled_rows_are_not_enriched_again() {
         assert_eq!(outcome, shared::enrich::RecordOutcome::AlreadyEnriched);
     }
     assert_eq!(stand_in.stats().rest_requests, 0);
+    assert_eq!(
+        stand_in.stats().graphql_requests,
+        queries,
+        "no GitHub call at all"
+    );
     assert!(merged_count(&pulls) > 30);
 }

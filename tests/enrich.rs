@@ -1,5 +1,7 @@
-//! The enrich stage against the emulator, with GitHub played by the strict local stand-in
-//! (`support::github_stub`) serving the recorded REST responses.
+//! The enrich stage against the emulator. GitHub is played by two strict stand-ins: the GraphQL
+//! one (`infra::github_standin`, every query validated against GitHub's published schema) that
+//! enrichment uses, and the REST one (`support::github_stub`, recorded responses) it falls back
+//! to where GraphQL cannot serve.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -7,12 +9,16 @@ use std::time::{Duration, Instant};
 
 use aws_lambda_events::event::dynamodb::{Event, EventRecord};
 use aws_sdk_dynamodb::types::AttributeValue;
+use infra::github_standin::{pull_json, Fault, GitHubStandIn};
+use infra::synthetic::SyntheticPr;
 use serde_json::json;
-use shared::enrich::EnrichHandler;
+use shared::domain::FileChange;
+use shared::enrich::{EnrichHandler, GitHubApis, RecordOutcome};
+use shared::github::graphql::GraphQlClient;
 use shared::github::GitHubClient;
 use shared::secret::Secret;
-use shared::store::{attr, Item, PrStore};
-use support::github_stub::{Fault, GitHubStub, PullSpec};
+use shared::store::{attr, Item, PrStore, DEFERRED_SHARD};
+use support::github_stub::{GitHubStub, PullSpec};
 use support::*;
 
 const TOKEN: &str = "ghp_test_token_for_the_stand_in";
@@ -33,20 +39,69 @@ async fn stored_pr(store: &PrStore, number: u64, body: Option<&str>) {
     assert_eq!(answer.body["stored"], "inserted", "{answer:?}");
 }
 
-fn github(stub: &GitHubStub, retries: u32) -> GitHubClient {
-    GitHubClient::new(
-        &stub.url(),
-        &Secret::new(TOKEN),
-        Duration::from_secs(2),
-        retries,
-    )
-    .unwrap()
+/// GitHub: GraphQL (the stand-in) and REST (the stub), as one token sees them.
+struct GitHub {
+    graphql: GitHubStandIn,
+    rest: GitHubStub,
 }
 
-fn enricher(store: &PrStore, stub: &GitHubStub, retries: u32) -> Arc<EnrichHandler> {
+impl GitHub {
+    async fn start() -> Self {
+        GitHub {
+            graphql: GitHubStandIn::start(TOKEN).await.unwrap(),
+            rest: GitHubStub::start(TOKEN).await,
+        }
+    }
+
+    fn apis(&self, retries: u32, token: &str) -> GitHubApis {
+        let token = Secret::new(token);
+        GitHubApis {
+            graphql: GraphQlClient::new(self.graphql.url(), &token, Duration::from_secs(2))
+                .unwrap(),
+            rest: GitHubClient::new(&self.rest.url(), &token, Duration::from_secs(2), retries)
+                .unwrap(),
+            max_retries: retries,
+        }
+    }
+
+    /// A merged PR on GitHub with `files` files under `src/` and these closing issues.
+    fn add_pull(&self, number: u64, files: usize, closing: &[(u64, &str)]) {
+        let pr = SyntheticPr {
+            number,
+            title: format!("PR {number}"),
+            body: String::new(),
+            author: "octocat".into(),
+            labels: vec![],
+            merged_at: time::macros::datetime!(2019-05-15 15:20:33 UTC),
+            files: (0..files)
+                .map(|i| FileChange {
+                    path: format!("src/file{i:04}.rs"),
+                    additions: 1 + (i as u64 % 7),
+                    deletions: i as u64 % 3,
+                })
+                .collect(),
+        };
+        self.graphql.put_pull(
+            REPO,
+            pull_json(
+                REPO,
+                &pr,
+                time::macros::datetime!(2019-05-15 14:00:00 UTC),
+                closing,
+            ),
+        );
+    }
+
+    /// GitHub requests of any kind made so far.
+    fn requests(&self) -> u64 {
+        self.graphql.stats().graphql_requests + self.rest.request_count() as u64
+    }
+}
+
+fn enricher(store: &PrStore, github: &GitHub, retries: u32) -> Arc<EnrichHandler> {
     Arc::new(EnrichHandler::new(
         store.clone(),
-        Some(github(stub, retries)),
+        Some(github.apis(retries, TOKEN)),
         4,
         500,
     ))
@@ -93,31 +148,17 @@ fn failed(response: &aws_lambda_events::event::streams::DynamoDbEventResponse) -
         .collect()
 }
 
-async fn setup() -> (PrStore, GitHubStub) {
-    (
-        fresh_table(&sdk().await).await,
-        GitHubStub::start(TOKEN).await,
-    )
+async fn setup() -> (PrStore, GitHub) {
+    (fresh_table(&sdk().await).await, GitHub::start().await)
 }
 
 #[tokio::test]
-async fn two_hundred_fifty_files_over_three_pages_and_linked_issues_one_missing() {
-    let (store, stub) = setup().await;
-    // The real fixture body, with closing references appended (hand-written).
-    let body = "This is a pretty simple change that we need to pull into master.\n\nFixes #1347, closes octocat/Hello-World#9 and resolves #404";
-    stored_pr(&store, 2, Some(body)).await;
-    stub.add_pull(
-        REPO,
-        2,
-        PullSpec {
-            commits: 4,
-            ..PullSpec::with_files(250)
-        },
-    );
-    stub.add_issue(REPO, 1347, "Found a bug", "open");
-    stub.add_issue("octocat/Hello-World", 9, "Crash on start", "closed");
+async fn two_hundred_fifty_files_and_closing_issues_in_three_graphql_queries_no_rest() {
+    let (store, github) = setup().await;
+    stored_pr(&store, 2, Some("Fixes #1347")).await;
+    github.add_pull(2, 250, &[(1347, "Found a bug"), (9, "Crash on start")]);
 
-    let response = enricher(&store, &stub, 2)
+    let response = enricher(&store, &github, 2)
         .handle(event(vec![insert_record(2, "100")]), within(30), "inv-1")
         .await;
     assert!(response.batch_item_failures.is_empty(), "{response:?}");
@@ -126,14 +167,11 @@ async fn two_hundred_fifty_files_over_three_pages_and_linked_issues_one_missing(
     assert!(item.contains_key(attr::ENRICHED_AT));
     assert_eq!(item[attr::FILES].as_l().unwrap().len(), 250);
     assert_eq!(item[attr::FILES_TRUNCATED], AttributeValue::Bool(false));
-    assert_eq!(
-        (n(&item, attr::CHANGED_FILES), n(&item, attr::COMMITS)),
-        (250, 4)
-    );
+    assert_eq!(n(&item, attr::CHANGED_FILES), 250);
+    assert_eq!(n(&item, attr::COMMITS), 3, "2 % 4 + 1 commits");
     let dirs = item[attr::DIRECTORIES].as_m().unwrap();
-    assert_eq!(dirs.len(), 1, "every file is under src/: {dirs:?}");
     assert_eq!(dirs["src"], AttributeValue::N("250".into()));
-    let issues: Vec<(String, String, String)> = item[attr::LINKED_ISSUES]
+    let issues: Vec<(String, u64, String)> = item[attr::LINKED_ISSUES]
         .as_l()
         .unwrap()
         .iter()
@@ -141,7 +179,7 @@ async fn two_hundred_fifty_files_over_three_pages_and_linked_issues_one_missing(
             let m = i.as_m().unwrap();
             (
                 m["repo"].as_s().unwrap().clone(),
-                m["title"].as_s().unwrap().clone(),
+                m["number"].as_n().unwrap().parse().unwrap(),
                 m["state"].as_s().unwrap().clone(),
             )
         })
@@ -149,33 +187,20 @@ async fn two_hundred_fifty_files_over_three_pages_and_linked_issues_one_missing(
     assert_eq!(
         issues,
         [
-            (
-                REPO.to_string(),
-                "Found a bug".to_string(),
-                "open".to_string()
-            ),
-            (
-                "octocat/Hello-World".to_string(),
-                "Crash on start".to_string(),
-                "closed".to_string()
-            )
-        ]
+            (REPO.to_string(), 1347, "closed".to_string()),
+            (REPO.to_string(), 9, "closed".to_string())
+        ],
+        "GitHub's own closing references"
     );
-    // 1 PR + 3 pages of files + 3 issues (one a 404, skipped).
+    // One query for the PR with its first 100 files, one per further 100; no REST at all.
+    let stats = github.graphql.stats();
     assert_eq!(
-        stub.count_matching(&format!("/repos/{REPO}/pulls/2/files")),
-        3
+        (stats.graphql_requests, stats.rejected),
+        (3, 0),
+        "{stats:?}"
     );
-    assert_eq!(
-        stub.request_count(),
-        7,
-        "{:?}",
-        stub.requests().iter().map(|r| &r.path).collect::<Vec<_>>()
-    );
-    assert!(stub.requests().iter().all(|r| r
-        .query
-        .as_deref()
-        .is_none_or(|q| q.contains("per_page=100"))));
+    assert_eq!(stats.points, 3, "one point each");
+    assert_eq!(github.rest.request_count(), 0);
     for pipeline in [
         attr::ENRICH_LEASE_OWNER,
         attr::ENRICH_LEASE_UNTIL,
@@ -191,18 +216,18 @@ async fn two_hundred_fifty_files_over_three_pages_and_linked_issues_one_missing(
 
 #[tokio::test]
 async fn three_thousand_file_cap_and_truncated_paths() {
-    let (store, stub) = setup().await;
+    let (store, github) = setup().await;
     stored_pr(&store, 3, None).await;
-    stub.add_pull(REPO, 3, PullSpec::with_files(3500));
-    let response = enricher(&store, &stub, 1)
+    github.add_pull(3, 3500, &[]);
+    let response = enricher(&store, &github, 1)
         .handle(event(vec![insert_record(3, "1")]), within(60), "inv")
         .await;
     assert!(response.batch_item_failures.is_empty(), "{response:?}");
     let item = row(&store, 3).await;
     assert_eq!(
-        stub.count_matching(&format!("/repos/{REPO}/pulls/3/files")),
+        github.graphql.stats().graphql_requests,
         30,
-        "3000 files at 100 a page"
+        "3000 files at 100 a query"
     );
     assert_eq!(item[attr::FILES].as_l().unwrap().len(), 500);
     assert_eq!(item[attr::FILES_TRUNCATED], AttributeValue::Bool(true));
@@ -224,7 +249,7 @@ async fn three_thousand_file_cap_and_truncated_paths() {
 
 #[tokio::test]
 async fn no_token_means_no_http_call_and_success() {
-    let (store, stub) = setup().await;
+    let (store, github) = setup().await;
     stored_pr(&store, 4, None).await;
     let disabled = Arc::new(EnrichHandler::new(store.clone(), None, 4, 500));
     let response = disabled
@@ -235,67 +260,191 @@ async fn no_token_means_no_http_call_and_success() {
         )
         .await;
     assert!(response.batch_item_failures.is_empty());
-    assert_eq!(stub.request_count(), 0);
+    assert_eq!(github.requests(), 0);
     assert!(!row(&store, 4).await.contains_key(attr::ENRICHED_AT));
 }
 
-#[tokio::test]
-async fn rate_limits_and_server_errors_fail_the_record_then_the_retry_succeeds() {
-    let (store, stub) = setup().await;
-    let faults = [
-        (
-            10,
-            Fault::TooManyRequests {
-                retry_after_secs: 60,
-            },
-        ),
-        (11, Fault::RateLimitExhausted { reset_in_secs: 120 }),
-        (12, Fault::ServerError),
-    ];
-    for (number, fault) in faults {
-        stored_pr(&store, number, None).await;
-        stub.add_pull(REPO, number, PullSpec::with_files(3));
-        stub.fail_next(&format!("/repos/{REPO}/pulls/{number}"), fault.clone());
-        // No retries inside the call and too little time to wait: the record fails.
-        let handler = enricher(&store, &stub, 0);
-        let response = handler
-            .handle(event(vec![insert_record(number, "7")]), within(10), "first")
-            .await;
-        assert_eq!(failed(&response), ["7"], "{fault:?}");
-        assert!(!row(&store, number).await.contains_key(attr::ENRICHED_AT));
-        assert!(
-            !row(&store, number)
-                .await
-                .contains_key(attr::ENRICH_LEASE_OWNER),
-            "the lease is released on failure"
-        );
-        stub.lift_rate_limit();
-        // The stream retries the record later: now it succeeds.
-        let response = handler
-            .handle(event(vec![insert_record(number, "7")]), within(10), "retry")
-            .await;
-        assert!(
-            response.batch_item_failures.is_empty(),
-            "{fault:?}: {response:?}"
-        );
-        assert!(row(&store, number).await.contains_key(attr::ENRICHED_AT));
-    }
+/// A sweeper over the table, with enrichment on and no grace: what it would enqueue now.
+async fn sweep(store: &PrStore) -> shared::sweeper::SweepReport {
+    let sdk = sdk().await;
+    let sqs = aws_sdk_sqs::Client::new(&sdk);
+    let queue = infra::streams::ensure_queue(&sqs, &format!("{}-q", store.table_name()))
+        .await
+        .unwrap();
+    let config = shared::config::SweeperConfig::from_lookup(&|k: &str| match k {
+        "SUMMARIZE_QUEUE_URL" => Some(queue.clone()),
+        "ENRICH_GRACE_SECONDS" => Some("0".into()),
+        "TABLE_NAME" => Some(store.table_name().to_string()),
+        _ => None,
+    })
+    .unwrap();
+    shared::sweeper::Sweeper::new(store.clone(), sqs, &config)
+        .sweep(time::OffsetDateTime::now_utc(), within(30))
+        .await
+        .unwrap()
 }
 
 #[tokio::test]
-async fn short_rate_limit_waits_and_transient_errors_retry_inside_one_invocation() {
-    let (store, stub) = setup().await;
+async fn a_rate_limit_past_the_deadline_defers_and_the_scheduled_retry_enriches_after_the_reset() {
+    let sdk = sdk().await;
+    let tables = fresh_tables(&sdk).await;
+    let store = tables.prs.clone();
+    let github = GitHub::start().await;
+    for number in [10, 11] {
+        stored_pr(&store, number, None).await;
+        github.add_pull(number, 3, &[]);
+    }
+    // Another user of the token spent the budget; it comes back in 25 s, after the deadlines.
+    github.graphql.set_budget(50, Duration::from_secs(25));
+    let reset = Instant::now() + Duration::from_secs(25);
+    github.graphql.spend(50);
+    let handler = enricher(&store, &github, 2);
+    let response = handler
+        .handle(
+            event(vec![insert_record(10, "1"), insert_record(11, "2")]),
+            within(3),
+            "inv",
+        )
+        .await;
+    assert!(
+        response.batch_item_failures.is_empty(),
+        "a spent budget never fails the record back to the stream: {response:?}"
+    );
+    for number in [10, 11] {
+        let item = row(&store, number).await;
+        assert!(!item.contains_key(attr::ENRICHED_AT));
+        assert!(!item.contains_key(attr::ENRICH_LEASE_OWNER));
+        assert!(item.contains_key(attr::ENRICH_DEFERRED_UNTIL));
+        assert_eq!(s(&item, attr::PENDING_SHARD), DEFERRED_SHARD);
+    }
+    // Parked rows are not the sweeper's: nothing is summarized unenriched meanwhile.
+    assert_eq!(sweep(&store).await.seen, 0);
+
+    // Before the reset, with less time left than the wait: the budget is found still spent
+    // (such an answer costs no points); nothing is enriched, both stay parked.
+    let report = handler
+        .retry_deferred(time::OffsetDateTime::now_utc(), within(7), "retry-1")
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            report.seen,
+            report.deferred + report.waiting,
+            report.enriched
+        ),
+        (2, 2, 0),
+        "{report:?}"
+    );
+    assert!(report.deferred >= 1, "{report:?}");
+    let limited = github.graphql.stats().rate_limited;
+    assert!(limited >= 3, "{limited}");
+
+    tokio::time::sleep_until(reset.into()).await;
+    let report = handler
+        .retry_deferred(time::OffsetDateTime::now_utc(), within(30), "retry-2")
+        .await
+        .unwrap();
+    assert_eq!((report.seen, report.enriched), (2, 2), "{report:?}");
+    for number in [10, 11] {
+        let item = row(&store, number).await;
+        assert!(item.contains_key(attr::ENRICHED_AT));
+        assert!(!item.contains_key(attr::ENRICH_DEFERRED_UNTIL));
+        assert_eq!(
+            s(&item, attr::PENDING_SHARD),
+            shared::store::pending_shard(number, 4),
+            "back in its own shard"
+        );
+    }
+    assert_eq!(github.rest.request_count(), 0);
+    // Now the sweeper enqueues them, and the summary is the enriched one (files under src/).
+    assert_eq!(sweep(&store).await.enqueued, 2);
+    let outcome = Arc::new(tables.summarizer(Default::default(), 5))
+        .process(&summarize_message("m-10", REPO, 10), within(30), "sum")
+        .await
+        .unwrap();
+    assert_eq!(
+        outcome,
+        shared::summarize::MessageOutcome::Summarized {
+            modules: vec!["src".into()]
+        }
+    );
+}
+
+#[tokio::test]
+async fn a_deferred_row_that_waited_too_long_goes_ahead_unenriched() {
+    let (store, github) = setup().await;
+    stored_pr(&store, 12, None).await;
+    github.add_pull(12, 3, &[]);
+    github.graphql.set_budget(50, Duration::from_secs(3600));
+    github.graphql.spend(50);
+    let handler = Arc::new(
+        EnrichHandler::new(store.clone(), Some(github.apis(0, TOKEN)), 4, 500)
+            .with_max_wait(Duration::from_secs(60)),
+    );
+    let outcome = handler
+        .process(&insert_record(12, "1"), within(10), "inv")
+        .await
+        .unwrap();
+    assert!(matches!(outcome, RecordOutcome::Deferred(_)), "{outcome:?}");
+    let calls = github.requests();
+    // An hour later by the clock the retry is given: past ENRICH_MAX_WAIT_SECONDS.
+    let later = time::OffsetDateTime::now_utc() + time::Duration::hours(1);
+    let report = handler
+        .retry_deferred(later, within(30), "retry")
+        .await
+        .unwrap();
+    assert_eq!(report.released_unenriched, 1, "{report:?}");
+    assert_eq!(github.requests(), calls, "GitHub is not asked again");
+    let item = row(&store, 12).await;
+    assert!(!item.contains_key(attr::ENRICHED_AT));
+    assert!(!item.contains_key(attr::ENRICH_DEFERRED_UNTIL));
+    assert_eq!(s(&item, attr::PENDING_SHARD), "0");
+    assert_eq!(sweep(&store).await.enqueued, 1, "summarized without it");
+}
+
+#[tokio::test]
+async fn server_errors_fail_the_record_then_the_retry_succeeds() {
+    let (store, github) = setup().await;
+    stored_pr(&store, 13, None).await;
+    github.add_pull(13, 3, &[]);
+    github.graphql.fault(None, Fault::BadGateway);
+    let handler = enricher(&store, &github, 0);
+    let response = handler
+        .handle(event(vec![insert_record(13, "7")]), within(10), "first")
+        .await;
+    assert_eq!(failed(&response), ["7"]);
+    let item = row(&store, 13).await;
+    assert!(!item.contains_key(attr::ENRICHED_AT));
+    assert!(
+        !item.contains_key(attr::ENRICH_LEASE_OWNER),
+        "the lease is released on failure"
+    );
+    let response = handler
+        .handle(event(vec![insert_record(13, "7")]), within(10), "retry")
+        .await;
+    assert!(response.batch_item_failures.is_empty(), "{response:?}");
+    assert!(row(&store, 13).await.contains_key(attr::ENRICHED_AT));
+}
+
+#[tokio::test]
+async fn a_short_secondary_limit_is_waited_and_transient_errors_retry_inside_one_invocation() {
+    let (store, github) = setup().await;
     stored_pr(&store, 20, None).await;
-    stub.add_pull(REPO, 20, PullSpec::with_files(3));
-    stub.fail_next(
-        &format!("/repos/{REPO}/pulls/20"),
-        Fault::TooManyRequests {
+    github.add_pull(20, 150, &[]);
+    github.graphql.fault(
+        Some("PullRequestByNumber"),
+        Fault::SecondaryLimit {
             retry_after_secs: 1,
         },
     );
-    stub.fail_next(&format!("/repos/{REPO}/pulls/20/files"), Fault::BadGateway);
+    github
+        .graphql
+        .fault(Some("PullRequestByNumber"), Fault::BadGateway);
+    github
+        .graphql
+        .fault(Some("PullRequestFiles"), Fault::BadGateway);
     let started = Instant::now();
-    let response = enricher(&store, &stub, 2)
+    let response = enricher(&store, &github, 2)
         .handle(event(vec![insert_record(20, "1")]), within(30), "inv")
         .await;
     assert!(response.batch_item_failures.is_empty(), "{response:?}");
@@ -303,20 +452,21 @@ async fn short_rate_limit_waits_and_transient_errors_retry_inside_one_invocation
         started.elapsed() >= Duration::from_secs(1),
         "retry-after was honoured"
     );
-    assert!(row(&store, 20).await.contains_key(attr::ENRICHED_AT));
+    let item = row(&store, 20).await;
+    assert_eq!(item[attr::FILES].as_l().unwrap().len(), 150);
+    assert_eq!(github.graphql.stats().faults_served, 3);
 }
 
 #[tokio::test]
 async fn a_hanging_github_times_out_and_fails_the_record() {
-    let (store, stub) = setup().await;
+    let (store, github) = setup().await;
     stored_pr(&store, 21, None).await;
-    stub.add_pull(REPO, 21, PullSpec::with_files(3));
-    stub.fail_next(
-        &format!("/repos/{REPO}/pulls/21"),
-        Fault::Hang(Duration::from_secs(5)),
-    );
+    github.add_pull(21, 3, &[]);
+    github
+        .graphql
+        .fault(None, Fault::Hang(Duration::from_secs(5)));
     let started = Instant::now();
-    let response = enricher(&store, &stub, 0)
+    let response = enricher(&store, &github, 0)
         .handle(event(vec![insert_record(21, "9")]), within(30), "inv")
         .await;
     assert_eq!(failed(&response), ["9"]);
@@ -324,50 +474,92 @@ async fn a_hanging_github_times_out_and_fails_the_record() {
         started.elapsed() < Duration::from_secs(5),
         "the 2 s client timeout cut the hang short"
     );
+    assert!(!row(&store, 21).await.contains_key(attr::ENRICH_LEASE_OWNER));
 }
 
 #[tokio::test]
 async fn pr_gone_is_skipped_for_good() {
-    let (store, stub) = setup().await;
+    let (store, github) = setup().await;
     stored_pr(&store, 30, None).await;
-    stored_pr(&store, 31, None).await;
-    stub.add_pull(REPO, 31, PullSpec::with_files(1));
-    stub.fail_next(&format!("/repos/{REPO}/pulls/31"), Fault::Gone);
-    // 30 is not registered at all: 404.
-    let response = enricher(&store, &stub, 3)
-        .handle(
-            event(vec![insert_record(30, "1"), insert_record(31, "2")]),
-            within(30),
-            "inv",
-        )
+    // The repository is there, 30 is not: NOT_FOUND.
+    github.add_pull(29, 1, &[]);
+    let response = enricher(&store, &github, 3)
+        .handle(event(vec![insert_record(30, "1")]), within(30), "inv")
         .await;
     assert!(response.batch_item_failures.is_empty(), "{response:?}");
-    for (number, status) in [(30, "404"), (31, "410")] {
-        let item = row(&store, number).await;
-        let reason = s(&item, attr::ENRICH_SKIPPED_REASON);
-        assert!(
-            reason.contains(status) && reason.contains("gone or the token lost access"),
-            "{reason}"
-        );
-        assert!(
-            item.contains_key(attr::ENRICHED_AT),
-            "the stage is finished, never retried forever"
-        );
-    }
+    let item = row(&store, 30).await;
+    let reason = s(&item, attr::ENRICH_SKIPPED_REASON);
+    assert!(
+        reason.contains("no pull request") && reason.contains("#30"),
+        "{reason}"
+    );
+    assert!(
+        item.contains_key(attr::ENRICHED_AT),
+        "the stage is finished, never retried forever"
+    );
     assert_eq!(
-        stub.count_matching(&format!("/repos/{REPO}/pulls/30")),
+        github.graphql.stats().graphql_requests,
         1,
-        "a 404 is not retried"
+        "NOT_FOUND is not retried"
     );
 }
 
 #[tokio::test]
+async fn a_token_github_refuses_finishes_the_row_with_advice_and_releases_the_lease() {
+    let (store, github) = setup().await;
+    stored_pr(&store, 31, None).await;
+    github.add_pull(31, 3, &[]);
+    let handler = Arc::new(EnrichHandler::new(
+        store.clone(),
+        Some(github.apis(2, "ghp_revoked")),
+        4,
+        500,
+    ));
+    let response = handler
+        .handle(event(vec![insert_record(31, "1")]), within(30), "inv")
+        .await;
+    assert!(
+        response.batch_item_failures.is_empty(),
+        "a 401 burns no stream retries: {response:?}"
+    );
+    let item = row(&store, 31).await;
+    let reason = s(&item, attr::ENRICH_SKIPPED_REASON);
+    assert!(
+        reason.contains("refused the token") && reason.contains("later PRs are enriched"),
+        "{reason}"
+    );
+    assert!(!item.contains_key(attr::ENRICH_LEASE_OWNER));
+    assert_eq!(github.graphql.stats().graphql_requests, 1);
+}
+
+#[tokio::test]
+async fn an_enterprise_server_without_closing_references_is_served_by_rest() {
+    let (store, github) = setup().await;
+    stored_pr(&store, 32, Some("Fixes #1347")).await;
+    github.add_pull(32, 3, &[]);
+    github
+        .graphql
+        .without_field("PullRequest", "closingIssuesReferences");
+    github.rest.add_pull(REPO, 32, PullSpec::with_files(120));
+    github.rest.add_issue(REPO, 1347, "Found a bug", "open");
+    let response = enricher(&store, &github, 1)
+        .handle(event(vec![insert_record(32, "1")]), within(30), "inv")
+        .await;
+    assert!(response.batch_item_failures.is_empty(), "{response:?}");
+    let item = row(&store, 32).await;
+    assert_eq!(item[attr::FILES].as_l().unwrap().len(), 120);
+    assert_eq!(item[attr::LINKED_ISSUES].as_l().unwrap().len(), 1);
+    assert_eq!(github.graphql.stats().rejected, 1);
+    // PR, 2 pages of files, 1 issue.
+    assert_eq!(github.rest.request_count(), 4);
+}
+
+#[tokio::test]
 async fn duplicate_records_and_concurrent_invocations_enrich_once() {
-    let (store, stub) = setup().await;
+    let (store, github) = setup().await;
     stored_pr(&store, 40, Some("Fixes #1347")).await;
-    stub.add_pull(REPO, 40, PullSpec::with_files(120));
-    stub.add_issue(REPO, 1347, "Found a bug", "open");
-    let handler = enricher(&store, &stub, 2);
+    github.add_pull(40, 120, &[(1347, "Found a bug")]);
+    let handler = enricher(&store, &github, 2);
 
     // The same record twice in one batch, and two invocations at once with it.
     let batch = || event(vec![insert_record(40, "5"), insert_record(40, "5")]);
@@ -381,22 +573,13 @@ async fn duplicate_records_and_concurrent_invocations_enrich_once() {
     let retry = handler.handle(batch(), within(30), "inv-c").await;
     assert!(retry.batch_item_failures.is_empty());
     assert!(failures <= 3, "one of four copies did the work");
-    // One enrichment's worth of requests: PR, 2 pages of files, 1 issue.
-    assert_eq!(
-        stub.count_matching(&format!("/repos/{REPO}/pulls/40")),
-        3,
-        "{:?}",
-        stub.requests().iter().map(|r| &r.path).collect::<Vec<_>>()
-    );
-    assert_eq!(
-        stub.count_matching(&format!("/repos/{REPO}/issues/1347")),
-        1
-    );
+    // One enrichment's worth of requests: the PR with 100 files, then the other 20.
+    assert_eq!(github.graphql.stats().graphql_requests, 2);
 }
 
 #[tokio::test]
 async fn summarized_at_and_webhook_fields_are_untouched() {
-    let (store, stub) = setup().await;
+    let (store, github) = setup().await;
     stored_pr(&store, 50, None).await;
     store
         .client()
@@ -410,8 +593,8 @@ async fn summarized_at_and_webhook_fields_are_untouched() {
         .await
         .unwrap();
     let before = row(&store, 50).await;
-    stub.add_pull(REPO, 50, PullSpec::with_files(2));
-    let response = enricher(&store, &stub, 1)
+    github.add_pull(50, 2, &[]);
+    let response = enricher(&store, &github, 1)
         .handle(event(vec![insert_record(50, "1")]), within(30), "inv")
         .await;
     assert!(response.batch_item_failures.is_empty());
@@ -424,14 +607,14 @@ async fn summarized_at_and_webhook_fields_are_untouched() {
 
 #[tokio::test]
 async fn a_deleted_row_and_a_broken_record_do_not_lose_the_others() {
-    let (store, stub) = setup().await;
+    let (store, github) = setup().await;
     stored_pr(&store, 60, None).await;
-    stub.add_pull(REPO, 60, PullSpec::with_files(1));
+    github.add_pull(60, 1, &[]);
     let mut broken = insert_record(61, "2");
     broken.change.keys =
         serde_dynamo::Item::from(HashMap::<String, serde_dynamo::AttributeValue>::new());
     // 62 was never stored (deleted meanwhile): skipped, success.
-    let response = enricher(&store, &stub, 1)
+    let response = enricher(&store, &github, 1)
         .handle(
             event(vec![insert_record(60, "1"), broken, insert_record(62, "3")]),
             within(30),
@@ -444,6 +627,25 @@ async fn a_deleted_row_and_a_broken_record_do_not_lose_the_others() {
         "only the record without a key fails"
     );
     assert!(row(&store, 60).await.contains_key(attr::ENRICHED_AT));
+}
+
+#[tokio::test]
+async fn the_schedule_event_runs_the_retry_and_a_stream_event_the_records() {
+    let (store, github) = setup().await;
+    let handler = enricher(&store, &github, 0);
+    let scheduled =
+        std::fs::read_to_string(infra::emulator::repo_root().join("events/enrich.scheduled.json"))
+            .unwrap();
+    let trigger: shared::enrich::EnrichTrigger = serde_json::from_str(&scheduled).unwrap();
+    let answer = handler.invoke(trigger, within(10), "sched").await.unwrap();
+    let answer = serde_json::to_value(answer).unwrap();
+    assert_eq!(answer["seen"], 0, "{answer}");
+    let stream = std::fs::read_to_string(
+        infra::emulator::repo_root().join("events/enrich.dynamodb-stream.json"),
+    )
+    .unwrap();
+    let trigger: shared::enrich::EnrichTrigger = serde_json::from_str(&stream).unwrap();
+    assert!(matches!(trigger, shared::enrich::EnrichTrigger::Stream(_)));
 }
 
 // ---- Through the real stream: moto's DynamoDB Streams, read by the local event source ----
@@ -477,12 +679,11 @@ async fn event_source(store: &PrStore, max_retry_attempts: u32) -> (StreamEventS
 
 #[tokio::test]
 async fn a_webhook_insert_is_enriched_from_the_real_stream_and_its_own_modify_does_not_retrigger() {
-    let (store, stub) = setup().await;
+    let (store, github) = setup().await;
     let (mut source, _) = event_source(&store, 5).await;
     stored_pr(&store, 2, Some("Fixes #1347")).await;
-    stub.add_pull(REPO, 2, PullSpec::with_files(5));
-    stub.add_issue(REPO, 1347, "Found a bug", "open");
-    let handler = infra::dev::enrich_batch_handler(enricher(&store, &stub, 2));
+    github.add_pull(2, 5, &[(1347, "Found a bug")]);
+    let handler = infra::dev::enrich_batch_handler(enricher(&store, &github, 2));
 
     let report = source.poll_once(&handler).await.unwrap();
     assert_eq!(
@@ -493,37 +694,47 @@ async fn a_webhook_insert_is_enriched_from_the_real_stream_and_its_own_modify_do
     let item = row(&store, 2).await;
     assert!(item.contains_key(attr::ENRICHED_AT));
     assert_eq!(item[attr::FILES].as_l().unwrap().len(), 5);
-    let requests = stub.request_count();
-    assert_eq!(requests, 3, "PR, one page of files, one issue");
+    assert_eq!(github.requests(), 1, "one GraphQL query");
 
     // The enrichment's own write is a MODIFY on the stream: filtered out, never delivered.
     let report = source.poll_once(&handler).await.unwrap();
     assert_eq!(report.invocations, 0, "{report:?}");
     assert!(report.filtered_out >= 1, "{report:?}");
-    assert_eq!(stub.request_count(), requests);
+    assert_eq!(github.requests(), 1);
 }
 
 #[tokio::test]
 async fn a_poison_record_ends_in_the_stream_dlq_and_the_others_are_enriched() {
-    let (store, stub) = setup().await;
+    let (store, github) = setup().await;
     let (mut source, dlq) = event_source(&store, 2).await;
     stored_pr(&store, 70, None).await;
     stored_pr(&store, 71, None).await;
-    stub.add_pull(REPO, 70, PullSpec::with_files(1));
-    stub.add_pull(REPO, 71, PullSpec::with_files(1));
-    for _ in 0..10 {
-        stub.fail_next(&format!("/repos/{REPO}/pulls/70"), Fault::ServerError);
-    }
-    let handler = infra::dev::enrich_batch_handler(enricher(&store, &stub, 0));
+    github.add_pull(71, 1, &[]);
+    // 70's answer never decodes (a poison record, retried then dead-lettered).
+    let pr = SyntheticPr {
+        number: 70,
+        title: "PR 70".into(),
+        body: String::new(),
+        author: "octocat".into(),
+        labels: vec![],
+        merged_at: time::macros::datetime!(2019-05-15 15:20:33 UTC),
+        files: vec![],
+    };
+    let mut broken = pull_json(
+        REPO,
+        &pr,
+        time::macros::datetime!(2019-05-15 14:00:00 UTC),
+        &[],
+    );
+    broken["mergedAt"] = json!("not a time");
+    github.graphql.put_pull(REPO, broken);
+    let handler = infra::dev::enrich_batch_handler(enricher(&store, &github, 0));
     let report = source.poll_once(&handler).await.unwrap();
     assert_eq!(report.dead_lettered, 1, "{report:?}");
     assert!(row(&store, 71).await.contains_key(attr::ENRICHED_AT));
-    assert!(!row(&store, 70).await.contains_key(attr::ENRICHED_AT));
-    assert_eq!(
-        stub.count_matching(&format!("/repos/{REPO}/pulls/70")),
-        3,
-        "1 attempt + 2 retries"
-    );
+    let item = row(&store, 70).await;
+    assert!(!item.contains_key(attr::ENRICHED_AT));
+    assert!(!item.contains_key(attr::ENRICH_LEASE_OWNER));
 
     let sqs = aws_sdk_sqs::Client::new(&sdk().await);
     let messages = sqs
@@ -549,9 +760,9 @@ async fn a_poison_record_ends_in_the_stream_dlq_and_the_others_are_enriched() {
 
 #[tokio::test]
 async fn the_sample_stream_event_is_enriched_and_its_modify_ignored() {
-    let (store, stub) = setup().await;
+    let (store, github) = setup().await;
     stored_pr(&store, 2, None).await;
-    stub.add_pull(REPO, 2, PullSpec::with_files(5));
+    github.add_pull(2, 5, &[]);
     let text = std::fs::read_to_string(
         infra::emulator::repo_root().join("events/enrich.dynamodb-stream.json"),
     )
@@ -565,14 +776,14 @@ async fn the_sample_stream_event_is_enriched_and_its_modify_ignored() {
             .collect::<Vec<_>>(),
         ["INSERT", "MODIFY"]
     );
-    let response = enricher(&store, &stub, 1)
+    let response = enricher(&store, &github, 1)
         .handle(sample, within(30), "sample")
         .await;
     assert!(response.batch_item_failures.is_empty(), "{response:?}");
     let item = row(&store, 2).await;
     assert!(item.contains_key(attr::ENRICHED_AT));
-    // PR + one page of files: the MODIFY record called nothing.
-    assert_eq!(stub.request_count(), 2);
+    // One query: the MODIFY record called nothing.
+    assert_eq!(github.requests(), 1);
     println!(
         "enriched item for the sample PR (5 files): {} bytes",
         shared::store::item_size(&item)

@@ -32,14 +32,15 @@ async fn start_with(overrides: Vec<(String, String)>) -> infra::dev::DevStack {
 
 #[tokio::test]
 async fn a_delivery_posted_to_the_local_stack_is_enriched_from_the_stream() {
-    let stub = support::github_stub::GitHubStub::start("local-token").await;
-    stub.add_pull(
+    let github = infra::github_standin::GitHubStandIn::start("local-token")
+        .await
+        .unwrap();
+    github.put_pull(
         "Codertocat/Hello-World",
-        2,
-        support::github_stub::PullSpec::with_files(12),
+        standin_pull("Codertocat/Hello-World", 2, 12),
     );
     let stack = start_with(vec![
-        ("GITHUB_API_URL".into(), stub.url()),
+        ("GITHUB_API_URL".into(), github.url().to_string()),
         ("GITHUB_TOKEN".into(), "local-token".into()),
     ])
     .await;
@@ -62,10 +63,11 @@ async fn a_delivery_posted_to_the_local_stack_is_enriched_from_the_stream() {
     assert_eq!(item[attr::FILES].as_l().unwrap().len(), 12);
     // The webhook's later update (the edit) is a MODIFY: it did not trigger a second enrichment.
     tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    let stats = github.stats();
     assert_eq!(
-        stub.count_matching("/repos/Codertocat/Hello-World/pulls/2"),
-        2,
-        "PR + one page of files, once"
+        (stats.graphql_requests, stats.rest_requests),
+        (1, 0),
+        "one GraphQL query, once"
     );
     stack.shutdown().await;
 }
@@ -203,15 +205,16 @@ async fn replaying_the_sample_events_stores_the_merged_pr_once() {
 
 #[tokio::test]
 async fn a_signed_delivery_ends_as_an_entry_in_the_modules_markdown_narrative() {
-    let stub = support::github_stub::GitHubStub::start("local-token").await;
+    let github = infra::github_standin::GitHubStandIn::start("local-token")
+        .await
+        .unwrap();
     // Files under src/ belong to the `core` module of config/modules.yaml.
-    stub.add_pull(
+    github.put_pull(
         "Codertocat/Hello-World",
-        2,
-        support::github_stub::PullSpec::with_files(12),
+        standin_pull("Codertocat/Hello-World", 2, 12),
     );
     let stack = start_with(vec![
-        ("GITHUB_API_URL".into(), stub.url()),
+        ("GITHUB_API_URL".into(), github.url().to_string()),
         ("GITHUB_TOKEN".into(), "local-token".into()),
     ])
     .await;

@@ -38,6 +38,7 @@ fn sweeper(store: &PrStore, sqs: &aws_sdk_sqs::Client, url: &str, enrich_enabled
         enrich_grace: Duration::from_secs(120),
         claim_ttl: Duration::from_secs(300),
         enrich_enabled,
+        max_queued: 10_000,
     };
     Sweeper::new(store.clone(), sqs.clone(), &config)
 }
@@ -251,4 +252,100 @@ async fn a_sweep_reads_the_backlog_not_the_table() {
     let numbers: BTreeSet<u64> = drain(&sqs, &url).await.into_iter().collect();
     assert_eq!(numbers, (1..=10).collect());
     assert!(report.oldest_pending_age_seconds.is_some());
+}
+
+#[tokio::test]
+async fn a_big_import_with_slow_summaries_ends_with_no_dlq_message_and_no_duplicate() {
+    let sdk = sdk().await;
+    let scenario = |max_queued| infra::bench_backpressure::Scenario {
+        rows: 150,
+        delay: Duration::from_millis(100),
+        // Compressed: claims expire while rows still wait, as 15 min do under an LLM's pace.
+        claim_ttl: Duration::from_secs(2),
+        max_queued,
+        max_receive_count: 2,
+        sweep_interval: Duration::from_millis(300),
+        limit: Duration::from_secs(240),
+    };
+    let bounded = infra::bench_backpressure::run(&sdk, &scenario(Some(10)))
+        .await
+        .unwrap();
+    println!("bounded: {bounded:?}");
+    assert!(!bounded.deadline_missed, "{bounded:?}");
+    assert_eq!(bounded.summarized, 150, "{bounded:?}");
+    assert_eq!(bounded.dlq_messages, 0, "{bounded:?}");
+    assert_eq!(
+        bounded.claimed_twice, 0,
+        "each row summarized by one claim: {bounded:?}"
+    );
+    assert_eq!(bounded.summaries, 150, "{bounded:?}");
+    assert!(
+        bounded.max_depth <= 10,
+        "the queue never held more than its bound: {bounded:?}"
+    );
+    assert!(
+        bounded.sent <= 150 + 15,
+        "almost every row sent once: {bounded:?}"
+    );
+
+    // The same import without the bound: every row queued at once, claims expiring on queued
+    // messages, which are sent again. Still no DLQ message and no double summary (duplicates are
+    // dropped), but the work the bound saves shows.
+    let unbounded = infra::bench_backpressure::run(&sdk, &scenario(None))
+        .await
+        .unwrap();
+    println!("unbounded: {unbounded:?}");
+    assert_eq!(
+        (
+            unbounded.summarized,
+            unbounded.dlq_messages,
+            unbounded.claimed_twice
+        ),
+        (150, 0, 0),
+        "{unbounded:?}"
+    );
+    assert!(unbounded.max_depth > 10, "{unbounded:?}");
+    assert!(
+        unbounded.sent > bounded.sent,
+        "{unbounded:?} vs {bounded:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_sweep_tops_the_queue_up_to_its_bound_and_spreads_it_over_the_shards() {
+    let sdk = sdk().await;
+    let store = fresh_table(&sdk).await;
+    let (sqs, url) = queue(&sdk).await;
+    let now = OffsetDateTime::now_utc();
+    for n in 1..=40 {
+        pending(&store, n, now).await;
+    }
+    let config = SweeperConfig {
+        table: store.table().clone(),
+        queue_url: url.clone(),
+        enrich_grace: Duration::from_secs(120),
+        claim_ttl: Duration::from_secs(300),
+        enrich_enabled: false,
+        max_queued: 12,
+    };
+    let sweeper = Sweeper::new(store.clone(), sqs.clone(), &config);
+    let first = sweeper.sweep(now, soon()).await.unwrap();
+    assert_eq!(
+        (first.queue_depth, first.enqueued, first.skipped_full),
+        (Some(0), 12, 28),
+        "{first:?}"
+    );
+    // The queue is full: the next sweep sends nothing.
+    let second = sweeper.sweep(now, soon()).await.unwrap();
+    assert_eq!(
+        (second.queue_depth, second.enqueued),
+        (Some(12), 0),
+        "{second:?}"
+    );
+    let numbers = drain(&sqs, &url).await;
+    let shards: BTreeSet<u64> = numbers.iter().map(|n| n % 4).collect();
+    assert_eq!(shards.len(), 4, "every shard had its share: {numbers:?}");
+    // Drained: the next sweep tops it up again.
+    let third = sweeper.sweep(now, soon()).await.unwrap();
+    assert_eq!(third.enqueued, 12, "{third:?}");
 }

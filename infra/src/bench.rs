@@ -307,6 +307,7 @@ pub async fn sweep_once(
         enrich_grace: std::time::Duration::from_secs(120),
         claim_ttl: std::time::Duration::from_secs(900),
         enrich_enabled: false,
+        max_queued: 10_000,
     };
     let sweeper = shared::sweeper::Sweeper::new(PrStore::new(client.clone(), table), sqs, &config);
     let started = Instant::now();

@@ -44,6 +44,10 @@ pub const QUEUE_POLL_INTERVAL: Duration = Duration::from_millis(250);
 /// `chronicle dev`'s sweep interval (the deployed schedule is `rate(1 minute)`).
 pub const DEFAULT_SWEEP_INTERVAL: Duration = Duration::from_secs(5);
 
+/// `chronicle dev`'s deferred-enrichment retry interval (the deployed schedule is
+/// `rate(5 minutes)`).
+pub const ENRICH_RETRY_INTERVAL: Duration = Duration::from_secs(30);
+
 /// The secret `chronicle dev` uses when none is configured; `events/` is signed with it.
 pub const DEV_SECRET: &str = "chronicle-local-dev-secret";
 pub const DEFAULT_TABLE: &str = "chronicle-dev";
@@ -204,6 +208,13 @@ impl DevStack {
             sweeper,
             options.sweep_interval,
             sweeps_paused.clone(),
+            stop.clone(),
+        )));
+
+        // The enrich function's retry schedule (deferred rows), which moto lacks: ticked.
+        workers.push(tokio::spawn(tick_enrich_retry(
+            enrich.clone(),
+            ENRICH_RETRY_INTERVAL,
             stop.clone(),
         )));
 
@@ -452,6 +463,31 @@ async fn tick_builder(
         tokio::select! {
             _ = tokio::time::sleep(interval) => {}
             _ = stop.changed() => return,
+        }
+    }
+}
+
+/// Runs the deferred-enrichment retry every `interval` until stopped, as the enrich function's
+/// schedule would invoke it.
+async fn tick_enrich_retry(
+    enrich: Arc<EnrichHandler>,
+    interval: Duration,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let mut tick = 0u64;
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(interval) => {}
+            _ = stop.changed() => return,
+        }
+        tick += 1;
+        let now = time::OffsetDateTime::now_utc();
+        let invocation = format!("local-enrich-retry-{tick}");
+        if let Err(e) = enrich
+            .retry_deferred(now, Instant::now() + ENRICH_TIMEOUT, &invocation)
+            .await
+        {
+            tracing::warn!(error = %e, "deferred enrichment retry failed; the next tick tries again");
         }
     }
 }

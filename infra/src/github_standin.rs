@@ -109,6 +109,8 @@ struct State {
     budget: Budget,
     faults: VecDeque<(Option<String>, Fault)>,
     stats: Stats,
+    /// Fields this server's schema lacks (an older Enterprise Server): `(type, field)`.
+    missing: Vec<(String, String)>,
 }
 
 struct RepoData {
@@ -141,6 +143,7 @@ impl GitHubStandIn {
             },
             faults: VecDeque::new(),
             stats: Stats::default(),
+            missing: Vec::new(),
         }));
         let shared = state.clone();
         let serving = Serving::spawn(listener, move |request| {
@@ -215,6 +218,14 @@ impl GitHubStandIn {
         self.lock()
             .faults
             .push_back((operation.map(str::to_string), fault));
+    }
+
+    /// Plays an older GitHub Enterprise Server whose schema lacks `type_name.field`: a query
+    /// selecting it is refused the way GitHub refuses an unknown field.
+    pub fn without_field(&self, type_name: &str, field: &str) {
+        self.lock()
+            .missing
+            .push((type_name.to_string(), field.to_string()));
     }
 
     pub fn stats(&self) -> Stats {
@@ -317,6 +328,17 @@ async fn handle(state: Arc<Mutex<State>>, request: Request<Incoming>) -> Respons
             return answer(StatusCode::OK, &graphql_errors(messages));
         }
     };
+    let missing = lock().missing.clone();
+    if let Some((type_name, field)) = missing.iter().find(|(t, f)| selects(&document, t, f)) {
+        lock().stats.rejected += 1;
+        return answer(
+            StatusCode::OK,
+            &json!({ "errors": [{
+                "message": format!("Field '{field}' doesn't exist on type '{type_name}'"),
+                "extensions": { "code": "undefinedField", "typeName": type_name, "fieldName": field },
+            }] }),
+        );
+    }
     let operation = match document.operations.get(operation_name.as_deref()) {
         Ok(op) => op.clone(),
         Err(e) => {
@@ -490,6 +512,27 @@ async fn handle(state: Arc<Mutex<State>>, request: Request<Incoming>) -> Respons
     );
     h.insert("x-ratelimit-resource", "graphql".parse().expect("ascii"));
     response
+}
+
+/// Whether any operation or fragment of `document` selects `type_name.field`.
+fn selects(document: &ExecutableDocument, type_name: &str, field: &str) -> bool {
+    fn walk(set: &SelectionSet, type_name: &str, field: &str) -> bool {
+        set.selections.iter().any(|s| match s {
+            Selection::Field(f) => {
+                (f.name == field && set.ty == type_name) || walk(&f.selection_set, type_name, field)
+            }
+            Selection::InlineFragment(i) => walk(&i.selection_set, type_name, field),
+            Selection::FragmentSpread(_) => false,
+        })
+    }
+    document
+        .operations
+        .iter()
+        .any(|op| walk(&op.selection_set, type_name, field))
+        || document
+            .fragments
+            .values()
+            .any(|f| walk(&f.selection_set, type_name, field))
 }
 
 struct Context<'a> {

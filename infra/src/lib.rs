@@ -5,6 +5,7 @@ pub mod alloc;
 pub mod backfill_cli;
 pub mod bench;
 pub mod bench_backfill;
+pub mod bench_backpressure;
 pub mod bench_history;
 pub mod dev;
 pub mod emulator;

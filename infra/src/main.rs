@@ -128,6 +128,24 @@ enum BenchTarget {
         #[arg(long, default_value_t = 300)]
         through_pages: usize,
     },
+    /// A big import meeting slow summaries: DLQ messages, rows claimed twice and messages sent
+    /// per row with the sweeper's queue bound (SWEEP_MAX_QUEUED), then without it.
+    Backpressure {
+        #[arg(long, default_value_t = 5000)]
+        rows: usize,
+        /// Added to each summary.
+        #[arg(long, default_value_t = 20)]
+        delay_ms: u64,
+        /// The sweeper's claim (deployed: 900 s), compressed.
+        #[arg(long, default_value_t = 10)]
+        claim_ttl: u64,
+        /// SWEEP_MAX_QUEUED, scaled to the compressed claim (deployed: 200 for 900 s).
+        #[arg(long, default_value_t = 50)]
+        max_queued: usize,
+        /// Also run the same import without the bound.
+        #[arg(long)]
+        unbounded_too: bool,
+    },
     /// Webhook handler time, HTTP round trip through the local stack, item sizes.
     Webhook {
         #[arg(long, default_value_t = 5000)]
@@ -191,6 +209,25 @@ async fn main() -> anyhow::Result<()> {
                 prs,
                 through_pages,
             })
+            .await
+        }
+        Command::Bench {
+            target:
+                BenchTarget::Backpressure {
+                    rows,
+                    delay_ms,
+                    claim_ttl,
+                    max_queued,
+                    unbounded_too,
+                },
+        } => {
+            infra::bench_backpressure::run_bench(
+                rows,
+                delay_ms,
+                claim_ttl,
+                max_queued,
+                unbounded_too,
+            )
             .await
         }
         Command::Bench {

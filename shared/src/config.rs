@@ -18,9 +18,15 @@ pub const GITHUB_TIMEOUT_SECONDS: &str = "GITHUB_TIMEOUT_SECONDS";
 pub const GITHUB_MAX_RETRIES: &str = "GITHUB_MAX_RETRIES";
 pub const ENRICH_CONCURRENCY: &str = "ENRICH_CONCURRENCY";
 pub const ENRICH_MAX_PATHS: &str = "ENRICH_MAX_PATHS";
+/// How long a row whose enrichment was deferred by GitHub's rate limit may wait before it is
+/// summarized without enrichment (from `receivedAt`).
+pub const ENRICH_MAX_WAIT_SECONDS: &str = "ENRICH_MAX_WAIT_SECONDS";
 pub const SUMMARIZE_QUEUE_URL: &str = "SUMMARIZE_QUEUE_URL";
 pub const ENRICH_GRACE_SECONDS: &str = "ENRICH_GRACE_SECONDS";
 pub const CLAIM_TTL_SECONDS: &str = "CLAIM_TTL_SECONDS";
+/// The most messages the sweeper lets the summarize queue hold (visible, in flight, delayed): what
+/// the consumers finish well within a claim TTL, so a claim never expires on a queued message.
+pub const SWEEP_MAX_QUEUED: &str = "SWEEP_MAX_QUEUED";
 pub const ENRICH_ENABLED: &str = "ENRICH_ENABLED";
 pub const MAX_ATTEMPTS: &str = "MAX_ATTEMPTS";
 pub const OUTPUT_DIR: &str = "OUTPUT_DIR";
@@ -94,6 +100,8 @@ pub struct EnrichConfig {
     pub concurrency: usize,
     /// Changed paths stored per PR (the rest are counted per top-level directory).
     pub max_paths: usize,
+    /// How long a deferred row waits for GitHub's budget before it goes ahead unenriched.
+    pub max_wait: std::time::Duration,
 }
 
 impl EnrichConfig {
@@ -137,6 +145,12 @@ impl EnrichConfig {
             max_retries: parse_or(get, GITHUB_MAX_RETRIES, 3, "a number of retries")?,
             concurrency,
             max_paths,
+            max_wait: std::time::Duration::from_secs(parse_or(
+                get,
+                ENRICH_MAX_WAIT_SECONDS,
+                6 * 3600,
+                "a number of seconds",
+            )?),
         })
     }
 }
@@ -152,6 +166,8 @@ pub struct SweeperConfig {
     pub claim_ttl: std::time::Duration,
     /// Whether enrichment runs at all; if not, nothing waits for it.
     pub enrich_enabled: bool,
+    /// Backpressure: the sweeper tops the queue up to this many messages, never more.
+    pub max_queued: usize,
 }
 
 impl SweeperConfig {
@@ -176,12 +192,17 @@ impl SweeperConfig {
             None => true,
             Some(_) => flag(get, ENRICH_ENABLED)?,
         };
+        let max_queued: usize = parse_or(get, SWEEP_MAX_QUEUED, 200, "a positive integer")?;
+        if max_queued == 0 {
+            return Err(invalid(SWEEP_MAX_QUEUED, "0".into(), "a positive integer"));
+        }
         Ok(SweeperConfig {
             table: TableConfig::from_lookup(get)?,
             queue_url,
             enrich_grace: std::time::Duration::from_secs(grace),
             claim_ttl: std::time::Duration::from_secs(claim_ttl),
             enrich_enabled,
+            max_queued,
         })
     }
 }

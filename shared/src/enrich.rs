@@ -1,28 +1,42 @@
 //! The enrich stage: for each new PR row (a DynamoDB Streams INSERT), fetch its changed files,
-//! linked issues and totals from GitHub and write them back once. Best-effort (invariant 5):
-//! without a token it does nothing, quietly; a PR GitHub no longer has is skipped for good.
+//! closing issues and totals from GitHub and write them back once. One GraphQL query per PR
+//! (plus one per further 100 files); REST only where GraphQL cannot serve (an Enterprise Server
+//! whose schema lacks a field). Best-effort (invariant 5): without a token it does nothing,
+//! quietly; a PR GitHub no longer has, or a token GitHub refuses, is skipped for good.
 //!
 //! Exactly once in effect (invariant 6): a lease is claimed with a conditional update before
 //! GitHub is called, and the write-back is conditional on still holding it and on `enrichedAt`
 //! being absent. A duplicate record, a concurrent invocation or a retry after completion finds
 //! the row enriched (success) or leased (retried later, when it will find it enriched).
+//!
+//! A rate limit that outlasts the invocation does not fail the record (stream retries are few and
+//! end in the DLQ): the row is parked with `enrichDeferredUntil` and the record succeeds. The
+//! scheduled retry ([`EnrichHandler::retry_deferred`]) enriches parked rows after the reset, or
+//! lets them go ahead unenriched once they have waited `ENRICH_MAX_WAIT_SECONDS`.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use aws_lambda_events::event::dynamodb::{Event, EventRecord};
+use aws_lambda_events::event::eventbridge::EventBridgeEvent;
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
 use aws_sdk_dynamodb::types::AttributeValue;
+use futures::StreamExt;
+use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
 use crate::config::EnrichConfig;
-use crate::domain::RepoName;
+use crate::domain::{rfc3339_millis, RepoName};
+use crate::github::graphql::{GraphQlClient, GraphQlError};
 use crate::github::{
     closing_references, ChangedFile, GitHubClient, GitHubError, LinkedIssue, PullTotals,
 };
-use crate::secret::SecretError;
-use crate::store::{attr, string, EnrichClaim, PrStore, StoreError};
+use crate::secret::{Secret, SecretError};
+use crate::store::{
+    attr, string, Deferral, EnrichClaim, PendingRow, PrStore, StoreError, DEFERRED_SHARD,
+};
 
 /// Linked issues looked up per PR, bounding the requests one body can cause.
 pub const MAX_LINKED_ISSUES: usize = 20;
@@ -35,6 +49,8 @@ pub enum EnrichError {
     BadRecord(String),
     #[error(transparent)]
     GitHub(#[from] GitHubError),
+    #[error(transparent)]
+    GraphQl(#[from] GraphQlError),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("another worker holds the enrichment lease until {0}")]
@@ -58,6 +74,8 @@ pub enum RecordOutcome {
     /// Permanently skipped (`enrichSkippedReason`), e.g. the PR is gone.
     Skipped(String),
     AlreadyEnriched,
+    /// GitHub's budget is spent past the deadline: parked until this time (RFC 3339).
+    Deferred(String),
     /// The row no longer exists.
     Deleted,
     /// Not an INSERT: the template's filter should have dropped it.
@@ -152,17 +170,116 @@ pub fn top_level_directory(path: &str) -> &str {
     }
 }
 
+/// GitHub's two APIs with one token: GraphQL for everything it can serve, REST as the fallback.
+#[derive(Clone)]
+pub struct GitHubApis {
+    pub graphql: GraphQlClient,
+    pub rest: GitHubClient,
+    /// Transient GraphQL failures (502s, timeouts) retried inside one call.
+    pub max_retries: u32,
+}
+
+impl GitHubApis {
+    /// Both clients for `api_url` (GraphQL at `{api}/graphql`, or `/api/graphql` on GHES).
+    pub fn new(
+        api_url: &str,
+        token: &Secret,
+        timeout: Duration,
+        max_retries: u32,
+    ) -> Result<Self, reqwest::Error> {
+        Ok(GitHubApis {
+            graphql: GraphQlClient::new(api_url, token, timeout)?,
+            rest: GitHubClient::new(api_url, token, timeout, max_retries)?,
+            max_retries,
+        })
+    }
+}
+
+/// What the enrich function is invoked with: its stream's records, or the retry schedule.
+#[derive(Debug)]
+pub enum EnrichTrigger {
+    Stream(Event),
+    Schedule(EventBridgeEvent),
+}
+
+/// By shape: `Records` is a stream batch (and its own decoding error is the one reported), anything
+/// else must be a scheduled event.
+impl<'de> Deserialize<'de> for EnrichTrigger {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let value = serde_json::Value::deserialize(deserializer)?;
+        if value.get("Records").is_some() {
+            serde_json::from_value(value)
+                .map(EnrichTrigger::Stream)
+                .map_err(|e| D::Error::custom(format!("a DynamoDB stream event: {e}")))
+        } else {
+            serde_json::from_value(value)
+                .map(EnrichTrigger::Schedule)
+                .map_err(|e| {
+                    D::Error::custom(format!(
+                        "neither a DynamoDB stream event (no Records) nor a scheduled event: {e}"
+                    ))
+                })
+        }
+    }
+}
+
+/// What it answers: the stream's partial-batch response, or the retry run's report.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum EnrichResponse {
+    Stream(DynamoDbEventResponse),
+    Retry(RetryReport),
+}
+
+/// What one scheduled retry of deferred rows did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RetryReport {
+    /// Rows found parked.
+    pub seen: usize,
+    pub enriched: usize,
+    /// Finished without enrichment for good (`enrichSkippedReason`).
+    pub skipped: usize,
+    /// Deferred again: GitHub's budget is still spent.
+    pub deferred: usize,
+    /// Left parked this run: the budget was found spent on an earlier row.
+    pub waiting: usize,
+    /// Waited `ENRICH_MAX_WAIT_SECONDS` (or enrichment is off): sent on to be summarized unenriched.
+    pub released_unenriched: usize,
+    /// Enriched already (a crash between the write-back and the move): moved back.
+    pub released_enriched: usize,
+    pub failed: usize,
+    /// Stopped before the end to respect the deadline.
+    pub stopped_early: bool,
+}
+
+/// What GitHub's answers come to for one PR.
+enum Fetched {
+    Enriched(Enrichment),
+    /// Never worth retrying; the reason is stored as `enrichSkippedReason`.
+    Skip(String),
+    /// GitHub's budget is spent until then.
+    Defer(OffsetDateTime),
+}
+
+/// Rows read per page of the deferred partition.
+const RETRY_PAGE: i32 = 100;
+/// Time kept back from the deadline by the retry run.
+const RETRY_MARGIN: Duration = Duration::from_secs(5);
+
 pub struct EnrichHandler {
     store: PrStore,
-    github: Option<GitHubClient>,
+    github: Option<GitHubApis>,
     concurrency: usize,
     max_paths: usize,
+    max_wait: Duration,
 }
 
 impl EnrichHandler {
     pub fn new(
         store: PrStore,
-        github: Option<GitHubClient>,
+        github: Option<GitHubApis>,
         concurrency: usize,
         max_paths: usize,
     ) -> Self {
@@ -171,7 +288,14 @@ impl EnrichHandler {
             github,
             concurrency: concurrency.max(1),
             max_paths,
+            max_wait: Duration::from_secs(6 * 3600),
         }
+    }
+
+    /// How long a deferred row may wait for GitHub before it goes ahead unenriched.
+    pub fn with_max_wait(mut self, max_wait: Duration) -> Self {
+        self.max_wait = max_wait;
+        self
     }
 
     /// From configuration; the token is read once (cold start). No token = disabled.
@@ -181,7 +305,7 @@ impl EnrichHandler {
     ) -> Result<Self, EnrichInitError> {
         let github = match config.token.resolve(sdk).await? {
             Some(token) => Some(
-                GitHubClient::new(&config.api_url, &token, config.timeout, config.max_retries)
+                GitHubApis::new(&config.api_url, &token, config.timeout, config.max_retries)
                     .map_err(|e| EnrichInitError::Http(e.to_string()))?,
             ),
             None => {
@@ -195,16 +319,34 @@ impl EnrichHandler {
             }
         };
         let store = PrStore::new(aws_sdk_dynamodb::Client::new(sdk), config.table.clone());
-        Ok(Self::new(
-            store,
-            github,
-            config.concurrency,
-            config.max_paths,
-        ))
+        Ok(
+            Self::new(store, github, config.concurrency, config.max_paths)
+                .with_max_wait(config.max_wait),
+        )
     }
 
     pub fn enabled(&self) -> bool {
         self.github.is_some()
+    }
+
+    /// One invocation, whichever its trigger.
+    pub async fn invoke(
+        self: &Arc<Self>,
+        trigger: EnrichTrigger,
+        deadline: Instant,
+        invocation: &str,
+    ) -> Result<EnrichResponse, EnrichError> {
+        match trigger {
+            EnrichTrigger::Stream(event) => Ok(EnrichResponse::Stream(
+                self.handle(event, deadline, invocation).await,
+            )),
+            EnrichTrigger::Schedule(_) => {
+                let report = self
+                    .retry_deferred(OffsetDateTime::now_utc(), deadline, invocation)
+                    .await?;
+                Ok(EnrichResponse::Retry(report))
+            }
+        }
     }
 
     /// One Lambda invocation: every record independently and concurrently (bounded); the ones
@@ -235,10 +377,17 @@ impl EnrichHandler {
             .collect();
         let this = Arc::clone(self);
         let invocation = invocation.to_string();
+        // Each copy gets its own owner: a claim finding its owner's lease takes it as its own
+        // (an applied claim whose answer was lost), so two copies must never share one.
+        let copy = std::sync::atomic::AtomicU64::new(0);
         let failed =
             crate::batch::failed_items(records, self.concurrency, move |record: EventRecord| {
                 let this = Arc::clone(&this);
-                let owner = format!("{invocation}/{}", record.event_id);
+                let owner = format!(
+                    "{invocation}/{}/{}",
+                    record.event_id,
+                    copy.fetch_add(1, Ordering::Relaxed)
+                );
                 async move { this.process(&record, deadline, &owner).await }
             })
             .await;
@@ -269,21 +418,13 @@ impl EnrichHandler {
             .as_ref()
             .map(|(r, n)| (r.as_str(), *n))
             .unwrap_or(("-", 0));
-        let outcome = match &result {
-            Ok(o) => format!("{o:?}"),
-            Err(e) => format!("failed: {e}"),
-        };
-        tracing::info!(
-            repo,
-            pr,
-            outcome,
-            duration_ms = started.elapsed().as_secs_f64() * 1000.0,
-            "enrich record"
-        );
+        log_outcome(repo, pr, &result, started);
         result
     }
 
-    async fn enrich(
+    /// Enriches one row under a lease. Every failure gives the lease back; a row parked by an
+    /// earlier deferral is moved back to its shard once it is finished.
+    pub async fn enrich(
         &self,
         repo: &RepoName,
         number: u64,
@@ -309,54 +450,337 @@ impl EnrichHandler {
                 return Err(EnrichError::LeaseHeld(until.unwrap_or_default()))
             }
         };
+        let parked = string(&item, attr::PENDING_SHARD) == Some(DEFERRED_SHARD);
         let body = string(&item, attr::BODY).unwrap_or_default().to_string();
-        let result = match fetch(github, repo, number, &body, deadline).await {
-            Ok(enrichment) => {
-                let written = self
-                    .store
-                    .complete_enrichment(
-                        repo,
-                        number,
-                        owner,
-                        enrichment.attributes(self.max_paths),
-                        now_utc(),
-                    )
-                    .await?;
-                if written {
-                    Ok(RecordOutcome::Enriched)
-                } else {
-                    Err(EnrichError::LeaseLost)
+        let result = self
+            .enrich_claimed(github, repo, number, &body, deadline, owner)
+            .await;
+        match &result {
+            Err(error) => {
+                if let Err(e) = self.store.release_enrichment(repo, number, owner).await {
+                    tracing::warn!(repo = %repo, pr = number, error = %e, cause = %error, "could not give the enrichment lease back; it expires on its own");
                 }
             }
-            Err(GitHubError::Gone { status, path })
-                if path.ends_with(&format!("/pulls/{number}")) =>
-            {
-                let reason = format!("GitHub answered {status} for {path}: the pull request is gone or the token lost access");
-                let attributes = vec![(
-                    attr::ENRICH_SKIPPED_REASON,
-                    AttributeValue::S(reason.clone()),
-                )];
-                let written = self
-                    .store
-                    .complete_enrichment(repo, number, owner, attributes, now_utc())
-                    .await?;
-                if written {
-                    Ok(RecordOutcome::Skipped(reason))
-                } else {
-                    Err(EnrichError::LeaseLost)
-                }
+            Ok(RecordOutcome::Enriched | RecordOutcome::Skipped(_)) if parked => {
+                self.store.release_deferred(repo, number).await?;
             }
-            Err(e) => Err(e.into()),
-        };
-        if result.is_err() {
-            self.store.release_enrichment(repo, number, owner).await?;
+            Ok(_) => {}
         }
         result
     }
+
+    /// Everything after the claim: fetch, then write the enrichment, the skip, or the deferral.
+    async fn enrich_claimed(
+        &self,
+        github: &GitHubApis,
+        repo: &RepoName,
+        number: u64,
+        body: &str,
+        deadline: Instant,
+        owner: &str,
+    ) -> Result<RecordOutcome, EnrichError> {
+        let (attributes, outcome) = match fetch(github, repo, number, body, deadline).await? {
+            Fetched::Enriched(enrichment) => (
+                enrichment.attributes(self.max_paths),
+                RecordOutcome::Enriched,
+            ),
+            Fetched::Skip(reason) => (
+                vec![(
+                    attr::ENRICH_SKIPPED_REASON,
+                    AttributeValue::S(reason.clone()),
+                )],
+                RecordOutcome::Skipped(reason),
+            ),
+            Fetched::Defer(until) => {
+                return match self
+                    .store
+                    .defer_enrichment(repo, number, owner, until)
+                    .await?
+                {
+                    Deferral::Parked | Deferral::Recorded => {
+                        Ok(RecordOutcome::Deferred(rfc3339_millis(until)))
+                    }
+                    Deferral::LeaseLost => Err(EnrichError::LeaseLost),
+                };
+            }
+        };
+        if self
+            .store
+            .complete_enrichment(repo, number, owner, attributes, now_utc())
+            .await?
+        {
+            Ok(outcome)
+        } else {
+            Err(EnrichError::LeaseLost)
+        }
+    }
+
+    /// The scheduled retry: every row parked in the deferred partition is enriched (when
+    /// GitHub's budget is back), or, once it has waited `max_wait` or enrichment is off, sent on
+    /// to be summarized unenriched. Once a row meets a spent budget or a failing GitHub, no
+    /// further call is started this run (those in flight finish): the rest wait for the next, and
+    /// rows past their wait are still released, so a GitHub outage cannot hold them.
+    pub async fn retry_deferred(
+        &self,
+        now: OffsetDateTime,
+        deadline: Instant,
+        invocation: &str,
+    ) -> Result<RetryReport, EnrichError> {
+        let mut report = RetryReport::default();
+        let spent = AtomicBool::new(false);
+        let mut start = None;
+        loop {
+            if Instant::now() + RETRY_MARGIN >= deadline {
+                report.stopped_early = true;
+                break;
+            }
+            let page = self.store.deferred_page(start, RETRY_PAGE).await?;
+            report.seen += page.rows.len();
+            let outcomes: Vec<RetryOutcome> = futures::stream::iter(page.rows)
+                .map(|row| self.retry_row(row, now, deadline, invocation, &spent))
+                .buffer_unordered(self.concurrency)
+                .collect()
+                .await;
+            for outcome in outcomes {
+                match outcome {
+                    RetryOutcome::Enriched => report.enriched += 1,
+                    RetryOutcome::Skipped => report.skipped += 1,
+                    RetryOutcome::Deferred => report.deferred += 1,
+                    RetryOutcome::Waiting => report.waiting += 1,
+                    RetryOutcome::ReleasedUnenriched => report.released_unenriched += 1,
+                    RetryOutcome::ReleasedEnriched => report.released_enriched += 1,
+                    RetryOutcome::Failed => report.failed += 1,
+                }
+            }
+            match page.next {
+                Some(next) => start = Some(next),
+                None => break,
+            }
+        }
+        tracing::info!(
+            seen = report.seen,
+            enriched = report.enriched,
+            deferred = report.deferred + report.waiting,
+            released_unenriched = report.released_unenriched,
+            failed = report.failed,
+            "deferred enrichment retry"
+        );
+        Ok(report)
+    }
+
+    async fn retry_row(
+        &self,
+        row: PendingRow,
+        now: OffsetDateTime,
+        deadline: Instant,
+        invocation: &str,
+        spent: &AtomicBool,
+    ) -> RetryOutcome {
+        let (repo, number) = (&row.repo, row.number);
+        let waited_since = row
+            .received_at
+            .as_deref()
+            .and_then(parse_time)
+            .or_else(|| parse_time(&row.merged_at))
+            .unwrap_or(now);
+        let release = |outcome: RetryOutcome| async move {
+            match self.store.release_deferred(repo, number).await {
+                Ok(_) => outcome,
+                Err(e) => {
+                    tracing::warn!(repo = %repo, pr = number, error = %e, "could not move a deferred row back");
+                    RetryOutcome::Failed
+                }
+            }
+        };
+        if row.enriched {
+            return release(RetryOutcome::ReleasedEnriched).await;
+        }
+        if self.github.is_none() || now >= waited_since + self.max_wait {
+            tracing::warn!(repo = %repo, pr = number, waited_since = %rfc3339_millis(waited_since), "enrichment waited too long for GitHub's rate limit (ENRICH_MAX_WAIT_SECONDS); summarized without it");
+            return release(RetryOutcome::ReleasedUnenriched).await;
+        }
+        if spent.load(Ordering::Relaxed) || Instant::now() + RETRY_MARGIN >= deadline {
+            return RetryOutcome::Waiting;
+        }
+        let owner = format!("{invocation}/retry/{repo}#{number}");
+        let started = Instant::now();
+        let result = self.enrich(repo, number, deadline, &owner).await;
+        log_outcome(repo.as_str(), number, &result, started);
+        match result {
+            Ok(RecordOutcome::Enriched) => RetryOutcome::Enriched,
+            Ok(RecordOutcome::Skipped(_)) => RetryOutcome::Skipped,
+            Ok(RecordOutcome::Deferred(_)) => {
+                spent.store(true, Ordering::Relaxed);
+                RetryOutcome::Deferred
+            }
+            Ok(RecordOutcome::AlreadyEnriched) => release(RetryOutcome::ReleasedEnriched).await,
+            // Held by a stream worker, or gone: nothing to do here.
+            Ok(_) | Err(EnrichError::LeaseHeld(_)) => RetryOutcome::Waiting,
+            // GitHub (or the table) is failing: stop calling it for this run.
+            Err(_) => {
+                spent.store(true, Ordering::Relaxed);
+                RetryOutcome::Failed
+            }
+        }
+    }
 }
 
-/// The GitHub requests for one PR: totals, files (paginated), each linked issue.
-pub async fn fetch(
+/// A retry run's figures as an Embedded Metric Format line (`Chronicle/DeferredRows`, …).
+pub fn emf_line(report: &RetryReport, now: OffsetDateTime) -> String {
+    use serde_json::json;
+    crate::telemetry::emf_line(
+        now,
+        &[
+            ("DeferredRows", "Count", json!(report.seen)),
+            ("DeferredEnriched", "Count", json!(report.enriched)),
+            (
+                "DeferredReleasedUnenriched",
+                "Count",
+                json!(report.released_unenriched),
+            ),
+            ("DeferredRetryFailed", "Count", json!(report.failed)),
+        ],
+    )
+}
+
+enum RetryOutcome {
+    Enriched,
+    Skipped,
+    Deferred,
+    Waiting,
+    ReleasedUnenriched,
+    ReleasedEnriched,
+    Failed,
+}
+
+fn log_outcome(repo: &str, pr: u64, result: &Result<RecordOutcome, EnrichError>, started: Instant) {
+    let outcome = match result {
+        Ok(o) => format!("{o:?}"),
+        Err(e) => format!("failed: {e}"),
+    };
+    tracing::info!(
+        repo,
+        pr,
+        outcome,
+        duration_ms = started.elapsed().as_secs_f64() * 1000.0,
+        "enrich record"
+    );
+}
+
+/// GraphQL first (one query, one more per further 100 files); REST where GraphQL cannot serve.
+async fn fetch(
+    github: &GitHubApis,
+    repo: &RepoName,
+    number: u64,
+    body: &str,
+    deadline: Instant,
+) -> Result<Fetched, EnrichError> {
+    let error = match graphql_fetch(github, repo, number, deadline).await {
+        Ok(Some(enrichment)) => return Ok(Fetched::Enriched(enrichment)),
+        Ok(None) => {
+            return Ok(Fetched::Skip(format!(
+                "GitHub reports {repo}#{number} as not merged"
+            )))
+        }
+        Err(e) => e,
+    };
+    match error {
+        GraphQlError::PullRequestNotFound { .. } | GraphQlError::RepositoryNotFound { .. } => {
+            Ok(Fetched::Skip(error.to_string()))
+        }
+        GraphQlError::Unauthorized { .. } | GraphQlError::Refused { status: 403, .. } => {
+            Ok(Fetched::Skip(format!("{error}. {TOKEN_ADVICE}")))
+        }
+        GraphQlError::RateLimited { wait, .. } => Ok(Fetched::Defer(now_utc() + wait)),
+        // An Enterprise Server whose schema lacks a field refuses the whole query; a server (or
+        // proxy) without the GraphQL endpoint answers 4xx for it.
+        GraphQlError::Query { .. } | GraphQlError::Refused { .. } => {
+            tracing::info!(repo = %repo, pr = number, error = %error, "GraphQL refused the query; using REST for this PR");
+            rest_fetch(&github.rest, repo, number, body, deadline).await
+        }
+        other => Err(other.into()),
+    }
+}
+
+const TOKEN_ADVICE: &str = "Give the token read access to the repository's contents and pull requests (or replace it): later PRs are enriched, this one is summarized without enrichment";
+
+/// The PR by number, then its further files, each call retried on transient failures.
+async fn graphql_fetch(
+    github: &GitHubApis,
+    repo: &RepoName,
+    number: u64,
+    deadline: Instant,
+) -> Result<Option<Enrichment>, GraphQlError> {
+    let mut attempt = 0;
+    let mut pull = loop {
+        match github.graphql.pull(repo, number, Some(deadline)).await {
+            Ok((Some(pull), _)) => break pull,
+            Ok((None, _)) => return Ok(None),
+            Err(e) => transient_pause(e, &mut attempt, github.max_retries, deadline).await?,
+        }
+    };
+    let mut attempt = 0;
+    while pull.more_files.is_some() {
+        match github
+            .graphql
+            .remaining_files(&mut pull, Some(deadline))
+            .await
+        {
+            Ok(_) => break,
+            Err(e) => transient_pause(e, &mut attempt, github.max_retries, deadline).await?,
+        }
+    }
+    Ok(Some(Enrichment {
+        totals: pull.totals,
+        files: pull.files,
+        linked_issues: pull.linked_issues,
+    }))
+}
+
+/// Waits before retrying a transient failure (full jitter), or gives the error back when it is
+/// not transient, the retries are spent or the wait would pass the deadline.
+async fn transient_pause(
+    error: GraphQlError,
+    attempt: &mut u32,
+    retries: u32,
+    deadline: Instant,
+) -> Result<(), GraphQlError> {
+    if !matches!(error, GraphQlError::Transient { .. }) || *attempt >= retries {
+        return Err(error);
+    }
+    let wait = crate::backoff::full_jitter(Duration::from_millis(500), *attempt);
+    if Instant::now() + wait + Duration::from_secs(1) >= deadline {
+        return Err(error);
+    }
+    tracing::info!(error = %error, wait_ms = wait.as_millis() as u64, "GitHub GraphQL: retrying");
+    tokio::time::sleep(wait).await;
+    *attempt += 1;
+    Ok(())
+}
+
+/// The REST requests for one PR, and what their failures mean.
+async fn rest_fetch(
+    github: &GitHubClient,
+    repo: &RepoName,
+    number: u64,
+    body: &str,
+    deadline: Instant,
+) -> Result<Fetched, EnrichError> {
+    match fetch_rest(github, repo, number, body, deadline).await {
+        Ok(enrichment) => Ok(Fetched::Enriched(enrichment)),
+        Err(GitHubError::Gone { status, path }) if path.ends_with(&format!("/pulls/{number}")) => {
+            Ok(Fetched::Skip(format!("GitHub answered {status} for {path}: the pull request is gone or the token lost access")))
+        }
+        Err(GitHubError::RateLimited { wait, .. }) => Ok(Fetched::Defer(now_utc() + wait)),
+        Err(e @ GitHubError::Refused { status: 401 | 403, .. }) => {
+            Ok(Fetched::Skip(format!("{e}. {TOKEN_ADVICE}")))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The REST requests for one PR: totals, files (paginated), each linked issue.
+pub async fn fetch_rest(
     github: &GitHubClient,
     repo: &RepoName,
     number: u64,
@@ -376,6 +800,10 @@ pub async fn fetch(
         files,
         linked_issues,
     })
+}
+
+fn parse_time(s: &str) -> Option<OffsetDateTime> {
+    OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).ok()
 }
 
 fn now_utc() -> OffsetDateTime {

@@ -45,6 +45,9 @@ pub mod attr {
     /// The enrich stage's lease: who is calling GitHub for this row, and until when.
     pub const ENRICH_LEASE_OWNER: &str = "enrichLeaseOwner";
     pub const ENRICH_LEASE_UNTIL: &str = "enrichLeaseUntil";
+    /// GitHub's rate limit was spent past the enrich worker's deadline: retried after this time
+    /// by the scheduled retry (the row is parked in the `deferred` partition of the pending index).
+    pub const ENRICH_DEFERRED_UNTIL: &str = "enrichDeferredUntil";
     // Written by the enrich stage with `enrichedAt`.
     pub const FILES: &str = "files";
     pub const FILES_TRUNCATED: &str = "filesTruncated";
@@ -83,6 +86,7 @@ pub mod attr {
         ENQUEUED_UNTIL,
         ENTRY_MODULES,
         GENERATION,
+        ENRICH_DEFERRED_UNTIL,
     ];
 }
 
@@ -92,12 +96,14 @@ pub const PENDING_INDEX: &str = "pending";
 pub type Item = HashMap<String, AttributeValue>;
 
 mod backfill;
+mod deferred;
 mod entries;
 mod meter;
 mod pages;
 mod summary;
 mod sweep;
 pub use backfill::{Checkpoint, CheckpointStore};
+pub use deferred::{Deferral, DEFERRED_SHARD};
 pub use entries::{entry_attr, EntryStore};
 pub use meter::{Meter, MeterReading};
 pub use pages::{
@@ -696,6 +702,12 @@ impl PrStore {
                 Refusal::Refused(Some(item)) if item.contains_key(attr::ENRICHED_AT) => {
                     Ok(EnrichClaim::AlreadyEnriched)
                 }
+                // Our own lease: the claim was applied but its answer lost, and the SDK retried.
+                Refusal::Refused(Some(item))
+                    if string(&item, attr::ENRICH_LEASE_OWNER) == Some(owner) =>
+                {
+                    Ok(EnrichClaim::Claimed(item))
+                }
                 Refusal::Refused(Some(item)) => Ok(EnrichClaim::Held {
                     until: string(&item, attr::ENRICH_LEASE_UNTIL).map(str::to_string),
                 }),
@@ -718,6 +730,7 @@ impl PrStore {
         let mut update = enrichment_update(attributes, now);
         update.remove(attr::ENRICH_LEASE_OWNER);
         update.remove(attr::ENRICH_LEASE_UNTIL);
+        update.remove(attr::ENRICH_DEFERRED_UNTIL);
         let condition = format!(
             "{} = {} AND attribute_not_exists({})",
             update.name(attr::ENRICH_LEASE_OWNER),

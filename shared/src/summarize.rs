@@ -11,8 +11,8 @@
 //! 4. the pages of those modules marked stale;
 //! 5. the commit (`summarizedAt`, pending marker removed), conditional on the lease.
 //!
-//! Failures: a claim refused because the row is done is a success; a live lease sends the
-//! message back without counting an attempt. Every claim counts an attempt, so crashes,
+//! Failures: a claim refused because the row is done is a success; so is one refused by another
+//! worker's live lease (a duplicate message: deleted, burning no receive, counting no attempt). Every claim counts an attempt, so crashes,
 //! timeouts and panics count too; once `MAX_ATTEMPTS` are used up, the row is given up: its
 //! message goes to the DLQ first (with the give-up time as an attribute), then the row gets
 //! `failedAt`. Redriving that message revives the row ([`PrStore::revive_failed`]).
@@ -52,8 +52,6 @@ pub enum SummarizeError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Row(#[from] RowError),
-    #[error("another worker holds the lease until {0}")]
-    LeaseHeld(String),
     #[error("the lease expired before the commit; the effect was abandoned")]
     LeaseLost,
     #[error("the row was given up but its message could not be sent to the DLQ: {0}")]
@@ -81,6 +79,10 @@ pub enum MessageOutcome {
         modules: Vec<String>,
     },
     AlreadyDone,
+    /// Another worker's lease on the row is live until then: this duplicate is dropped.
+    Busy {
+        until: String,
+    },
     /// The row does not exist (deleted): nothing to do.
     Missing,
     /// Attempts used up (or a permanent error): the row is marked failed, its message is in
@@ -173,12 +175,16 @@ impl SummarizeHandler {
             .collect();
         let this = Arc::clone(self);
         let invocation = invocation.to_string();
+        // Each copy gets its own owner: a claim finding its owner's lease takes it as its own
+        // (an applied claim whose answer was lost), so two copies must never share one.
+        let copy = std::sync::atomic::AtomicU64::new(0);
         let failed =
             crate::batch::failed_items(messages, CONCURRENCY, move |message: SqsMessage| {
                 let this = Arc::clone(&this);
                 let owner = format!(
-                    "{invocation}/{}",
-                    message.message_id.as_deref().unwrap_or_default()
+                    "{invocation}/{}/{}",
+                    message.message_id.as_deref().unwrap_or_default(),
+                    copy.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
                 );
                 async move { this.process(&message, deadline, &owner).await }
             })
@@ -251,8 +257,14 @@ impl SummarizeHandler {
             SummaryClaim::Claimed(item) => item,
             SummaryClaim::Done => return Ok(MessageOutcome::AlreadyDone),
             SummaryClaim::Missing => return Ok(MessageOutcome::Missing),
+            // Another worker has the row (a duplicate message, enqueued again after its claim
+            // expired): this message is redundant. Answering success deletes it without burning
+            // a receive toward the DLQ; if that worker dies, the row stays pending and the
+            // sweeper enqueues it again once its lease and claim have expired.
             SummaryClaim::Held { until } => {
-                return Err(SummarizeError::LeaseHeld(until.unwrap_or_default()))
+                return Ok(MessageOutcome::Busy {
+                    until: until.unwrap_or_default(),
+                })
             }
         };
         let row = match PrRow::from_item(&item) {

@@ -4,10 +4,15 @@
 //! The claim (`enqueuedUntil`) is the SKIP LOCKED analogue: overlapping sweeps never enqueue a
 //! row twice within the claim's lifetime, and a row whose message was lost goes again after it.
 //! Queues carry keys only; the worker re-reads the row.
+//!
+//! Backpressure: each sweep tops the queue up to `SWEEP_MAX_QUEUED` messages (visible, in flight
+//! and delayed, from `GetQueueAttributes`), spread over the shards, and leaves the rest pending
+//! for a later sweep. A big import therefore never queues more than the consumers finish within
+//! a claim, so claims do not expire on messages still waiting in the queue.
 
 use std::time::{Duration, Instant};
 
-use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
+use aws_sdk_sqs::types::{QueueAttributeName, SendMessageBatchRequestEntry};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
@@ -57,6 +62,10 @@ pub struct SweepReport {
     pub oldest_pending_age_seconds: Option<i64>,
     /// Stopped before the end to respect the deadline.
     pub stopped_early: bool,
+    /// Messages in the queue when the sweep began (visible, in flight and delayed).
+    pub queue_depth: Option<usize>,
+    /// Left pending for a later sweep: the queue held all it should.
+    pub skipped_full: usize,
 }
 
 pub struct Sweeper {
@@ -66,6 +75,7 @@ pub struct Sweeper {
     enrich_grace: Duration,
     claim_ttl: Duration,
     enrich_enabled: bool,
+    max_queued: usize,
 }
 
 impl Sweeper {
@@ -77,6 +87,7 @@ impl Sweeper {
             enrich_grace: config.enrich_grace,
             claim_ttl: config.claim_ttl,
             enrich_enabled: config.enrich_enabled,
+            max_queued: config.max_queued,
         }
     }
 
@@ -94,7 +105,19 @@ impl Sweeper {
         let mut report = SweepReport::default();
         let until = now + self.claim_ttl;
         let mut batch: Vec<PendingRow> = Vec::with_capacity(SEND_BATCH);
-        'shards: for shard in 0..self.store.table().pending_shards {
+        report.queue_depth = self.queue_depth().await;
+        let mut room = match report.queue_depth {
+            Some(depth) => self.max_queued.saturating_sub(depth),
+            // Unknown depth: a trickle, so the queue can neither flood nor stall.
+            None => SEND_BATCH.min(self.max_queued),
+        };
+        let shards = self.store.table().pending_shards.max(1);
+        // The first shard rotates from sweep to sweep, and each gets an equal share of the room
+        // left (what one leaves goes to the next), so no shard waits for the others to drain.
+        let first = (now.unix_timestamp() / 60).rem_euclid(i64::from(shards)) as u16;
+        'shards: for (i, shard) in (0..shards).map(|k| (first + k) % shards).enumerate() {
+            let share = room.div_ceil(usize::from(shards) - i);
+            let mut claimed = 0usize;
             let mut start = None;
             loop {
                 if Instant::now() + DEADLINE_MARGIN >= deadline {
@@ -124,11 +147,14 @@ impl Sweeper {
                         report.skipped_claimed += 1;
                     } else if self.waiting_for_enrichment(&row, now) {
                         report.skipped_grace += 1;
+                    } else if claimed >= share {
+                        report.skipped_full += 1;
                     } else if self
                         .store
-                        .claim_for_queue(&row.repo, row.number, now, until)
+                        .claim_for_queue(&row.repo, row.number, &shard.to_string(), now, until)
                         .await?
                     {
+                        claimed += 1;
                         batch.push(row);
                         if batch.len() == SEND_BATCH {
                             self.send(&mut batch, until, &mut report).await?;
@@ -142,9 +168,39 @@ impl Sweeper {
                     None => break,
                 }
             }
+            room -= claimed;
         }
         self.send(&mut batch, until, &mut report).await?;
         Ok(report)
+    }
+
+    /// Messages in the queue: visible, in flight and delayed. Unknown (an error) is logged; the
+    /// sweep then sends one batch at most, so an unreadable depth neither stops nor floods it.
+    async fn queue_depth(&self) -> Option<usize> {
+        let out = self
+            .sqs
+            .get_queue_attributes()
+            .queue_url(&self.queue_url)
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesDelayed)
+            .send()
+            .await;
+        match out {
+            Ok(out) => Some(
+                out.attributes()
+                    .map(|a| {
+                        a.values()
+                            .filter_map(|v| v.parse::<usize>().ok())
+                            .sum::<usize>()
+                    })
+                    .unwrap_or(0),
+            ),
+            Err(e) => {
+                tracing::warn!(error = %crate::aws::error_message(&e), "GetQueueAttributes failed; sweeping with half the room");
+                None
+            }
+        }
     }
 
     fn waiting_for_enrichment(&self, row: &PendingRow, now: OffsetDateTime) -> bool {
@@ -243,6 +299,17 @@ pub fn emf_line(report: &SweepReport, now: OffsetDateTime) -> String {
             ),
             ("Enqueued", "Count", json!(report.enqueued)),
             ("SkippedGrace", "Count", json!(report.skipped_grace)),
+            ("SkippedQueueFull", "Count", json!(report.skipped_full)),
+            (
+                "SummarizeQueueDepth",
+                "Count",
+                json!(report.queue_depth.unwrap_or(0)),
+            ),
+            (
+                "QueueDepthUnknown",
+                "Count",
+                json!(usize::from(report.queue_depth.is_none())),
+            ),
             ("SendFailed", "Count", json!(report.send_failed)),
         ],
     )

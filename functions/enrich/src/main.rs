@@ -1,16 +1,17 @@
-//! Lambda on the PR table's DynamoDB stream (INSERTs only, by the template's filter).
+//! Lambda on the PR table's DynamoDB stream (INSERTs only, by the template's filter), and on a
+//! schedule that retries the rows whose enrichment was deferred by GitHub's rate limit.
 //!
-//! Thin by design: the token is read once per cold start; each batch goes to
-//! `shared::enrich::EnrichHandler`, whose partial-batch response is returned as is
-//! (`ReportBatchItemFailures`). The local stack feeds the same handler from the emulator's stream.
+//! Thin by design: the token is read once per cold start; each invocation goes to
+//! `shared::enrich::EnrichHandler`, whose partial-batch response (or retry report) is returned as
+//! is (`ReportBatchItemFailures`). The local stack feeds the same handler from the emulator.
 
 use std::sync::Arc;
 
-use aws_lambda_events::event::dynamodb::Event;
-use aws_lambda_events::event::streams::DynamoDbEventResponse;
 use lambda_runtime::{service_fn, Error, LambdaEvent};
 use shared::config::EnrichConfig;
-use shared::enrich::{deadline_from_epoch_millis, EnrichHandler};
+use shared::enrich::{
+    deadline_from_epoch_millis, emf_line, EnrichHandler, EnrichResponse, EnrichTrigger,
+};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
@@ -18,15 +19,17 @@ async fn main() -> Result<(), Error> {
     let config = EnrichConfig::from_env()?;
     let sdk = shared::aws::sdk_config().await;
     let handler = Arc::new(EnrichHandler::from_config(&config, &sdk).await?);
-    lambda_runtime::run(service_fn(move |event: LambdaEvent<Event>| {
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<EnrichTrigger>| {
         let handler = Arc::clone(&handler);
         async move {
             let deadline = deadline_from_epoch_millis(event.context.deadline);
-            Ok::<DynamoDbEventResponse, Error>(
-                handler
-                    .handle(event.payload, deadline, &event.context.request_id)
-                    .await,
-            )
+            let response = handler
+                .invoke(event.payload, deadline, &event.context.request_id)
+                .await?;
+            if let EnrichResponse::Retry(report) = &response {
+                println!("{}", emf_line(report, time::OffsetDateTime::now_utc()));
+            }
+            Ok::<EnrichResponse, Error>(response)
         }
     }))
     .await

@@ -324,7 +324,8 @@ impl GraphQlClient {
         let number = pull.pr.number;
         let what = format!("files of {repo}#{number}");
         let mut rate = None;
-        while let Some(after) = pull.more_files.take() {
+        // The cursor is only moved past a page once it is stored: a failed call can be retried.
+        while let Some(after) = pull.more_files.clone() {
             if pull.files.len() >= MAX_FILES {
                 break;
             }

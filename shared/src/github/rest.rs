@@ -276,6 +276,18 @@ impl GitHubClient {
                                     .map(str::to_string)
                             })
                             .unwrap_or_default();
+                        // A secondary limit without headers names itself only in the message:
+                        // GitHub asks for at least a minute's wait.
+                        if status == StatusCode::FORBIDDEN
+                            && message
+                                .to_ascii_lowercase()
+                                .contains("secondary rate limit")
+                        {
+                            return Err(GitHubError::RateLimited {
+                                path: path.to_string(),
+                                wait: Duration::from_secs(60),
+                            });
+                        }
                         return Err(GitHubError::Refused {
                             status: status.as_u16(),
                             path: path.to_string(),
@@ -301,8 +313,9 @@ fn decode<T: serde::de::DeserializeOwned>(path: &str, body: &[u8]) -> Result<T, 
     })
 }
 
+/// Full jitter, so that workers that failed together do not retry together.
 fn backoff(attempt: u32) -> Duration {
-    Duration::from_millis(200u64.saturating_mul(1 << attempt.min(6)))
+    crate::backoff::full_jitter(Duration::from_millis(200), attempt.min(6))
 }
 
 /// How long GitHub asks us to wait, if this is a rate-limit answer.

@@ -144,6 +144,10 @@ impl PrStore {
                 {
                     Ok(SummaryClaim::Done)
                 }
+                // Our own lease: the claim was applied but its answer lost, and the SDK retried.
+                Refusal::Refused(Some(item)) if string(&item, attr::LEASE_OWNER) == Some(owner) => {
+                    Ok(SummaryClaim::Claimed(item))
+                }
                 Refusal::Refused(Some(item)) => Ok(SummaryClaim::Held {
                     until: string(&item, attr::LEASE_UNTIL).map(str::to_string),
                 }),

@@ -63,6 +63,7 @@ impl PrStore {
         &self,
         repo: &RepoName,
         number: u64,
+        shard: &str,
         now: OffsetDateTime,
         until: OffsetDateTime,
     ) -> Result<bool, StoreError> {
@@ -72,9 +73,11 @@ impl PrStore {
             AttributeValue::S(rfc3339_millis(until)),
         );
         let condition = format!(
-            "attribute_exists({pending}) AND attribute_not_exists({summarized}) AND attribute_not_exists({failed}) \
+            "{pending} = {shard} AND attribute_not_exists({summarized}) AND attribute_not_exists({failed}) \
              AND (attribute_not_exists({claim}) OR {claim} < {now})",
             pending = update.name(attr::PENDING_SHARD),
+            // Still in the shard the sweep read: a row parked for enrichment meanwhile is not taken.
+            shard = update.value("shard", Some(AttributeValue::S(shard.to_string()))),
             summarized = update.name(attr::SUMMARIZED_AT),
             failed = update.name(attr::FAILED_AT),
             claim = update.name(attr::ENQUEUED_UNTIL),
