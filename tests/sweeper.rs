@@ -259,9 +259,9 @@ async fn a_big_import_with_slow_summaries_ends_with_no_dlq_message_and_no_duplic
     let sdk = sdk().await;
     let scenario = |max_queued| infra::bench_backpressure::Scenario {
         rows: 150,
-        delay: Duration::from_millis(100),
+        delay: Duration::from_millis(300),
         // Compressed: claims expire while rows still wait, as 15 min do under an LLM's pace.
-        claim_ttl: Duration::from_secs(2),
+        claim_ttl: Duration::from_secs(6),
         max_queued,
         max_receive_count: 2,
         sweep_interval: Duration::from_millis(300),
@@ -348,4 +348,31 @@ async fn a_sweep_tops_the_queue_up_to_its_bound_and_spreads_it_over_the_shards()
     // Drained: the next sweep tops it up again.
     let third = sweeper.sweep(now, soon()).await.unwrap();
     assert_eq!(third.enqueued, 12, "{third:?}");
+}
+
+#[tokio::test]
+async fn lowering_pending_shards_strands_no_row() {
+    let sdk = sdk().await;
+    let mut store = fresh_table(&sdk).await;
+    let (sqs, url) = queue(&sdk).await;
+    let now = OffsetDateTime::now_utc();
+    // Stored while PendingShards was 8: rows 5 and 7 sit in shards "5" and "7".
+    let mut table = store.table().clone();
+    table.pending_shards = 8;
+    let wide = PrStore::new(store.client().clone(), table);
+    for n in [4, 5, 6, 7] {
+        pending(&wide, n, now).await;
+    }
+    // Now PendingShards is 2.
+    let mut table = store.table().clone();
+    table.pending_shards = 2;
+    store = PrStore::new(store.client().clone(), table);
+    let report = sweeper(&store, &sqs, &url, false)
+        .sweep(now, soon())
+        .await
+        .unwrap();
+    assert_eq!((report.seen, report.enqueued), (4, 4), "{report:?}");
+    let mut numbers = drain(&sqs, &url).await;
+    numbers.sort();
+    assert_eq!(numbers, [4, 5, 6, 7]);
 }

@@ -579,6 +579,56 @@ async fn stale_event_changes_nothing() {
     assert_eq!(only_item(&store).await, before);
 }
 
+/// Two events of the same `updated_at` second (a merge and a bot's label at 12:00:05), in either
+/// order: the later arrival's fields win; a redelivery of either writes nothing.
+#[tokio::test]
+async fn same_second_events_last_writer_wins_and_a_redelivery_writes_nothing() {
+    let second = "2019-05-15T15:20:33Z";
+    let mut merge = merged_payload();
+    merge["pull_request"]["updated_at"] = json!(second);
+    let mut labeled = merge.clone();
+    labeled["action"] = json!("labeled");
+    labeled["pull_request"]["labels"] = json!([{"name": "bug"}, {"name": "release"}]);
+    for (first, then, expected_labels) in [
+        (&merge, &labeled, vec![av_s("bug"), av_s("release")]),
+        (&labeled, &merge, vec![av_s("bug")]),
+    ] {
+        let (handler, store) = setup().await;
+        let a = handler
+            .handle(signed("pull_request", "first", body(first)))
+            .await;
+        assert_eq!(a.body["stored"], "inserted", "{a:?}");
+        let b = handler
+            .handle(signed("pull_request", "then", body(then)))
+            .await;
+        assert_eq!(
+            b.body["stored"], "updated",
+            "same second, other fields: {b:?}"
+        );
+        let item = only_item(&store).await;
+        assert_eq!(item[attr::LABELS], AttributeValue::L(expected_labels));
+        assert_eq!(s(&item, attr::DELIVERY_ID), "then");
+        // Redeliveries keep their GUID and their fields: nothing is written.
+        for (guid, payload) in [("then", then), ("first", first)] {
+            let before = only_item(&store).await;
+            let again = handler
+                .handle(signed("pull_request", guid, body(payload)))
+                .await;
+            if guid == "then" {
+                assert_eq!(again.body["stored"], json!(null), "a duplicate: {again:?}");
+                assert_eq!(only_item(&store).await, before);
+            } else {
+                // The first event redelivered now is, within its second, the last writer.
+                assert_eq!(again.body["stored"], "updated", "{again:?}");
+                let third = handler
+                    .handle(signed("pull_request", guid, body(payload)))
+                    .await;
+                assert_eq!(third.body["stored"], json!(null), "{third:?}");
+            }
+        }
+    }
+}
+
 #[tokio::test]
 async fn twenty_concurrent_deliveries_of_one_pr_end_in_one_item_with_the_newest_fields() {
     let (handler, store) = setup().await;

@@ -48,6 +48,11 @@ pub const DEFAULT_SWEEP_INTERVAL: Duration = Duration::from_secs(5);
 /// `rate(5 minutes)`).
 pub const ENRICH_RETRY_INTERVAL: Duration = Duration::from_secs(30);
 
+/// This process's id in invocation ids (and so in lease owners): two `chronicle dev` processes
+/// on one emulator never share an owner.
+static PROCESS: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| uuid::Uuid::new_v4().simple().to_string()[..8].to_string());
+
 /// The secret `chronicle dev` uses when none is configured; `events/` is signed with it.
 pub const DEV_SECRET: &str = "chronicle-local-dev-secret";
 pub const DEFAULT_TABLE: &str = "chronicle-dev";
@@ -401,7 +406,8 @@ pub fn enrich_batch_handler(enrich: Arc<EnrichHandler>) -> BatchHandler {
     Arc::new(move |event| {
         let enrich = enrich.clone();
         let id = format!(
-            "local-enrich-{}",
+            "local-enrich-{}-{}",
+            *PROCESS,
             invocations.fetch_add(1, Ordering::Relaxed)
         );
         Box::pin(async move {
@@ -418,7 +424,8 @@ pub fn summarize_batch_handler(summarize: Arc<SummarizeHandler>) -> SqsBatchHand
     Arc::new(move |event| {
         let summarize = summarize.clone();
         let id = format!(
-            "local-summarize-{}",
+            "local-summarize-{}-{}",
+            *PROCESS,
             invocations.fetch_add(1, Ordering::Relaxed)
         );
         Box::pin(async move {
@@ -443,7 +450,7 @@ async fn tick_builder(
     loop {
         tick += 1;
         let now = time::OffsetDateTime::now_utc();
-        let invocation = format!("local-build-{tick}");
+        let invocation = format!("local-build-{}-{tick}", *PROCESS);
         match builder
             .tick(now, Instant::now() + BUILD_TIMEOUT, &invocation)
             .await
@@ -482,7 +489,7 @@ async fn tick_enrich_retry(
         }
         tick += 1;
         let now = time::OffsetDateTime::now_utc();
-        let invocation = format!("local-enrich-retry-{tick}");
+        let invocation = format!("local-enrich-retry-{}-{tick}", *PROCESS);
         if let Err(e) = enrich
             .retry_deferred(now, Instant::now() + ENRICH_TIMEOUT, &invocation)
             .await
@@ -508,14 +515,21 @@ async fn tick_sweeper(
         }
         let now = time::OffsetDateTime::now_utc();
         match sweeper.sweep(now, Instant::now() + SWEEP_TIMEOUT).await {
-            Ok(report) if report.seen > 0 => tracing::info!(
+            // Only a sweep that did something is worth a line: one a second would drown the rest.
+            Ok(report) if report.enqueued + report.send_failed > 0 => tracing::info!(
                 seen = report.seen,
                 enqueued = report.enqueued,
                 skipped_grace = report.skipped_grace,
                 skipped_claimed = report.skipped_claimed,
+                skipped_full = report.skipped_full,
                 "sweep"
             ),
-            Ok(_) => {}
+            Ok(report) => tracing::debug!(
+                seen = report.seen,
+                skipped_grace = report.skipped_grace,
+                skipped_claimed = report.skipped_claimed,
+                "sweep (nothing to send)"
+            ),
             Err(e) => tracing::warn!(error = %e, "sweep failed; the next tick tries again"),
         }
         tokio::select! {

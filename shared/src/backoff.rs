@@ -11,6 +11,11 @@ pub fn full_jitter(base: Duration, attempt: u32) -> Duration {
     bound.mul_f64(unit_random())
 }
 
+/// A random index below `n` (0 when `n` is 0), e.g. where a sweep starts.
+pub fn random_below(n: usize) -> usize {
+    ((unit_random() * n as f64) as usize).min(n.saturating_sub(1))
+}
+
 /// A number in `[0, 1)`: the standard library's per-process random hash keys, mixed with the
 /// time, are random enough to spread retries (not for anything secret).
 fn unit_random() -> f64 {

@@ -40,6 +40,11 @@ use crate::store::{
 
 /// Linked issues looked up per PR, bounding the requests one body can cause.
 pub const MAX_LINKED_ISSUES: usize = 20;
+/// Bytes of stored paths per PR (with each file's overhead): with GitHub's largest PR body
+/// (65,536 characters, up to 256 KB of UTF-8) the row stays well under DynamoDB's 400 KB.
+pub const MAX_PATH_BYTES: usize = 64 * 1024;
+/// What one stored file costs besides its path (its map's names, status and counts).
+const FILE_OVERHEAD_BYTES: usize = 48;
 /// Directory name counted for files at the repository root.
 pub const ROOT_DIRECTORY: &str = "(root)";
 
@@ -93,8 +98,9 @@ pub struct Enrichment {
 }
 
 impl Enrichment {
-    /// The attributes to store: at most `max_paths` paths (the most changed first), counts per
-    /// top-level directory over every file fetched, and `filesTruncated` when anything was cut.
+    /// The attributes to store: at most `max_paths` paths and [`MAX_PATH_BYTES`] (the most
+    /// changed first), counts per top-level directory over every file fetched, and
+    /// `filesTruncated` when anything was cut.
     pub fn attributes(&self, max_paths: usize) -> Vec<(&'static str, AttributeValue)> {
         let n = |v: u64| AttributeValue::N(v.to_string());
         let s = |v: &str| AttributeValue::S(v.to_string());
@@ -106,6 +112,11 @@ impl Enrichment {
         // Stable: equally changed files keep GitHub's order.
         kept.sort_by_key(|f| std::cmp::Reverse(f.additions + f.deletions));
         kept.truncate(max_paths);
+        let mut bytes = 0usize;
+        kept.retain(|f| {
+            bytes += f.path.len() + FILE_OVERHEAD_BYTES;
+            bytes <= MAX_PATH_BYTES
+        });
         let truncated =
             kept.len() < self.files.len() || (self.files.len() as u64) < self.totals.changed_files;
         let files = kept
@@ -451,6 +462,15 @@ impl EnrichHandler {
             }
         };
         let parked = string(&item, attr::PENDING_SHARD) == Some(DEFERRED_SHARD);
+        // Parked until a reset still ahead: GitHub is not asked before it (it discourages calls
+        // under a spent limit). The lease goes back, the row stays parked.
+        if let Some(until) = string(&item, attr::ENRICH_DEFERRED_UNTIL)
+            .filter(|u| parked && *u > rfc3339_millis(now).as_str())
+            .map(str::to_string)
+        {
+            self.store.release_enrichment(repo, number, owner).await?;
+            return Ok(RecordOutcome::Deferred(until));
+        }
         let body = string(&item, attr::BODY).unwrap_or_default().to_string();
         let result = self
             .enrich_claimed(github, repo, number, &body, deadline, owner)
@@ -517,9 +537,10 @@ impl EnrichHandler {
 
     /// The scheduled retry: every row parked in the deferred partition is enriched (when
     /// GitHub's budget is back), or, once it has waited `max_wait` or enrichment is off, sent on
-    /// to be summarized unenriched. Once a row meets a spent budget or a failing GitHub, no
+    /// to be summarized unenriched. Once a row meets a spent budget (or three fail in a row), no
     /// further call is started this run (those in flight finish): the rest wait for the next, and
-    /// rows past their wait are still released, so a GitHub outage cannot hold them.
+    /// rows past their wait are still released, so a GitHub outage cannot hold them. A row
+    /// parked until a reset still ahead is not sent to GitHub at all.
     pub async fn retry_deferred(
         &self,
         now: OffsetDateTime,
@@ -527,7 +548,15 @@ impl EnrichHandler {
         invocation: &str,
     ) -> Result<RetryReport, EnrichError> {
         let mut report = RetryReport::default();
-        let spent = AtomicBool::new(false);
+        let breaker = Breaker::default();
+        // Owners unique to this run, even if the schedule's event is delivered twice.
+        let run = format!(
+            "{invocation}/retry-{}",
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_nanos()
+        );
         let mut start = None;
         loop {
             if Instant::now() + RETRY_MARGIN >= deadline {
@@ -537,7 +566,7 @@ impl EnrichHandler {
             let page = self.store.deferred_page(start, RETRY_PAGE).await?;
             report.seen += page.rows.len();
             let outcomes: Vec<RetryOutcome> = futures::stream::iter(page.rows)
-                .map(|row| self.retry_row(row, now, deadline, invocation, &spent))
+                .map(|row| self.retry_row(row, now, deadline, &run, &breaker))
                 .buffer_unordered(self.concurrency)
                 .collect()
                 .await;
@@ -557,14 +586,16 @@ impl EnrichHandler {
                 None => break,
             }
         }
-        tracing::info!(
-            seen = report.seen,
-            enriched = report.enriched,
-            deferred = report.deferred + report.waiting,
-            released_unenriched = report.released_unenriched,
-            failed = report.failed,
-            "deferred enrichment retry"
-        );
+        if report.seen > 0 {
+            tracing::info!(
+                seen = report.seen,
+                enriched = report.enriched,
+                deferred = report.deferred + report.waiting,
+                released_unenriched = report.released_unenriched,
+                failed = report.failed,
+                "deferred enrichment retry"
+            );
+        }
         Ok(report)
     }
 
@@ -573,8 +604,8 @@ impl EnrichHandler {
         row: PendingRow,
         now: OffsetDateTime,
         deadline: Instant,
-        invocation: &str,
-        spent: &AtomicBool,
+        run: &str,
+        breaker: &Breaker,
     ) -> RetryOutcome {
         let (repo, number) = (&row.repo, row.number);
         let waited_since = row
@@ -599,26 +630,33 @@ impl EnrichHandler {
             tracing::warn!(repo = %repo, pr = number, waited_since = %rfc3339_millis(waited_since), "enrichment waited too long for GitHub's rate limit (ENRICH_MAX_WAIT_SECONDS); summarized without it");
             return release(RetryOutcome::ReleasedUnenriched).await;
         }
-        if spent.load(Ordering::Relaxed) || Instant::now() + RETRY_MARGIN >= deadline {
+        if breaker.open() || Instant::now() + RETRY_MARGIN >= deadline {
             return RetryOutcome::Waiting;
         }
-        let owner = format!("{invocation}/retry/{repo}#{number}");
+        let owner = format!("{run}/{repo}#{number}");
         let started = Instant::now();
         let result = self.enrich(repo, number, deadline, &owner).await;
         log_outcome(repo.as_str(), number, &result, started);
         match result {
-            Ok(RecordOutcome::Enriched) => RetryOutcome::Enriched,
-            Ok(RecordOutcome::Skipped(_)) => RetryOutcome::Skipped,
+            Ok(RecordOutcome::Enriched) => {
+                breaker.success();
+                RetryOutcome::Enriched
+            }
+            Ok(RecordOutcome::Skipped(_)) => {
+                breaker.success();
+                RetryOutcome::Skipped
+            }
             Ok(RecordOutcome::Deferred(_)) => {
-                spent.store(true, Ordering::Relaxed);
+                breaker.trip();
                 RetryOutcome::Deferred
             }
             Ok(RecordOutcome::AlreadyEnriched) => release(RetryOutcome::ReleasedEnriched).await,
             // Held by a stream worker, or gone: nothing to do here.
             Ok(_) | Err(EnrichError::LeaseHeld(_)) => RetryOutcome::Waiting,
-            // GitHub (or the table) is failing: stop calling it for this run.
+            // One row failing is that row's problem; several in a row mean GitHub (or the table)
+            // is failing: then stop calling it for this run.
             Err(_) => {
-                spent.store(true, Ordering::Relaxed);
+                breaker.failure();
                 RetryOutcome::Failed
             }
         }
@@ -641,6 +679,36 @@ pub fn emf_line(report: &RetryReport, now: OffsetDateTime) -> String {
             ("DeferredRetryFailed", "Count", json!(report.failed)),
         ],
     )
+}
+
+/// When a retry run stops calling GitHub: at once on a spent budget, after
+/// [`Breaker::FAILURES`] failures in a row otherwise.
+#[derive(Default)]
+struct Breaker {
+    open: AtomicBool,
+    failures: std::sync::atomic::AtomicU32,
+}
+
+impl Breaker {
+    const FAILURES: u32 = 3;
+
+    fn open(&self) -> bool {
+        self.open.load(Ordering::Relaxed)
+    }
+
+    fn trip(&self) {
+        self.open.store(true, Ordering::Relaxed);
+    }
+
+    fn success(&self) {
+        self.failures.store(0, Ordering::Relaxed);
+    }
+
+    fn failure(&self) {
+        if self.failures.fetch_add(1, Ordering::Relaxed) + 1 >= Self::FAILURES {
+            self.trip();
+        }
+    }
 }
 
 enum RetryOutcome {
@@ -844,6 +912,56 @@ mod tests {
             additions,
             deletions: 0,
         }
+    }
+
+    #[test]
+    fn stored_paths_are_bounded_by_bytes_so_the_largest_row_fits() {
+        use crate::domain::{Delivery, MergedPullRequest};
+        let long = |i: usize| format!("{}/{i:05}.rs", "deeply/nested/directory".repeat(12));
+        let e = Enrichment {
+            totals: PullTotals {
+                commits: 1,
+                additions: 3000,
+                deletions: 0,
+                changed_files: 3000,
+            },
+            files: (0..3000)
+                .map(|i| ChangedFile {
+                    path: long(i),
+                    status: "modified".into(),
+                    additions: 1,
+                    deletions: 0,
+                })
+                .collect(),
+            linked_issues: vec![],
+        };
+        let attrs = e.attributes(3000);
+        let map: std::collections::HashMap<_, _> = attrs.iter().cloned().collect();
+        let kept = map[attr::FILES].as_l().unwrap().len();
+        assert!(kept < 3000 && kept > 100, "{kept}");
+        assert_eq!(map[attr::FILES_TRUNCATED], AttributeValue::Bool(true));
+        // GitHub's largest body: 65,536 characters of 4-byte UTF-8.
+        let pr = MergedPullRequest {
+            repo: RepoName::parse("o/r").unwrap(),
+            number: 1,
+            title: "t".repeat(256),
+            body: Some("𝄞".repeat(65_536)),
+            author: "a".into(),
+            labels: (0..100).map(|i| format!("label-{i:043}")).collect(),
+            url: "https://github.com/o/r/pull/1".into(),
+            base_ref: "main".into(),
+            merge_commit_sha: "0".repeat(40),
+            merged_at: OffsetDateTime::UNIX_EPOCH,
+            source_updated_at: OffsetDateTime::UNIX_EPOCH,
+        };
+        let delivery = Delivery {
+            id: "d".into(),
+            received_at: OffsetDateTime::UNIX_EPOCH,
+        };
+        let mut item = crate::store::new_item(&pr, &delivery, 4);
+        item.extend(attrs.into_iter().map(|(k, v)| (k.to_string(), v)));
+        let size = crate::store::item_size(&item);
+        assert!(size < 360 * 1024, "{size} bytes, DynamoDB allows 400 KB");
     }
 
     #[test]

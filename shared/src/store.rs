@@ -29,6 +29,9 @@ pub mod attr {
     pub const MERGED_AT: &str = "mergedAt";
     pub const SOURCE_UPDATED_AT: &str = "sourceUpdatedAt";
     pub const DELIVERY_ID: &str = "deliveryId";
+    /// A hash of the PR's own fields: two events with the same `updated_at` second are told
+    /// apart by it (the later one wins if the fields differ; an identical one writes nothing).
+    pub const FIELDS_HASH: &str = "fieldsHash";
     // Written once, on insert.
     pub const RECEIVED_AT: &str = "receivedAt";
     /// The sparse "pending summary" marker: present only while the row awaits its summary.
@@ -318,11 +321,15 @@ impl PrStore {
         for (name, value) in pr_fields(pr, delivery) {
             update.set(name, value);
         }
+        // Newer, or the same second with other fields (last writer wins within the second); a
+        // redelivery of the same event has the same hash and writes nothing.
         let condition = format!(
-            "attribute_exists({}) AND {} < {}",
-            update.name(attr::REPO),
-            update.name(attr::SOURCE_UPDATED_AT),
-            update.value("sourceUpdatedAt", None)
+            "attribute_exists({repo}) AND ({at} < {new} OR ({at} = {new} AND (attribute_not_exists({hash}) OR {hash} <> {new_hash})))",
+            repo = update.name(attr::REPO),
+            at = update.name(attr::SOURCE_UPDATED_AT),
+            new = update.value("sourceUpdatedAt", None),
+            hash = update.name(attr::FIELDS_HASH),
+            new_hash = update.value("fieldsHash", None),
         );
         let request = self
             .client
@@ -567,8 +574,35 @@ fn pr_fields(pr: &MergedPullRequest, delivery: &Delivery) -> Vec<(&'static str, 
             attr::SOURCE_UPDATED_AT,
             s(&rfc3339_seconds(pr.source_updated_at)),
         ),
+        (attr::FIELDS_HASH, s(&fields_hash(pr))),
         (attr::DELIVERY_ID, s(&delivery.id)),
     ]
+}
+
+/// SHA-256 over the PR's own fields (not the delivery): equal for a redelivery of one event,
+/// different for another event of the same second that changed anything.
+pub fn fields_hash(pr: &MergedPullRequest) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    let fields: [&str; 7] = [
+        &pr.title,
+        pr.body.as_deref().unwrap_or_default(),
+        &pr.author,
+        &pr.url,
+        &pr.base_ref,
+        &pr.merge_commit_sha,
+        &rfc3339_seconds(pr.merged_at),
+    ];
+    for field in fields
+        .iter()
+        .copied()
+        .chain(pr.labels.iter().map(String::as_str))
+    {
+        // Length-prefixed, so no two field lists hash alike by shifting text between fields.
+        hasher.update((field.len() as u64).to_le_bytes());
+        hasher.update(field.as_bytes());
+    }
+    hex::encode(&hasher.finalize()[..16])
 }
 
 /// The item a first delivery creates: key, PR fields, `receivedAt` and the pending marker.

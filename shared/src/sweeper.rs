@@ -20,6 +20,8 @@ use crate::config::SweeperConfig;
 use crate::domain::{rfc3339_millis, RepoName};
 use crate::store::{PendingRow, PrStore, StoreError};
 
+/// The most shards `PendingShards` allows (template.yaml, `PENDING_SHARDS`).
+const MAX_PENDING_SHARDS: u16 = 32;
 /// Rows read per index page.
 const PAGE_SIZE: i32 = 100;
 /// SQS's limit for one SendMessageBatch.
@@ -112,11 +114,20 @@ impl Sweeper {
             None => SEND_BATCH.min(self.max_queued),
         };
         let shards = self.store.table().pending_shards.max(1);
-        // The first shard rotates from sweep to sweep, and each gets an equal share of the room
+        // The first shard is random from sweep to sweep, and each gets an equal share of the room
         // left (what one leaves goes to the next), so no shard waits for the others to drain.
-        let first = (now.unix_timestamp() / 60).rem_euclid(i64::from(shards)) as u16;
-        'shards: for (i, shard) in (0..shards).map(|k| (first + k) % shards).enumerate() {
-            let share = room.div_ceil(usize::from(shards) - i);
+        let first = crate::backoff::random_below(usize::from(shards)) as u16;
+        // Then the shards above the current count: rows left there when PendingShards was
+        // lowered are swept too (an empty shard costs one empty Query), never stranded.
+        let order = (0..shards)
+            .map(|k| (first + k) % shards)
+            .chain(shards..MAX_PENDING_SHARDS.max(shards));
+        'shards: for (i, shard) in order.enumerate() {
+            let share = if i < usize::from(shards) {
+                room.div_ceil(usize::from(shards) - i)
+            } else {
+                room
+            };
             let mut claimed = 0usize;
             let mut start = None;
             loop {
@@ -197,7 +208,7 @@ impl Sweeper {
                     .unwrap_or(0),
             ),
             Err(e) => {
-                tracing::warn!(error = %crate::aws::error_message(&e), "GetQueueAttributes failed; sweeping with half the room");
+                tracing::warn!(error = %crate::aws::error_message(&e), "GetQueueAttributes failed; sweeping one batch at most");
                 None
             }
         }
@@ -231,7 +242,11 @@ impl Sweeper {
                 break;
             }
             if attempt > 0 {
-                tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
+                tokio::time::sleep(crate::backoff::full_jitter(
+                    Duration::from_millis(100),
+                    attempt,
+                ))
+                .await;
             }
             let entries = unsent
                 .iter()

@@ -21,11 +21,14 @@ pub fn init_lambda() {
         .try_init();
 }
 
-/// Human-readable lines on stderr, for `chronicle` commands.
+/// Human-readable lines on stderr, for `chronicle` commands; colour only when stderr is a
+/// terminal (a log piped to a file or a CI log carries no escape codes).
 pub fn init_cli() {
+    use std::io::IsTerminal;
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter())
         .with_target(false)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .try_init();
 }

@@ -16,7 +16,7 @@ use reqwest::StatusCode;
 use serde::Deserialize;
 use time::OffsetDateTime;
 
-use super::rest::{default_headers, rate_limit_wait, reset_wait};
+use super::rest::{default_headers, names_secondary_limit, rate_limit_wait, reset_wait};
 use super::{ChangedFile, LinkedIssue, PullTotals};
 use crate::domain::{MergedPullRequest, RepoName};
 use crate::secret::Secret;
@@ -516,9 +516,7 @@ impl GraphQlClient {
 /// GitHub's secondary limits sometimes come as a plain 403 naming themselves in the message.
 fn secondary_limit(status: StatusCode, body: &[u8]) -> bool {
     (status == StatusCode::FORBIDDEN || status == StatusCode::TOO_MANY_REQUESTS)
-        && message_of(body)
-            .to_ascii_lowercase()
-            .contains("secondary rate limit")
+        && names_secondary_limit(&message_of(body))
 }
 
 /// The primary limit spent (a `RATE_LIMITED` error): until `x-ratelimit-reset`, else a minute.

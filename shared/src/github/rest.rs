@@ -153,6 +153,15 @@ impl GitHubClient {
                 break;
             }
             url = next_link(&headers);
+            if let Some(link) = url.as_deref().filter(|u| !on_api(u, &self.base)) {
+                // The token goes with every request: never to a host a header names.
+                tracing::warn!(
+                    path,
+                    link,
+                    "GitHub's Link header leaves the configured API; the file list stops here"
+                );
+                url = None;
+            }
         }
         files.truncate(MAX_FILES);
         Ok(files)
@@ -278,11 +287,7 @@ impl GitHubClient {
                             .unwrap_or_default();
                         // A secondary limit without headers names itself only in the message:
                         // GitHub asks for at least a minute's wait.
-                        if status == StatusCode::FORBIDDEN
-                            && message
-                                .to_ascii_lowercase()
-                                .contains("secondary rate limit")
-                        {
+                        if status == StatusCode::FORBIDDEN && names_secondary_limit(&message) {
                             return Err(GitHubError::RateLimited {
                                 path: path.to_string(),
                                 wait: Duration::from_secs(60),
@@ -311,6 +316,13 @@ fn decode<T: serde::de::DeserializeOwned>(path: &str, body: &[u8]) -> Result<T, 
         path: path.to_string(),
         message: e.to_string(),
     })
+}
+
+/// Whether a 403/429 message is GitHub's secondary limit (older Enterprise Servers call it
+/// abuse detection).
+pub(super) fn names_secondary_limit(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    m.contains("secondary rate limit") || m.contains("abuse detection")
 }
 
 /// Full jitter, so that workers that failed together do not retry together.
@@ -370,6 +382,19 @@ pub(super) fn default_headers(token: &Secret) -> HeaderMap {
         HeaderValue::from_static(API_VERSION),
     );
     headers
+}
+
+/// Whether `url` is under the configured API base (same scheme, host, port and path prefix).
+pub fn on_api(url: &str, base: &str) -> bool {
+    match (reqwest::Url::parse(url), reqwest::Url::parse(base)) {
+        (Ok(u), Ok(b)) => {
+            u.scheme() == b.scheme()
+                && u.host_str() == b.host_str()
+                && u.port_or_known_default() == b.port_or_known_default()
+                && u.path().starts_with(b.path().trim_end_matches('/'))
+        }
+        _ => false,
+    }
 }
 
 /// The `rel="next"` URL of a `Link` header.
@@ -445,6 +470,28 @@ mod tests {
             2
         );
         assert!(closing_references("This fixes nothing. Related to #5", &repo, 10).is_empty());
+    }
+
+    #[test]
+    fn links_are_followed_only_on_the_configured_api() {
+        let base = "https://ghe.example.com/api/v3";
+        assert!(on_api(
+            "https://ghe.example.com/api/v3/repos/o/r/pulls/1/files?page=2",
+            base
+        ));
+        for elsewhere in [
+            "https://evil.example.com/api/v3/repos/o/r/pulls/1/files?page=2",
+            "http://ghe.example.com/api/v3/x",
+            "https://ghe.example.com:8443/api/v3/x",
+            "https://ghe.example.com/other/x",
+            "not a url",
+        ] {
+            assert!(!on_api(elsewhere, base), "{elsewhere}");
+        }
+        assert!(on_api(
+            "https://api.github.com/repositories/1/pulls/2/files?page=2",
+            "https://api.github.com"
+        ));
     }
 
     #[test]
