@@ -437,8 +437,9 @@ async fn a_pr_with_250_files_has_every_file_counted() {
 #[tokio::test]
 async fn a_spent_budget_is_waited_out_until_reset_at() {
     let (stand_in, pulls) = standin(200).await;
-    // A compressed hour: 5 points per 3 seconds. A page of 50 costs 2.
-    stand_in.set_budget(5, Duration::from_secs(3));
+    // A compressed hour: 5 points per 10 seconds (long enough that a slow machine's pages cannot
+    // outlast it). A page of 50 costs 2.
+    stand_in.set_budget(5, Duration::from_secs(10));
     let run = Run::new().await;
     let github = client(&stand_in, Duration::from_secs(10));
     let mut frugal = options();

@@ -335,7 +335,6 @@ async fn a_rate_limit_past_the_deadline_defers_and_the_scheduled_retry_enriches_
         (2, 2, 0),
         "{report:?}"
     );
-    assert!(report.deferred >= 1, "{report:?}");
     assert_eq!(github.requests(), calls, "no call before the reset");
 
     // GitHub's x-ratelimit-reset is whole seconds: the parked time may be a second later.

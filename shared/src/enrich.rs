@@ -43,6 +43,8 @@ pub const MAX_LINKED_ISSUES: usize = 20;
 /// Bytes of stored paths per PR (with each file's overhead): with GitHub's largest PR body
 /// (65,536 characters, up to 256 KB of UTF-8) the row stays well under DynamoDB's 400 KB.
 pub const MAX_PATH_BYTES: usize = 64 * 1024;
+/// Top-level directories counted per PR (the busiest), bounding the row like the paths.
+pub const MAX_DIRECTORIES: usize = 200;
 /// What one stored file costs besides its path (its map's names, status and counts).
 const FILE_OVERHEAD_BYTES: usize = 48;
 /// Directory name counted for files at the repository root.
@@ -81,6 +83,8 @@ pub enum RecordOutcome {
     AlreadyEnriched,
     /// GitHub's budget is spent past the deadline: parked until this time (RFC 3339).
     Deferred(String),
+    /// Already parked until this time, still ahead: GitHub was not asked.
+    StillParked(String),
     /// The row no longer exists.
     Deleted,
     /// Not an INSERT: the template's filter should have dropped it.
@@ -107,6 +111,13 @@ impl Enrichment {
         let mut directories: BTreeMap<&str, u64> = BTreeMap::new();
         for f in &self.files {
             *directories.entry(top_level_directory(&f.path)).or_default() += 1;
+        }
+        if directories.len() > MAX_DIRECTORIES {
+            // A PR over thousands of top-level directories: the busiest are kept, bounded.
+            let mut by_count: Vec<(&str, u64)> = directories.into_iter().collect();
+            by_count.sort_by_key(|(_, c)| std::cmp::Reverse(*c));
+            by_count.truncate(MAX_DIRECTORIES);
+            directories = by_count.into_iter().collect();
         }
         let mut kept: Vec<&ChangedFile> = self.files.iter().collect();
         // Stable: equally changed files keep GitHub's order.
@@ -469,7 +480,7 @@ impl EnrichHandler {
             .map(str::to_string)
         {
             self.store.release_enrichment(repo, number, owner).await?;
-            return Ok(RecordOutcome::Deferred(until));
+            return Ok(RecordOutcome::StillParked(until));
         }
         let body = string(&item, attr::BODY).unwrap_or_default().to_string();
         let result = self

@@ -217,7 +217,7 @@ impl PrStore {
             if self.insert(pr, delivery, Vec::new()).await? {
                 return Ok(UpsertOutcome::Inserted);
             }
-            match self.update_fields(pr, delivery).await? {
+            match self.update_fields(pr, delivery, true).await? {
                 FieldUpdate::Updated { .. } => return Ok(UpsertOutcome::Updated),
                 FieldUpdate::NotNewer { stored, .. } => {
                     return Ok(UpsertOutcome::Unchanged {
@@ -255,7 +255,9 @@ impl PrStore {
                     enriched: true,
                 });
             }
-            let (upsert, enriched) = match self.update_fields(pr, delivery).await? {
+            // Not the same-second rule: GraphQL lists at most 20 labels, so a backfilled copy of
+            // the second a webhook already stored must not replace the webhook's.
+            let (upsert, enriched) = match self.update_fields(pr, delivery, false).await? {
                 FieldUpdate::Updated { enriched } => (UpsertOutcome::Updated, enriched),
                 FieldUpdate::NotNewer { stored, enriched } => (
                     UpsertOutcome::Unchanged {
@@ -312,10 +314,13 @@ impl PrStore {
         self.applied("PutItem", result)
     }
 
+    /// Writes the PR's own fields if this event is newer, or (`same_second`) of the same second
+    /// with other fields.
     async fn update_fields(
         &self,
         pr: &MergedPullRequest,
         delivery: &Delivery,
+        same_second: bool,
     ) -> Result<FieldUpdate, StoreError> {
         let mut update = Update::default();
         for (name, value) in pr_fields(pr, delivery) {
@@ -323,14 +328,23 @@ impl PrStore {
         }
         // Newer, or the same second with other fields (last writer wins within the second); a
         // redelivery of the same event has the same hash and writes nothing.
-        let condition = format!(
-            "attribute_exists({repo}) AND ({at} < {new} OR ({at} = {new} AND (attribute_not_exists({hash}) OR {hash} <> {new_hash})))",
-            repo = update.name(attr::REPO),
-            at = update.name(attr::SOURCE_UPDATED_AT),
-            new = update.value("sourceUpdatedAt", None),
-            hash = update.name(attr::FIELDS_HASH),
-            new_hash = update.value("fieldsHash", None),
+        let newer = format!(
+            "{} < {}",
+            update.name(attr::SOURCE_UPDATED_AT),
+            update.value("sourceUpdatedAt", None)
         );
+        let condition = if same_second {
+            format!(
+                "attribute_exists({repo}) AND ({newer} OR ({at} = {new} AND (attribute_not_exists({hash}) OR {hash} <> {new_hash})))",
+                repo = update.name(attr::REPO),
+                at = update.name(attr::SOURCE_UPDATED_AT),
+                new = update.value("sourceUpdatedAt", None),
+                hash = update.name(attr::FIELDS_HASH),
+                new_hash = update.value("fieldsHash", None),
+            )
+        } else {
+            format!("attribute_exists({}) AND {newer}", update.name(attr::REPO))
+        };
         let request = self
             .client
             .update_item()
@@ -593,11 +607,10 @@ pub fn fields_hash(pr: &MergedPullRequest) -> String {
         &pr.merge_commit_sha,
         &rfc3339_seconds(pr.merged_at),
     ];
-    for field in fields
-        .iter()
-        .copied()
-        .chain(pr.labels.iter().map(String::as_str))
-    {
+    // Labels as a set: GraphQL and webhooks list them in different orders.
+    let mut labels: Vec<&str> = pr.labels.iter().map(String::as_str).collect();
+    labels.sort_unstable();
+    for field in fields.iter().copied().chain(labels) {
         // Length-prefixed, so no two field lists hash alike by shifting text between fields.
         hasher.update((field.len() as u64).to_le_bytes());
         hasher.update(field.as_bytes());
