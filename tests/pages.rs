@@ -235,14 +235,14 @@ async fn pages_are_a_pure_function_of_the_entries() {
         }
         let dir = TempDir::new();
         let b = builder(&t, Arc::new(MarkdownPublisher::new(&dir.0)), Duration::ZERO);
-        settle(&b, &t, Duration::from_secs(30)).await;
+        settle(&b, &t, Duration::from_secs(90)).await;
         let first = files(&dir.0);
         // Built again with nothing changed: byte-identical.
         t.pages
             .mark_full_rebuild(REPO, "api", OffsetDateTime::now_utc())
             .await
             .unwrap();
-        settle(&b, &t, Duration::from_secs(30)).await;
+        settle(&b, &t, Duration::from_secs(90)).await;
         assert_eq!(files(&dir.0), first);
         outputs.push(first);
     }
@@ -316,7 +316,7 @@ async fn a_burst_builds_each_page_at_most_once_per_interval() {
     let burst = started.elapsed();
     tokio::time::sleep(interval + Duration::from_millis(1_500)).await;
     ticking.abort();
-    settle(&b, &t, Duration::from_secs(30)).await;
+    settle(&b, &t, Duration::from_secs(90)).await;
     let allowed = (burst.as_secs_f64() / interval.as_secs_f64()).floor() as usize + 2;
     for module in ["api", "web"] {
         let builds = recording.builds(module);
@@ -462,7 +462,7 @@ async fn two_builders_racing_leave_one_correct_page() {
         a_report.held >= 1,
         "A lost its lease while publishing: {a_report:?}"
     );
-    settle(&b, &t, Duration::from_secs(30)).await;
+    settle(&b, &t, Duration::from_secs(90)).await;
     let api = &files(&dir.0)["acme/monorepo/api.md"];
     for n in 1..=11 {
         assert_eq!(api.matches(&format!("(#{n})\n")).count(), 1, "#{n}: {api}");
@@ -499,7 +499,7 @@ async fn a_builder_killed_mid_build_is_followed_by_a_correct_page() {
     );
     assert!(!files(&dir.0).contains_key("acme/monorepo/api.md"));
     tokio::time::sleep(Duration::from_millis(2_100)).await;
-    settle(&b, &t, Duration::from_secs(30)).await;
+    settle(&b, &t, Duration::from_secs(90)).await;
     let api = &files(&dir.0)["acme/monorepo/api.md"];
     assert_eq!(api.matches("\n### ").count(), 5);
 }
@@ -525,7 +525,7 @@ async fn a_failed_build_is_recorded_on_the_page_and_retried_after_the_interval()
     tick(&b).await;
     assert_eq!(recording.builds("api"), 0, "not before the interval");
     tokio::time::sleep(Duration::from_millis(1_100)).await;
-    settle(&b, &t, Duration::from_secs(30)).await;
+    settle(&b, &t, Duration::from_secs(90)).await;
     let item = t.pages.get(REPO, "api").await.unwrap().unwrap();
     assert!(item.last_error.is_none() && item.failed_builds == 0);
     assert_eq!(recording.builds("api"), 1);
@@ -547,7 +547,7 @@ async fn s3_pages_are_replaced_whole_and_removed_archives_deleted() {
         Arc::new(S3MarkdownPublisher::new(s3.clone(), &bucket, "narratives")),
         Duration::ZERO,
     );
-    settle(&b, &t, Duration::from_secs(30)).await;
+    settle(&b, &t, Duration::from_secs(90)).await;
     let read = |key: &'static str| {
         let s3 = s3.clone();
         let bucket = bucket.clone();
@@ -577,7 +577,7 @@ async fn s3_pages_are_replaced_whole_and_removed_archives_deleted() {
         .mark_stale(REPO, "api", &[2023], OffsetDateTime::now_utc())
         .await
         .unwrap();
-    settle(&b, &t, Duration::from_secs(30)).await;
+    settle(&b, &t, Duration::from_secs(90)).await;
     assert!(
         read("narratives/acme/monorepo/api/2023.md").await.is_none(),
         "the emptied archive is deleted"

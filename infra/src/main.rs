@@ -139,7 +139,7 @@ enum BenchTarget {
         /// The sweeper's claim (deployed: 900 s), compressed.
         #[arg(long, default_value_t = 10)]
         claim_ttl: u64,
-        /// SWEEP_MAX_QUEUED, scaled to the compressed claim (deployed: 200 for 900 s).
+        /// SWEEP_MAX_QUEUED, scaled to the compressed claim (deployed: 500 for 900 s).
         #[arg(long, default_value_t = 50)]
         max_queued: usize,
         /// Also run the same import without the bound.

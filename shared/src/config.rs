@@ -192,7 +192,7 @@ impl SweeperConfig {
             None => true,
             Some(_) => flag(get, ENRICH_ENABLED)?,
         };
-        let max_queued: usize = parse_or(get, SWEEP_MAX_QUEUED, 200, "a positive integer")?;
+        let max_queued: usize = parse_or(get, SWEEP_MAX_QUEUED, 500, "a positive integer")?;
         if max_queued == 0 {
             return Err(invalid(SWEEP_MAX_QUEUED, "0".into(), "a positive integer"));
         }
