@@ -329,15 +329,8 @@ pub async fn sweep_once(
 }
 
 pub async fn run_sweep(table_rows: usize, backlogs: &[usize]) -> anyhow::Result<()> {
-    let emulator = match std::env::var("AWS_ENDPOINT_URL") {
-        Ok(url) if !url.is_empty() => (None, url),
-        _ => {
-            let e = crate::emulator::Emulator::start(None).await?;
-            let url = e.endpoint().to_string();
-            (Some(e), url)
-        }
-    };
-    let sdk = crate::emulator::sdk_config(&emulator.1).await;
+    let (emulator, endpoint) = crate::emulator::from_env_or_start().await?;
+    let sdk = crate::emulator::sdk_config(&endpoint).await;
     println!("one sweep (enrichment off, 4 shards) against moto:");
     println!(
         "  {:>8} {:>8} {:>10} {:>11} {:>9}",
@@ -350,7 +343,7 @@ pub async fn run_sweep(table_rows: usize, backlogs: &[usize]) -> anyhow::Result<
             f.table_rows, f.backlog, f.seconds, f.items_read, f.enqueued
         );
     }
-    if let Some(e) = emulator.0 {
+    if let Some(e) = emulator {
         e.stop().await;
     }
     Ok(())

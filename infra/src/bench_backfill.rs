@@ -36,17 +36,7 @@ fn spec(prs: usize) -> HistorySpec {
 }
 
 pub async fn run(options: BackfillBenchOptions) -> anyhow::Result<()> {
-    let emulator = match std::env::var("AWS_ENDPOINT_URL")
-        .ok()
-        .filter(|v| !v.is_empty())
-    {
-        Some(_) => None,
-        None => Some(crate::emulator::Emulator::start(None).await?),
-    };
-    let endpoint = match &emulator {
-        Some(e) => e.endpoint().to_string(),
-        None => std::env::var("AWS_ENDPOINT_URL")?,
-    };
+    let (emulator, endpoint) = crate::emulator::from_env_or_start().await?;
     let sdk = crate::emulator::sdk_config(&endpoint).await;
     let client = aws_sdk_dynamodb::Client::new(&sdk);
     let stand_in = GitHubStandIn::start(TOKEN).await?;

@@ -13,7 +13,7 @@ use aws_config::SdkConfig;
 use aws_sdk_sqs::types::QueueAttributeName;
 use futures::future::BoxFuture;
 use shared::config::{SweeperConfig, TableConfig};
-use shared::domain::{Delivery, MergedPullRequest, RepoName};
+use shared::domain::{Delivery, RepoName};
 use shared::store::{attr, EntryStore, PageStore, PrStore};
 use shared::summarize::SummarizeHandler;
 use shared::summary::{ExtractiveSummarizer, Summarizer, Summary, SummaryInput};
@@ -21,7 +21,7 @@ use shared::sweeper::Sweeper;
 use time::OffsetDateTime;
 
 use crate::queues::{ensure_queue_with_dlq, queue_arn, QueueSettings, SqsEventSource};
-use crate::synthetic::{history, HistorySpec, SyntheticPr};
+use crate::synthetic::{history, HistorySpec};
 use crate::template::{Template, ENTRIES_TABLE_ID, PAGES_TABLE_ID, PR_TABLE};
 
 const REPO: &str = "Codertocat/Hello-World";
@@ -76,22 +76,6 @@ impl Summarizer for Slow {
     }
 }
 
-fn merged(pr: &SyntheticPr) -> MergedPullRequest {
-    MergedPullRequest {
-        repo: RepoName::parse(REPO).expect("a valid name"),
-        number: pr.number,
-        title: pr.title.clone(),
-        body: Some(pr.body.clone()).filter(|b| !b.is_empty()),
-        author: pr.author.clone(),
-        labels: pr.labels.clone(),
-        url: format!("https://github.com/{REPO}/pull/{}", pr.number),
-        base_ref: "main".into(),
-        merge_commit_sha: format!("{:040x}", pr.number),
-        merged_at: pr.merged_at,
-        source_updated_at: pr.merged_at,
-    }
-}
-
 /// Runs the scenario against the emulator at `sdk`.
 pub async fn run(sdk: &SdkConfig, scenario: &Scenario) -> anyhow::Result<Outcome> {
     let client = aws_sdk_dynamodb::Client::new(sdk);
@@ -121,13 +105,20 @@ pub async fn run(sdk: &SdkConfig, scenario: &Scenario) -> anyhow::Result<Outcome
         end: OffsetDateTime::now_utc() - time::Duration::days(1),
     };
     let now = OffsetDateTime::now_utc();
+    let repo = RepoName::parse(REPO)?;
     for pr in history(&spec) {
         let enrichment = crate::synthetic::enrichment(&pr).attributes(500);
         let delivery = Delivery {
             id: format!("import-{}", pr.number),
             received_at: now,
         };
-        prs.import(&merged(&pr), &delivery, enrichment, now).await?;
+        prs.import(
+            &crate::synthetic::merged_pr(&repo, &pr),
+            &delivery,
+            enrichment,
+            now,
+        )
+        .await?;
     }
 
     let settings = QueueSettings {
@@ -274,17 +265,7 @@ pub async fn run_bench(
     max_queued: usize,
     unbounded_too: bool,
 ) -> anyhow::Result<()> {
-    let emulator = match std::env::var("AWS_ENDPOINT_URL")
-        .ok()
-        .filter(|v| !v.is_empty())
-    {
-        Some(_) => None,
-        None => Some(crate::emulator::Emulator::start(None).await?),
-    };
-    let endpoint = match &emulator {
-        Some(e) => e.endpoint().to_string(),
-        None => std::env::var("AWS_ENDPOINT_URL")?,
-    };
+    let (emulator, endpoint) = crate::emulator::from_env_or_start().await?;
     let sdk = crate::emulator::sdk_config(&endpoint).await;
     println!(
         "{rows} pending rows, summaries slowed by {delay_ms} ms, claim TTL {claim_ttl_secs} s, maxReceiveCount 2"
@@ -335,6 +316,9 @@ pub async fn run_bench(
                 ""
             }
         );
+    }
+    if let Some(e) = emulator {
+        e.stop().await;
     }
     Ok(())
 }

@@ -14,7 +14,7 @@ use aws_lambda_events::event::sqs::SqsMessage;
 use aws_sdk_dynamodb::types::AttributeValue;
 use futures::future::BoxFuture;
 use shared::config::TableConfig;
-use shared::domain::{rfc3339_millis, rfc3339_seconds, Delivery, MergedPullRequest, RepoName};
+use shared::domain::{rfc3339_millis, rfc3339_seconds, Delivery, RepoName};
 use shared::pages::build::PageBuilder;
 use shared::publish::{MarkdownPublisher, PageSet, PublishError, Published, Publisher};
 use shared::store::{attr, new_item, EntryStore, Item, Meter, PageStore, PrRow, PrStore};
@@ -58,17 +58,7 @@ pub struct HistoryFigures {
 }
 
 pub async fn run_history(options: HistoryOptions) -> anyhow::Result<()> {
-    let (_emulator, endpoint) = match std::env::var("AWS_ENDPOINT_URL")
-        .ok()
-        .filter(|v| !v.is_empty())
-    {
-        Some(url) => (None, url),
-        None => {
-            let e = crate::emulator::Emulator::start(None).await?;
-            let url = e.endpoint().to_string();
-            (Some(e), url)
-        }
-    };
+    let (_emulator, endpoint) = crate::emulator::from_env_or_start().await?;
     let sdk = crate::emulator::sdk_config(&endpoint).await;
     println!(
         "bench history: {} modules, the last {} PRs through the pipeline, rebuild interval {:?}, builder tick {:?}",
@@ -277,7 +267,7 @@ async fn one_size(
     // The last PRs: stored and enriched as the pipeline does, summarized one message at a time
     // while the builder ticks.
     for pr in &history[split..] {
-        let merged = merged_pr(&repo, pr);
+        let merged = crate::synthetic::merged_pr(&repo, pr);
         prs.upsert(
             &merged,
             &Delivery {
@@ -427,26 +417,10 @@ async fn one_size(
     })
 }
 
-fn merged_pr(repo: &RepoName, pr: &SyntheticPr) -> MergedPullRequest {
-    MergedPullRequest {
-        repo: repo.clone(),
-        number: pr.number,
-        title: pr.title.clone(),
-        body: Some(pr.body.clone()),
-        author: pr.author.clone(),
-        labels: pr.labels.clone(),
-        url: format!("https://github.com/{REPO}/pull/{}", pr.number),
-        base_ref: "main".into(),
-        merge_commit_sha: format!("{:040x}", pr.number),
-        merged_at: pr.merged_at,
-        source_updated_at: pr.merged_at,
-    }
-}
-
 /// The row as the webhook and the enrich stage leave it.
 fn stored_row(repo: &RepoName, pr: &SyntheticPr) -> Item {
     let mut item = new_item(
-        &merged_pr(repo, pr),
+        &crate::synthetic::merged_pr(repo, pr),
         &Delivery {
             id: format!("bench-{}", pr.number),
             received_at: pr.merged_at,

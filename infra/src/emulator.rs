@@ -125,6 +125,22 @@ fn free_port() -> std::io::Result<u16> {
         .port())
 }
 
+/// The emulator at `AWS_ENDPOINT_URL` if set, else one started here (returned, so the caller
+/// keeps it running and stops it), with its endpoint.
+pub async fn from_env_or_start() -> Result<(Option<Emulator>, String), EmulatorError> {
+    match std::env::var("AWS_ENDPOINT_URL")
+        .ok()
+        .filter(|v| !v.is_empty())
+    {
+        Some(url) => Ok((None, url)),
+        None => {
+            let e = Emulator::start(None).await?;
+            let url = e.endpoint().to_string();
+            Ok((Some(e), url))
+        }
+    }
+}
+
 /// SDK configuration for an emulator endpoint: region and credentials from the environment if
 /// set, else `us-east-1` and dummy keys (moto accepts any).
 pub async fn sdk_config(endpoint: &str) -> SdkConfig {

@@ -291,6 +291,26 @@ fn change(
     }
 }
 
+/// The merged PR as a webhook would deliver it (an empty body is no body, as GitHub sends it).
+pub fn merged_pr(
+    repo: &shared::domain::RepoName,
+    pr: &SyntheticPr,
+) -> shared::domain::MergedPullRequest {
+    shared::domain::MergedPullRequest {
+        repo: repo.clone(),
+        number: pr.number,
+        title: pr.title.clone(),
+        body: Some(pr.body.clone()).filter(|b| !b.is_empty()),
+        author: pr.author.clone(),
+        labels: pr.labels.clone(),
+        url: format!("https://github.com/{repo}/pull/{}", pr.number),
+        base_ref: "main".into(),
+        merge_commit_sha: format!("{:040x}", pr.number),
+        merged_at: pr.merged_at,
+        source_updated_at: pr.merged_at,
+    }
+}
+
 /// What the enrich stage would have fetched from GitHub for this PR.
 pub fn enrichment(pr: &SyntheticPr) -> shared::enrich::Enrichment {
     shared::enrich::Enrichment {
