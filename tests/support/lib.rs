@@ -15,6 +15,7 @@ use shared::signature;
 use shared::store::{Item, PrStore};
 use shared::webhook::{Verifier, WebhookHandler, WebhookRequest};
 
+pub mod audit_proxy;
 pub mod dynamo_proxy;
 pub mod github_stub;
 pub mod messages_stub;

@@ -1,0 +1,544 @@
+//! Least privilege, checked against the code that runs: every AWS call each function makes is
+//! granted to that function's role in `template.yaml`, and every action a role grants is called by
+//! its function (or is used by Lambda itself, or sits on a path named in [`NOT_RUN_HERE`]).
+//!
+//! Each function is built by its own `from_config`, as its `main` does, with every optional
+//! feature configured (the template's "full" parameter set: GitHub token, Notion, Anthropic key,
+//! SSM modules config), over an SDK whose requests go through its own recording proxy in front
+//! of the emulator. One pipeline runs through all five: two deliveries, their enrichment and the
+//! scheduled retry, a sweep, one summary and one given-up row, one page build.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_lambda_events::event::dynamodb::{Event, EventRecord};
+use serde_yaml::Value;
+use shared::config::{
+    BuilderConfig, EnrichConfig, NotionConfig, SummarizeConfig, SweeperConfig, TableConfig,
+    WebhookConfig,
+};
+use shared::secret::SecretSource;
+use support::audit_proxy::{AuditProxy, Call};
+
+const GITHUB_TOKEN: &str = "ghp_iam_test";
+const NOTION_TOKEN: &str = "ntn_iam_test";
+const ANTHROPIC_KEY: &str = "sk-ant-iam-test";
+
+/// Statements whose actions Lambda itself uses with the function's role, never the code.
+const USED_BY_LAMBDA: &[(&str, &str)] = &[
+    ("OwnLogs", "the runtime writes the function's logs"),
+    ("ReadPrStream", "the stream event source mapping polls"),
+    ("ListStreams", "the stream event source mapping polls"),
+    (
+        "SendToEnrichStreamDlq",
+        "the mapping's OnFailure destination",
+    ),
+    (
+        "ConsumeSummarizeQueue",
+        "the SQS event source mapping polls",
+    ),
+    (
+        "SendToScheduleDlq",
+        "the async invoke's OnFailure destination",
+    ),
+];
+
+/// Granted actions the code calls on paths this pipeline does not take, each with where.
+const NOT_RUN_HERE: &[(&str, &str, &str)] = &[
+    (
+        "WebhookFunction",
+        "dynamodb:GetItem",
+        "store.rs `refused_item`: an update refused because the row vanished after the insert",
+    ),
+    (
+        "SummarizeFunction",
+        "dynamodb:DeleteItem",
+        "store/entries.rs `delete`: a re-summarized PR no longer in a module",
+    ),
+    (
+        "PageBuilderFunction",
+        "s3:DeleteObject",
+        "publish.rs: a page removed (its module has no entries left)",
+    ),
+];
+
+const FUNCTIONS: [&str; 5] = [
+    "WebhookFunction",
+    "EnrichFunction",
+    "SweeperFunction",
+    "SummarizeFunction",
+    "PageBuilderFunction",
+];
+
+/// One statement of a role, its resources as logical names (`PrTable/index/pending`,
+/// `NarrativeBucket/narratives/*`, `GitHubTokenSecretArn`, `*`).
+#[derive(Debug)]
+struct Statement {
+    sid: String,
+    actions: Vec<String>,
+    resources: Vec<String>,
+}
+
+fn tagged<'a>(v: &'a Value, tag: &str) -> Option<&'a Value> {
+    match v {
+        Value::Tagged(t) if t.tag == tag => Some(&t.value),
+        _ => None,
+    }
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    match v {
+        Value::Sequence(items) => items.iter().flat_map(strings).collect(),
+        Value::String(s) => vec![s.clone()],
+        other => panic!("expected a string or a list: {other:?}"),
+    }
+}
+
+/// A resource expression as a logical name: `!GetAtt PrTable.Arn` → `PrTable`, `!Sub
+/// ${PrTable.Arn}/index/pending` → `PrTable/index/pending`, an SSM parameter ARN → the parameter.
+fn logical_resources(v: &Value) -> Vec<String> {
+    if let Value::Sequence(items) = v {
+        return items.iter().flat_map(logical_resources).collect();
+    }
+    if let Some(Value::String(s)) = tagged(v, "GetAtt") {
+        let (id, attribute) = s.split_once('.').unwrap();
+        return vec![match attribute {
+            "Arn" => id.to_string(),
+            "StreamArn" => format!("{id}/stream"),
+            other => panic!("GetAtt {id}.{other} in a policy"),
+        }];
+    }
+    if let Some(Value::String(s)) = tagged(v, "Ref") {
+        return vec![s.clone()];
+    }
+    if let Some(Value::String(s)) = tagged(v, "Sub") {
+        let s = match s.split_once(":parameter${") {
+            Some((_, rest)) => rest.trim_end_matches('}').to_string(),
+            None => s.clone(),
+        };
+        return vec![s.replace(".Arn}", "").replace("${", "")];
+    }
+    if let Value::String(s) = v {
+        return vec![s.clone()];
+    }
+    panic!("unexpected resource expression {v:?}")
+}
+
+/// Each function's role statements under the full parameter set (every condition true).
+fn granted() -> BTreeMap<String, Vec<Statement>> {
+    let text = std::fs::read_to_string(infra::emulator::repo_root().join("template.yaml")).unwrap();
+    let template: Value = serde_yaml::from_str(&text).unwrap();
+    let resources = &template["Resources"];
+    let mut out = BTreeMap::new();
+    for function in FUNCTIONS {
+        let role = tagged(&resources[function]["Properties"]["Role"], "GetAtt")
+            .and_then(Value::as_str)
+            .unwrap_or_else(|| panic!("{function} has no Role of its own"));
+        let role = role.trim_end_matches(".Arn");
+        let props = &resources[role]["Properties"];
+        assert!(
+            props.get("ManagedPolicyArns").is_none(),
+            "{role}: managed policies are broader than its statements"
+        );
+        let mut statements = Vec::new();
+        for policy in props["Policies"].as_sequence().unwrap() {
+            // `!If [Condition, policy, !Ref AWS::NoValue]`: the full set takes the policy.
+            let policy = match tagged(policy, "If") {
+                Some(Value::Sequence(branches)) => &branches[1],
+                Some(_) => panic!("malformed !If in {role}"),
+                None => policy,
+            };
+            for s in policy["PolicyDocument"]["Statement"].as_sequence().unwrap() {
+                assert_eq!(s["Effect"].as_str(), Some("Allow"));
+                statements.push(Statement {
+                    sid: s["Sid"].as_str().expect("every statement has a Sid").into(),
+                    actions: strings(&s["Action"]),
+                    resources: logical_resources(&s["Resource"]),
+                });
+            }
+        }
+        out.insert(function.to_string(), statements);
+    }
+    out
+}
+
+fn matches(granted: &str, logical: &str) -> bool {
+    match granted.strip_suffix('*') {
+        Some(prefix) => logical.starts_with(prefix),
+        None => granted == logical,
+    }
+}
+
+/// What the emulator's resources are called in the template.
+struct Names(Vec<(String, String)>);
+
+impl Names {
+    /// A recorded resource (`prs-…/index/pending`, `bucket/narratives/…`) in logical names.
+    fn logical(&self, physical: &str) -> String {
+        self.0
+            .iter()
+            .filter(|(p, _)| physical.starts_with(p.as_str()))
+            .max_by_key(|(p, _)| p.len())
+            .map(|(p, l)| format!("{l}{}", &physical[p.len()..]))
+            .unwrap_or_else(|| format!("unknown:{physical}"))
+    }
+}
+
+async fn secret(sdk: &aws_config::SdkConfig, name: &str, value: &str) -> String {
+    aws_sdk_secretsmanager::Client::new(sdk)
+        .create_secret()
+        .name(format!("{name}-{}", uuid::Uuid::new_v4().simple()))
+        .secret_string(value)
+        .send()
+        .await
+        .unwrap()
+        .arn()
+        .unwrap()
+        .to_string()
+}
+
+fn insert_record(repo: &str, number: u64) -> EventRecord {
+    let mut record = EventRecord::default();
+    record.event_id = format!("event-{number}");
+    record.event_name = "INSERT".into();
+    record.change.sequence_number = Some(format!("{number}00"));
+    record.change.keys = serde_dynamo::Item::from(std::collections::HashMap::from([
+        (
+            shared::store::attr::REPO.to_string(),
+            serde_dynamo::AttributeValue::S(repo.into()),
+        ),
+        (
+            shared::store::attr::PR_NUMBER.to_string(),
+            serde_dynamo::AttributeValue::N(number.to_string()),
+        ),
+    ]));
+    record
+}
+
+fn delivery(payload: &serde_json::Value, number: u64, updated_at: &str) -> serde_json::Value {
+    let mut p = payload.clone();
+    p["number"] = number.into();
+    p["pull_request"]["number"] = number.into();
+    p["pull_request"]["updated_at"] = updated_at.into();
+    p["pull_request"]["title"] = format!("Change {number} at {updated_at}").into();
+    p
+}
+
+#[tokio::test]
+async fn every_function_calls_exactly_what_its_role_grants() {
+    let grants = granted();
+    let admin = support::sdk().await;
+    let tables = support::fresh_tables(&admin).await;
+    let table: TableConfig = tables.prs.table().clone();
+    let (entries_table, pages_table) = (
+        tables.entries.table_name().to_string(),
+        tables.pages.table_name().to_string(),
+    );
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    let sqs = aws_sdk_sqs::Client::new(&admin);
+    let queue = |name: String| {
+        let sqs = sqs.clone();
+        async move {
+            sqs.create_queue()
+                .queue_name(name)
+                .send()
+                .await
+                .unwrap()
+                .queue_url()
+                .unwrap()
+                .to_string()
+        }
+    };
+    let summarize_queue = queue(format!("summarize-{id}")).await;
+    let summarize_dlq = queue(format!("summarize-dlq-{id}")).await;
+    let bucket = format!("narratives-{id}");
+    shared::aws::s3_client(&admin)
+        .create_bucket()
+        .bucket(&bucket)
+        .send()
+        .await
+        .unwrap();
+    let webhook_secret = secret(&admin, "webhook", support::SECRET).await;
+    let github_secret = secret(&admin, "github", GITHUB_TOKEN).await;
+    let notion_secret = secret(&admin, "notion", NOTION_TOKEN).await;
+    let anthropic_secret = secret(&admin, "anthropic", ANTHROPIC_KEY).await;
+    let modules_param = format!("/chronicle-iam/{id}/modules");
+    aws_sdk_ssm::Client::new(&admin)
+        .put_parameter()
+        .name(&modules_param)
+        .r#type(aws_sdk_ssm::types::ParameterType::String)
+        .value("\"*\":\n  source: [\"src/**\"]\n")
+        .send()
+        .await
+        .unwrap();
+    let names = Names(vec![
+        (table.table_name.clone(), "PrTable".into()),
+        (entries_table.clone(), "EntriesTable".into()),
+        ("no-such-entries".into(), "EntriesTable".into()),
+        (pages_table.clone(), "PagesTable".into()),
+        (summarize_queue.clone(), "SummarizeQueue".into()),
+        (summarize_dlq.clone(), "SummarizeDlq".into()),
+        (bucket.clone(), "NarrativeBucket".into()),
+        (webhook_secret.clone(), "WebhookSecret".into()),
+        (github_secret.clone(), "GitHubTokenSecretArn".into()),
+        (notion_secret.clone(), "NotionTokenSecretArn".into()),
+        (anthropic_secret.clone(), "AnthropicApiKeySecretArn".into()),
+        (modules_param.clone(), "ModulesConfigParameter".into()),
+    ]);
+
+    let payload = support::merged_payload();
+    let repo = payload["repository"]["full_name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (a, b) = (901_u64, 902_u64);
+    let github = infra::github_standin::GitHubStandIn::start(GITHUB_TOKEN)
+        .await
+        .unwrap();
+    for n in [a, b] {
+        github.put_pull(&repo, support::standin_pull(&repo, n, 3));
+    }
+    let (notion, parent) = support::notion_stub::NotionStub::start(NOTION_TOKEN).await;
+    let messages = support::messages_stub::MessagesStub::start(ANTHROPIC_KEY).await;
+
+    let mut proxies: BTreeMap<&str, AuditProxy> = BTreeMap::new();
+    for function in FUNCTIONS {
+        proxies.insert(function, AuditProxy::start(support::endpoint()).await);
+    }
+
+    // Webhook: two merged PRs, then a newer delivery of the first.
+    let sdk = proxies["WebhookFunction"].sdk().await;
+    let webhook = shared::webhook::WebhookHandler::from_config(
+        &WebhookConfig {
+            table: table.clone(),
+            max_body_bytes: 1 << 20,
+            secret: SecretSource::SecretsManager(webhook_secret.clone()),
+            insecure_no_signature: false,
+        },
+        &sdk,
+    )
+    .await
+    .unwrap();
+    for (i, (n, at)) in [
+        (a, "2024-06-01T10:00:00Z"),
+        (b, "2024-06-01T10:00:00Z"),
+        (a, "2024-06-01T11:00:00Z"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let body = delivery(&payload, n, at).to_string();
+        let response = webhook
+            .handle(support::signed("pull_request", &format!("d-{i}"), body))
+            .await;
+        assert_eq!(response.status, 200, "{response:?}");
+    }
+
+    // Enrich: both INSERT records and one whose row is gone (its refused lease reads the row
+    // again), then the scheduled retry of deferred rows.
+    let sdk = proxies["EnrichFunction"].sdk().await;
+    let enrich = Arc::new(
+        shared::enrich::EnrichHandler::from_config(
+            &EnrichConfig {
+                table: table.clone(),
+                api_url: github.url().to_string(),
+                token: SecretSource::SecretsManager(github_secret.clone()),
+                timeout: Duration::from_secs(10),
+                max_retries: 1,
+                concurrency: 2,
+                max_paths: 500,
+                max_wait: Duration::from_secs(3600),
+            },
+            &sdk,
+        )
+        .await
+        .unwrap(),
+    );
+    let mut stream = Event::default();
+    stream.records = vec![
+        insert_record(&repo, a),
+        insert_record(&repo, b),
+        insert_record(&repo, 999),
+    ];
+    let response = enrich
+        .invoke(
+            shared::enrich::EnrichTrigger::Stream(stream),
+            support::within(30),
+            "inv-enrich",
+        )
+        .await
+        .unwrap();
+    match &response {
+        shared::enrich::EnrichResponse::Stream(r) => {
+            assert!(r.batch_item_failures.is_empty(), "{r:?}")
+        }
+        other => panic!("{other:?}"),
+    }
+    let scheduled =
+        std::fs::read_to_string(infra::emulator::repo_root().join("events/enrich.scheduled.json"))
+            .unwrap();
+    enrich
+        .invoke(
+            serde_json::from_str(&scheduled).unwrap(),
+            support::within(30),
+            "inv-retry",
+        )
+        .await
+        .unwrap();
+
+    // Sweeper: both rows are enriched, so both are claimed and enqueued.
+    let sdk = proxies["SweeperFunction"].sdk().await;
+    let sweeper = shared::sweeper::Sweeper::from_config(
+        &SweeperConfig {
+            table: table.clone(),
+            queue_url: summarize_queue.clone(),
+            enrich_grace: Duration::from_secs(120),
+            claim_ttl: Duration::from_secs(900),
+            enrich_enabled: true,
+            max_queued: 500,
+        },
+        &sdk,
+    );
+    let report = sweeper
+        .sweep(time::OffsetDateTime::now_utc(), support::within(30))
+        .await
+        .unwrap();
+    assert_eq!(report.enqueued, 2, "{report:?}");
+
+    // Summarize: the first PR is summarized (LLM paragraph, SSM modules config), with a message
+    // whose row is gone (its refused claim reads the row again); the second fails with its
+    // entries table unavailable and, at MaxAttempts 1, is given up to the DLQ.
+    let sdk = proxies["SummarizeFunction"].sdk().await;
+    // One test in this binary: nothing else reads the environment meanwhile.
+    std::env::set_var(shared::summary::ANTHROPIC_API_KEY_ARN, &anthropic_secret);
+    std::env::set_var(shared::summary::ANTHROPIC_API_URL, messages.url());
+    let summarize_config = |entries: &str| SummarizeConfig {
+        table: table.clone(),
+        entries_table: entries.to_string(),
+        pages_table: pages_table.clone(),
+        max_attempts: 1,
+        modules_file: None,
+        modules_param: Some(modules_param.clone()),
+        dlq_url: Some(summarize_dlq.clone()),
+    };
+    for (entries, n, given_up) in [
+        (&entries_table, a, false),
+        (&"no-such-entries".to_string(), b, true),
+    ] {
+        let handler = Arc::new(
+            shared::summarize::SummarizeHandler::from_config(&summarize_config(entries), &sdk)
+                .await
+                .unwrap(),
+        );
+        let response = handler
+            .handle(
+                support::sqs_batch(vec![
+                    support::summarize_message("m", &repo, n),
+                    support::summarize_message("ghost", &repo, 999),
+                ]),
+                support::within(30),
+                "inv-summarize",
+            )
+            .await;
+        assert!(response.batch_item_failures.is_empty(), "{response:?}");
+        let row = support::stored_row(&tables.prs, &repo, n).await;
+        assert_eq!(
+            row.contains_key(shared::store::attr::FAILED_AT),
+            given_up,
+            "{row:?}"
+        );
+    }
+    assert!(
+        messages.request_count() >= 1,
+        "the paragraph came from the Messages API"
+    );
+
+    // Page builder: the stale page is built to S3 and Notion.
+    let sdk = proxies["PageBuilderFunction"].sdk().await;
+    let builder = shared::pages::build::PageBuilder::from_config(
+        &BuilderConfig {
+            entries_table: entries_table.clone(),
+            pages_table: pages_table.clone(),
+            rebuild_interval: Duration::ZERO,
+            concurrency: 2,
+            output_dir: String::new(),
+            output_s3: Some((bucket.clone(), "narratives/".into())),
+            notion: Some(NotionConfig {
+                token: SecretSource::SecretsManager(notion_secret.clone()),
+                parent_page_id: parent.clone(),
+                api_url: notion.url(),
+            }),
+            markdown_with_notion: true,
+            modules_file: None,
+            modules_param: Some(modules_param.clone()),
+        },
+        &sdk,
+    )
+    .await
+    .unwrap();
+    let report = builder
+        .tick(
+            time::OffsetDateTime::now_utc(),
+            support::within(60),
+            "inv-build",
+        )
+        .await
+        .unwrap();
+    assert!(report.built >= 1, "{report:?}");
+
+    // Every call granted; every grant called (or used by Lambda, or on a listed path).
+    let mut problems = Vec::new();
+    for function in FUNCTIONS {
+        let statements = &grants[function];
+        let calls: BTreeSet<Call> = proxies[function].calls().into_iter().collect();
+        let mut used: BTreeSet<(String, String)> = BTreeSet::new();
+        for call in &calls {
+            let logical = names.logical(&call.resource);
+            let grant = statements.iter().find(|s| {
+                s.actions.contains(&call.action) && s.resources.iter().any(|r| matches(r, &logical))
+            });
+            match grant {
+                Some(s) => {
+                    used.insert((s.sid.clone(), call.action.clone()));
+                }
+                None => problems.push(format!(
+                    "{function} calls {} on {logical}: not granted",
+                    call.action
+                )),
+            }
+        }
+        for s in statements {
+            if let Some((_, why)) = USED_BY_LAMBDA.iter().find(|(sid, _)| *sid == s.sid) {
+                eprintln!("{function} {}: {:?} ({why})", s.sid, s.actions);
+                continue;
+            }
+            for action in &s.actions {
+                let listed = NOT_RUN_HERE
+                    .iter()
+                    .any(|(f, a, _)| *f == function && a == action);
+                let called = used.contains(&(s.sid.clone(), action.clone()));
+                match (called, listed) {
+                    (true, false) | (false, true) => {}
+                    (false, false) => problems.push(format!(
+                        "{function} {}: {action} granted but never called",
+                        s.sid
+                    )),
+                    (true, true) => problems.push(format!(
+                        "{function}: {action} is called here; take it off NOT_RUN_HERE"
+                    )),
+                }
+            }
+        }
+        eprintln!(
+            "{function}: {} distinct calls: {:?}",
+            calls.len(),
+            calls
+                .iter()
+                .map(|c| format!("{} {}", c.action, names.logical(&c.resource)))
+                .collect::<BTreeSet<_>>()
+        );
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    github.stop().await;
+}

@@ -1,0 +1,155 @@
+//! A recording HTTP proxy in front of the emulator, for the IAM test: every AWS request a
+//! function's SDK makes goes through it and is recorded as the IAM action it needs and the
+//! resource it names, then forwarded unchanged. One proxy per function attributes each call to
+//! the function that made it.
+
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use tokio::net::TcpListener;
+
+/// One request: the IAM action it needs (`dynamodb:Query`) and the resource it names: a table
+/// (`prs-…`, or `prs-…/index/pending`), a queue URL, a secret id, a parameter name or
+/// `bucket/key`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Call {
+    pub action: String,
+    pub resource: String,
+}
+
+#[derive(Clone)]
+pub struct AuditProxy {
+    endpoint: String,
+    calls: Arc<Mutex<Vec<Call>>>,
+    _server: infra::http_server::Serving,
+}
+
+impl AuditProxy {
+    pub async fn start(upstream: String) -> AuditProxy {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let endpoint = format!("http://{}", listener.local_addr().unwrap());
+        let calls: Arc<Mutex<Vec<Call>>> = Arc::default();
+        let http = reqwest::Client::new();
+        let recorded = calls.clone();
+        let server = infra::http_server::Serving::spawn(listener, move |req| {
+            forward(http.clone(), upstream.clone(), recorded.clone(), req)
+        });
+        AuditProxy {
+            endpoint,
+            calls,
+            _server: server,
+        }
+    }
+
+    /// An SDK configuration whose every request goes through this proxy.
+    pub async fn sdk(&self) -> aws_config::SdkConfig {
+        infra::emulator::sdk_config(&self.endpoint).await
+    }
+
+    pub fn calls(&self) -> Vec<Call> {
+        self.calls.lock().unwrap().clone()
+    }
+}
+
+/// The IAM action of a request, from the signing scope's service and the operation: the JSON
+/// protocols name it in `X-Amz-Target`; S3 in the method. Batch operations need the action of
+/// their single form (IAM has no `sqs:SendMessageBatch`).
+fn call_of(parts: &http::request::Parts, body: &[u8]) -> Call {
+    let service = parts
+        .headers
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|auth| auth.split("Credential=").nth(1))
+        .and_then(|cred| cred.split('/').nth(3))
+        .unwrap_or("unsigned")
+        .to_string();
+    let json: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
+    let field = |name: &str| json.get(name).and_then(|v| v.as_str()).map(str::to_string);
+    if service == "s3" {
+        let operation = match parts.method.as_str() {
+            "PUT" => "PutObject",
+            "DELETE" => "DeleteObject",
+            "GET" => "GetObject",
+            other => other,
+        };
+        let path = parts.uri.path().trim_start_matches('/').to_string();
+        return Call {
+            action: format!("s3:{operation}"),
+            resource: path,
+        };
+    }
+    let operation = parts
+        .headers
+        .get("x-amz-target")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|t| t.rsplit('.').next())
+        .unwrap_or("unknown")
+        .to_string();
+    let operation = operation
+        .strip_suffix("Batch")
+        .filter(|_| service == "sqs")
+        .map(str::to_string)
+        .unwrap_or(operation);
+    let resource = match service.as_str() {
+        "dynamodb" => match (field("TableName"), field("IndexName")) {
+            (Some(table), Some(index)) => format!("{table}/index/{index}"),
+            (Some(table), None) => table,
+            _ => String::new(),
+        },
+        "sqs" => field("QueueUrl").unwrap_or_default(),
+        "secretsmanager" => field("SecretId").unwrap_or_default(),
+        "ssm" => field("Name").unwrap_or_default(),
+        _ => String::new(),
+    };
+    Call {
+        action: format!("{service}:{operation}"),
+        resource,
+    }
+}
+
+async fn forward(
+    http: reqwest::Client,
+    upstream: String,
+    calls: Arc<Mutex<Vec<Call>>>,
+    req: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    let (parts, body) = req.into_parts();
+    let body = body
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    calls.lock().unwrap().push(call_of(&parts, &body));
+    let path_and_query = parts
+        .uri
+        .path_and_query()
+        .map(|p| p.as_str())
+        .unwrap_or("/");
+    let mut request = http.request(parts.method.clone(), format!("{upstream}{path_and_query}"));
+    for (name, value) in &parts.headers {
+        if name != http::header::HOST && name != http::header::CONTENT_LENGTH {
+            request = request.header(name, value);
+        }
+    }
+    let answer = match request.body(body).send().await {
+        Ok(a) => a,
+        Err(e) => {
+            return Ok(Response::builder()
+                .status(502)
+                .body(Full::new(Bytes::from(e.to_string())))
+                .unwrap())
+        }
+    };
+    let mut response = Response::builder().status(answer.status().as_u16());
+    for (name, value) in answer.headers() {
+        if name != http::header::CONTENT_LENGTH && name != http::header::TRANSFER_ENCODING {
+            response = response.header(name, value);
+        }
+    }
+    let bytes = answer.bytes().await.unwrap_or_default();
+    Ok(response.body(Full::new(bytes)).unwrap())
+}
