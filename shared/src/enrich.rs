@@ -903,8 +903,16 @@ pub fn record_key(record: &EventRecord) -> Option<(RepoName, u64)> {
     Some((repo, number))
 }
 
-/// The Lambda context's deadline (epoch milliseconds) as an `Instant`.
+/// Below this a "deadline" cannot be an epoch time (it would be before September 2001).
+const EARLIEST_EPOCH_DEADLINE_MS: u64 = 1_000_000_000_000;
+
+/// The Lambda context's deadline (epoch milliseconds) as an `Instant`. `cargo lambda watch`
+/// (1.9) sends the function's timeout itself (600000) instead of an epoch time: a value that
+/// small is read as time left, so locally served functions do not see their deadline as past.
 pub fn deadline_from_epoch_millis(deadline_ms: u64) -> Instant {
+    if deadline_ms < EARLIEST_EPOCH_DEADLINE_MS {
+        return Instant::now() + Duration::from_millis(deadline_ms);
+    }
     let now_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()
@@ -915,6 +923,22 @@ pub fn deadline_from_epoch_millis(deadline_ms: u64) -> Instant {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_deadline_is_an_epoch_time_or_else_the_time_left() {
+        let now_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64;
+        let left = |d: Instant| d.saturating_duration_since(Instant::now()).as_secs();
+        assert!((58..=60).contains(&left(deadline_from_epoch_millis(now_ms + 60_000))));
+        assert_eq!(
+            left(deadline_from_epoch_millis(now_ms - 1_000)),
+            0,
+            "already past"
+        );
+        assert!((598..=600).contains(&left(deadline_from_epoch_millis(600_000))));
+    }
 
     fn file(path: &str, additions: u64) -> ChangedFile {
         ChangedFile {

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The Docker-free `sam local invoke`: every function, built and served by `cargo lambda watch`
+# against the emulator, invoked with its sample event from events/ by `cargo lambda invoke`, and
+# each answer asserted (infra/invoke_check.py): the webhook's 200 and the row it stored, enrich's
+# and summarize's empty batchItemFailures, the sweeper's report and its message, the page
+# builder's report and the page it wrote.
+#
+#   infra/invoke-check.sh        (starts moto unless AWS_ENDPOINT_URL is set; cargo-lambda is
+#                                 installed into .venv-tools/ by infra/sam-build.sh's pin)
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+VENV="$ROOT/.venv-tools"
+CARGO_LAMBDA_PIN="$(sed -n 's/^CARGO_LAMBDA_PIN="\(.*\)"$/\1/p' infra/sam-build.sh)"
+WORK="$ROOT/target/invoke-check"
+mkdir -p "$WORK"
+
+die() { printf 'invoke-check: %s\n' "$*" >&2; exit 1; }
+log() { printf '==> %s\n' "$*" >&2; }
+
+[[ -x "$VENV/bin/python" ]] || infra/check-template.sh >/dev/null
+if ! "$VENV/bin/python" -m pip show cargo-lambda >/dev/null 2>&1; then
+  log "installing $CARGO_LAMBDA_PIN into $VENV"
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$CARGO_LAMBDA_PIN" \
+    || die "pip install $CARGO_LAMBDA_PIN failed"
+fi
+export PATH="$VENV/bin:$PATH"
+
+infra/emulator.sh install
+started_emulator=""
+watch_pid=""
+cleanup() {
+  if [[ -n "$watch_pid" ]]; then kill -- "-$watch_pid" 2>/dev/null || kill "$watch_pid" 2>/dev/null || true; fi
+  if [[ -n "$started_emulator" ]]; then infra/emulator.sh stop >/dev/null 2>&1 || true; fi
+}
+trap cleanup EXIT
+if [[ -z "${AWS_ENDPOINT_URL:-}" ]]; then
+  eval "$(infra/emulator.sh start)"
+  started_emulator=1
+fi
+export AWS_REGION="${AWS_REGION:-us-east-1}" AWS_ACCESS_KEY_ID="${AWS_ACCESS_KEY_ID:-test}" \
+  AWS_SECRET_ACCESS_KEY="${AWS_SECRET_ACCESS_KEY:-test}"
+PY="$ROOT/.venv-moto/bin/python"
+
+log "provisioning the emulator ($AWS_ENDPOINT_URL) from template.yaml"
+"$PY" infra/invoke_check.py provision "$WORK/functions.env"
+
+# Built first, so no invocation's time goes to compiling (its deadline starts at the invoke).
+log "cargo build of the five functions"
+cargo build --quiet -p chronicle-webhook -p chronicle-enrich -p chronicle-sweeper \
+  -p chronicle-summarize -p chronicle-page-builder
+
+port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+log "cargo lambda watch on 127.0.0.1:$port (functions are built on their first invoke)"
+# Its own process group, so the functions it runs stop with it.
+# --timeout: each invocation's deadline, 60 s as the template gives the longest-running ones.
+setsid cargo lambda watch --invoke-address 127.0.0.1 --invoke-port "$port" --timeout 60 \
+  --env-file "$WORK/functions.env" --env-var "AWS_ENDPOINT_URL=$AWS_ENDPOINT_URL" \
+  >"$WORK/watch.log" 2>&1 &
+watch_pid=$!
+for _ in $(seq 1 120); do
+  if (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
+  kill -0 "$watch_pid" 2>/dev/null || { cat "$WORK/watch.log" >&2; die "cargo lambda watch exited"; }
+  sleep 1
+done
+
+invoke() {
+  local step=$1 function=$2 event=$3
+  log "cargo lambda invoke $function --data-file $event"
+  if ! cargo lambda invoke "$function" --invoke-address 127.0.0.1 --invoke-port "$port" \
+      --data-file "$event" --output-format json >"$WORK/$step.json" 2>"$WORK/$step.err"; then
+    cat "$WORK/$step.err" >&2
+    tail -40 "$WORK/watch.log" >&2
+    die "$function failed on $event"
+  fi
+  "$PY" infra/invoke_check.py check "$step" "$WORK/$step.json" || {
+    tail -40 "$WORK/watch.log" >&2
+    die "$step: unexpected answer"
+  }
+}
+
+# The pipeline's order: stored, enriched (no token: passed over), swept, summarized, published.
+invoke webhook webhook events/webhook.apigw.json
+invoke enrich enrich events/enrich.dynamodb-stream.json
+invoke enrich-retry enrich events/enrich.scheduled.json
+invoke sweeper sweeper events/sweeper.scheduled.json
+invoke summarize summarize events/summarize.sqs.json
+invoke page-builder page-builder events/page-builder.scheduled.json
+log "invoke check passed: 6 invocations of 5 functions, each answer asserted"
