@@ -90,8 +90,40 @@ fn module_page(
         latest_merged_at: entries.first().map(|e| e.merged_at.clone()),
         recent_authors: content::recent_authors(&entries),
         archive_years: vec![],
+        years: years_of(&entries),
+        now: entries
+            .first()
+            .and_then(|e| shared::domain::parse_rfc3339(&e.merged_at))
+            .map(|t| t + time::Duration::days(10)),
     };
     commonmark(&content::module_page(&facts, &entries))
+}
+
+/// Each year's figures and overview digest, as the builder stores them.
+fn years_of(
+    entries: &[ModuleEntry],
+) -> std::collections::BTreeMap<String, shared::domain::YearStats> {
+    let mut by_year: std::collections::BTreeMap<String, Vec<ModuleEntry>> = Default::default();
+    for e in entries {
+        by_year
+            .entry(format!("{:04}", e.year()))
+            .or_default()
+            .push(e.clone());
+    }
+    by_year
+        .into_iter()
+        .map(|(year, mut of_year)| {
+            of_year.sort_by_key(|e| e.order_key());
+            let stats = shared::domain::YearStats {
+                count: of_year.len() as u64,
+                first: of_year.first().unwrap().merged_at.clone(),
+                last: of_year.last().unwrap().merged_at.clone(),
+                digest: shared::pages::overview::digest(&of_year),
+                ..Default::default()
+            };
+            (year, stats)
+        })
+        .collect()
 }
 
 fn check(name: &str, rendered: &str) {
@@ -431,6 +463,7 @@ fn generated_history() -> Vec<ModuleEntry> {
             author: AUTHORS[rng.next(AUTHORS.len() as u64) as usize].into(),
             merged_at: rfc3339_seconds(at),
             kind: Some(kind.into()),
+            breaking: false,
             labels: if kind == "fix" { vec!["bug".into()] } else { vec![] },
             summary: format!(
                 "{verb} {thing}, so that month-end closes finish on time. The change keeps the public \

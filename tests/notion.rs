@@ -31,6 +31,7 @@ fn entry(module: &str, number: u64, merged_at: &str) -> ModuleEntry {
         author: "dev_one".into(),
         merged_at: merged_at.into(),
         kind: Some("feat".into()),
+        breaking: false,
         labels: vec!["area/{x}".into()],
         summary: format!("Why PR {number} was made: a [link](https://example.com/{number})."),
         linked_issues: vec![],

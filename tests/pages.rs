@@ -36,6 +36,7 @@ fn entry(module: &str, number: u64, merged_at: &str) -> ModuleEntry {
             }
             .into(),
         ),
+        breaking: false,
         labels: vec![],
         summary: format!("What PR {number} did to {module}, and why."),
         linked_issues: vec![],

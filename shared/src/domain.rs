@@ -142,9 +142,12 @@ pub struct ModuleEntry {
     pub author: String,
     /// RFC 3339 in UTC with whole seconds, as stored on the PR row.
     pub merged_at: String,
-    /// The title's conventional-commit type (`feat`, `fix`), shown as a tag.
+    /// What kind of change ([`crate::kind::classify`]: `feat`, `fix`, `deps`, `release`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
+    /// A breaking change (`!` in the title's type, or a `breaking` label).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub breaking: bool,
     #[serde(default)]
     pub labels: Vec<String>,
     pub summary: String,
@@ -279,6 +282,9 @@ pub struct YearStats {
     /// The archive pages published for the year, parents first (`2019`, `2019-Q1`, …).
     #[serde(default)]
     pub parts: Vec<String>,
+    /// What the module overview needs of the year (kinds, authors, files, milestones).
+    #[serde(default)]
+    pub digest: crate::pages::overview::YearDigest,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

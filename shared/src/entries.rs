@@ -34,7 +34,8 @@ pub fn module_entries(
             *per_module.entry(m).or_default() += 1;
         }
     }
-    let kind = crate::summary::conventional_type(&row.title).0;
+    let kind = crate::kind::classify(&row.title, &row.author, &row.labels);
+    let breaking = crate::kind::is_breaking(&row.title, &row.labels);
     modules
         .iter()
         .map(|module| {
@@ -69,6 +70,7 @@ pub fn module_entries(
                 author: row.author.clone(),
                 merged_at: row.merged_at.clone(),
                 kind: kind.clone(),
+                breaking,
                 labels: row.labels.iter().take(ENTRY_MAX_LABELS).cloned().collect(),
                 summary: summary.to_string(),
                 linked_issues: row

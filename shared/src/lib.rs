@@ -21,6 +21,7 @@ pub mod enrich;
 pub mod entries;
 pub mod error;
 pub mod github;
+pub mod kind;
 pub mod notion;
 pub mod pages;
 pub mod payload;

@@ -899,14 +899,15 @@ fn join_and(items: &[String]) -> String {
 /// ("Fixes #12"), and placeholders ("N/A", "TBD").
 pub fn extractive(input: &SummaryInput) -> Summary {
     let (kind, title) = conventional_type(input.title);
-    let paragraph = input
+    let title = if title.is_empty() { input.title } else { title };
+    let from_body = input
         .body
-        .map(|b| first_meaningful_paragraph(&clean_body(b)))
+        .map(|b| body_summary(&clean_body(b), title))
         .unwrap_or_default();
-    let text = if paragraph.is_empty() {
-        title_and_areas(if title.is_empty() { input.title } else { title }, input)
+    let text = if from_body.is_empty() {
+        files_sentence(input.files)
     } else {
-        paragraph
+        from_body
     };
     Summary {
         text: cap(&text, SUMMARY_MAX_CHARS),
@@ -915,67 +916,108 @@ pub fn extractive(input: &SummaryInput) -> Summary {
     }
 }
 
-fn title_and_areas(title: &str, input: &SummaryInput) -> String {
-    let mut title = collapse_whitespace(title);
-    if let Some(first) = title.chars().next() {
-        if first.is_lowercase() {
-            title = first.to_uppercase().chain(title.chars().skip(1)).collect();
-        }
+/// Most paths a files sentence names.
+const FILES_NAMED: usize = 3;
+/// Most commit subjects a squash-merge list keeps.
+const SQUASH_ITEMS: usize = 5;
+
+/// What changed, from the files, for a body that says nothing the title does not: "Changes
+/// `a.rs`, `b.rs` and 4 more files." Empty without files: never the title again.
+fn files_sentence(files: &[String]) -> String {
+    let files: Vec<&str> = files
+        .iter()
+        .map(|f| f.trim())
+        .filter(|f| !f.is_empty())
+        .collect();
+    if files.is_empty() {
+        return String::new();
     }
-    if !title.is_empty() && !title.ends_with(['.', '!', '?', '…']) {
-        title.push('.');
+    let named: Vec<String> = files
+        .iter()
+        .take(FILES_NAMED)
+        .map(|f| format!("`{}`", f.replace('`', "'")))
+        .collect();
+    let rest = files.len() - named.len();
+    let tests = files[named.len()..].iter().any(|f| is_test_path(f));
+    match rest {
+        0 => format!("Changes {}.", join_and(&named)),
+        _ => format!(
+            "Changes {} and {rest} more {}{}.",
+            named.join(", "),
+            if rest == 1 { "file" } else { "files" },
+            if tests { ", tests among them" } else { "" }
+        ),
     }
-    let areas = areas(input);
-    if areas.is_empty() {
-        return title;
-    }
-    const NAMED: usize = 3;
-    let listed = if areas.len() <= NAMED {
-        join_and(&areas)
-    } else {
-        format!(
-            "{} and {} more",
-            areas[..NAMED].join(", "),
-            areas.len() - NAMED
+}
+
+fn is_test_path(path: &str) -> bool {
+    path.split('/').any(|segment| {
+        let s = segment.to_ascii_lowercase();
+        s == "test"
+            || s == "tests"
+            || s == "__tests__"
+            || s == "spec"
+            || s.ends_with("_test.go")
+            || s.ends_with("_test.rs")
+            || s.contains(".test.")
+            || s.contains(".spec.")
+            || s.starts_with("test_")
+    })
+}
+
+/// A git trailer line (`Signed-off-by: …`, `Change-Id: …`): never part of a summary.
+fn is_trailer(line: &str) -> bool {
+    static TRAILER: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(
+            r"(?i)^(?:signed-off-by|co-authored-by|co-developed-by|reviewed-by|acked-by|tested-by|reported-by|suggested-by|requested-by|helped-by|approved-by|reviewed-on|change-id|cc|git-svn-id|pr-url|differential revision|depends-on)\s*:",
         )
-    };
-    let touches = format!("Touches {listed}.");
-    if title.is_empty() {
-        touches
-    } else {
-        format!("{title} {touches}")
-    }
+        .expect("a valid pattern")
+    });
+    TRAILER.is_match(line.trim())
 }
 
-/// The modules, else the top-level areas of the changed files (first path segment; a file at
-/// the root is its own area), in the order given, without repeats.
-fn areas(input: &SummaryInput) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    let mut push = |s: &str| {
-        let s = s.trim();
-        if !s.is_empty() && !out.iter().any(|o| o == s) {
-            out.push(s.to_string());
-        }
-    };
-    if input.modules.iter().any(|m| !m.trim().is_empty()) {
-        input.modules.iter().for_each(|m| push(m));
-    } else {
-        for f in input.files {
-            let f = f.trim().trim_start_matches('/');
-            push(f.split('/').next().unwrap_or(f));
-        }
-    }
-    out
+/// Squash-merge noise among commit subjects: merges, fixups, the web editor's defaults.
+fn is_noise_subject(subject: &str) -> bool {
+    static NOISE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(
+            r"(?i)^(?:merge (?:branch|remote-tracking branch|pull request)\b|(?:fixup|squash|amend)!|wip\b|apply suggestions? from code review|update [\w./-]+$|address (?:review )?comments?$|fix(?:es)? (?:lint|typo|fmt|format(?:ting)?|clippy|ci)$|cargo fmt$|fmt$|lint$|review$|\.$)",
+        )
+        .expect("a valid pattern")
+    });
+    NOISE.is_match(subject.trim())
 }
 
-fn first_meaningful_paragraph(cleaned: &str) -> String {
-    let mut paragraph: Vec<&str> = Vec::new();
+/// Alphanumerics only, lowercased: "Add X." and "add x" compare equal.
+fn comparable(s: &str) -> String {
+    s.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// One paragraph of a cleaned body: its lines, and whether every line is a list item.
+struct Paragraph<'a> {
+    lines: Vec<&'a str>,
+    list: bool,
+}
+
+/// The body's paragraphs, in order: code blocks, table rows, headings and trailers end one and
+/// are none.
+fn paragraphs(cleaned: &str) -> Vec<Paragraph<'_>> {
+    fn flush<'a>(out: &mut Vec<Paragraph<'a>>, current: &mut Vec<&'a str>) {
+        if !current.is_empty() {
+            let list = current
+                .iter()
+                .all(|l| list_marker(l.trim_start_matches('>').trim()).is_some());
+            out.push(Paragraph {
+                lines: std::mem::take(current),
+                list,
+            });
+        }
+    }
+    let mut out = Vec::new();
+    let mut current: Vec<&str> = Vec::new();
     let mut fence: Option<&str> = None;
-    let flush = |paragraph: &mut Vec<&str>| -> Option<String> {
-        let text = paragraph_text(paragraph);
-        paragraph.clear();
-        is_meaningful(&text).then_some(text)
-    };
     for line in cleaned.lines() {
         if let Some(marker) = fence {
             if fence_closes(line, marker) {
@@ -984,7 +1026,6 @@ fn first_meaningful_paragraph(cleaned: &str) -> String {
             continue;
         }
         let t = line.trim();
-        // Code blocks, table rows, headings and blank lines end a paragraph and are not one.
         let boundary = if let Some(marker) = fence_open(line) {
             fence = Some(marker);
             true
@@ -993,16 +1034,85 @@ fn first_meaningful_paragraph(cleaned: &str) -> String {
                 || t.starts_with('|')
                 || atx_heading(t).is_some()
                 || bold_heading(t).is_some()
+                || is_trailer(t)
         };
         if boundary {
-            if let Some(text) = flush(&mut paragraph) {
-                return text;
-            }
+            flush(&mut out, &mut current);
+        } else {
+            current.push(t);
+        }
+    }
+    flush(&mut out, &mut current);
+    out
+}
+
+/// The summary a cleaned body gives: its first meaningful paragraph that is not the title
+/// again (a paragraph ending in ":" with the list after it), or, for a squash-merge list of
+/// commit subjects, the subjects as one short list. Empty when the body adds nothing.
+fn body_summary(cleaned: &str, title: &str) -> String {
+    let title = comparable(title);
+    // With or without a conventional-commit prefix on either side.
+    let same_as_title = |text: &str| {
+        let c = comparable(conventional_type(text).1);
+        c.is_empty() || c == title || comparable(text) == title
+    };
+    let paragraphs = paragraphs(cleaned);
+    let mut i = 0;
+    while i < paragraphs.len() {
+        let p = &paragraphs[i];
+        let text = paragraph_text(&p.lines);
+        if !is_meaningful(&text) || same_as_title(&text) {
+            i += 1;
             continue;
         }
-        paragraph.push(t);
+        if p.list {
+            return squash_list(&paragraphs[i..], &title);
+        }
+        if text.ends_with(':') {
+            if let Some(next) = paragraphs.get(i + 1).filter(|n| n.list) {
+                let mut lines = p.lines.clone();
+                lines.extend(next.lines.iter().copied());
+                return paragraph_text(&lines);
+            }
+        }
+        return text;
     }
-    flush(&mut paragraph).unwrap_or_default()
+    String::new()
+}
+
+/// The list items from here on (up to the first prose paragraph) as "A; b; c and 2 more.",
+/// without noise subjects, repeats, or the title.
+fn squash_list(paragraphs: &[Paragraph], title: &str) -> String {
+    let mut subjects: Vec<String> = Vec::new();
+    let mut seen: Vec<String> = vec![title.to_string()];
+    for p in paragraphs.iter().take_while(|p| p.list) {
+        for line in &p.lines {
+            let item = list_marker(line.trim_start_matches('>').trim()).unwrap_or(line);
+            let text = plain_inline(item);
+            let key = comparable(&text);
+            if key.is_empty() || is_noise_subject(&text) || seen.contains(&key) {
+                continue;
+            }
+            seen.push(key);
+            subjects.push(text.trim_end_matches(['.', ';']).to_string());
+        }
+    }
+    if subjects.is_empty() {
+        return String::new();
+    }
+    let more = subjects.len().saturating_sub(SQUASH_ITEMS);
+    subjects.truncate(SQUASH_ITEMS);
+    let mut text = subjects.join("; ");
+    if let Some(first) = text.chars().next() {
+        if first.is_lowercase() {
+            text = first.to_uppercase().chain(text.chars().skip(1)).collect();
+        }
+    }
+    if more > 0 {
+        text.push_str(&format!(" and {more} more"));
+    }
+    text.push('.');
+    text
 }
 
 /// A paragraph's lines as one line of prose.
@@ -1617,7 +1727,7 @@ https://github.com/user-attachments/assets/0f1e6a52-9a4b-4c1e-8d3f-2b1c9e7d5a10\
     /// HAND-WRITTEN: a template whose author wrote nothing but ticked boxes, with setext and
     /// bold headings and the issue reference first.
     #[test]
-    fn a_template_with_nothing_written_falls_back_to_title_and_areas() {
+    fn a_template_with_nothing_written_falls_back_to_the_files() {
         let body = "Fixes #12, closes acme/widgets#13\n\n\
                     Description\n-----------\n\n\
                     N/A\n\n\
@@ -1639,7 +1749,7 @@ https://github.com/user-attachments/assets/0f1e6a52-9a4b-4c1e-8d3f-2b1c9e7d5a10\
         });
         assert_eq!(
             summary.text,
-            "Publish to notion. Touches shared, tests and README.md."
+            "Changes `shared/src/publish.rs`, `tests/notion.rs`, `shared/src/lib.rs` and 1 more file."
         );
         assert_eq!(summary.kind.as_deref(), Some("feat"));
     }
@@ -1825,7 +1935,10 @@ This PR has been generated by [Renovate Bot](https://github.com/renovatebot/reno
             modules: &modules,
             ..input("ci: add badges to the README", Some(body))
         });
-        assert_eq!(summary.text, "Add badges to the README. Touches ci.");
+        assert_eq!(
+            summary.text, "",
+            "no files, no body: nothing, never the title again"
+        );
     }
 
     /// HAND-WRITTEN: images inside prose go, the prose stays; `<details>` text goes, the line
@@ -1894,11 +2007,16 @@ This PR has been generated by [Renovate Bot](https://github.com/renovatebot/reno
     }
 
     #[test]
-    fn an_empty_body_gives_the_title_and_the_areas() {
-        let modules: Vec<String> = ["webhook", "store", "signature", "telemetry"]
-            .map(String::from)
-            .to_vec();
-        let files = vec!["shared/src/webhook.rs".to_string()];
+    fn an_empty_body_says_what_changed_from_the_files_never_the_title() {
+        let modules: Vec<String> = ["webhook", "store"].map(String::from).to_vec();
+        let files: Vec<String> = [
+            "shared/src/webhook.rs",
+            "shared/src/store.rs",
+            "shared/src/signature.rs",
+            "tests/webhook.rs",
+        ]
+        .map(String::from)
+        .to_vec();
         for body in [None, Some(""), Some(" \n\t\n"), Some("<!-- unterminated")] {
             let s = extractive(&SummaryInput {
                 title: "fix(webhook)!: reject unsigned deliveries",
@@ -1910,26 +2028,80 @@ This PR has been generated by [Renovate Bot](https://github.com/renovatebot/reno
             });
             assert_eq!(
                 s.text,
-                "Reject unsigned deliveries. Touches webhook, store, signature and 1 more."
+                "Changes `shared/src/webhook.rs`, `shared/src/store.rs`, `shared/src/signature.rs` \
+                 and 1 more file, tests among them."
             );
             assert_eq!(s.kind.as_deref(), Some("fix"));
         }
-        // No modules: top-level areas of the files, most changed first, without repeats.
-        let files: Vec<String> = ["infra/src/cli.rs", "infra/src/stack.rs", "template.yaml"]
-            .map(String::from)
-            .to_vec();
+        let two = &files[..2];
         let s = extractive(&SummaryInput {
-            files: &files,
+            files: two,
             ..input("Operator CLI: redrive", None)
         });
         assert_eq!(
             s.text,
-            "Operator CLI: redrive. Touches infra and template.yaml."
+            "Changes `shared/src/webhook.rs` and `shared/src/store.rs`."
         );
-        assert_eq!(s.kind, None);
-        // Nothing at all.
-        assert_eq!(extractive(&input("Add login", None)).text, "Add login.");
-        assert_eq!(extractive(&input("Why?", Some(""))).text, "Why?");
+        // Nothing at all: nothing (the page shows the title already).
+        assert_eq!(extractive(&input("Add login", None)).text, "");
+        assert_eq!(extractive(&input("Why?", Some(""))).text, "");
+    }
+
+    /// HAND-WRITTEN: bodies that only repeat the title, or only carry trailers, never become
+    /// the summary.
+    #[test]
+    fn title_only_and_trailer_only_bodies_are_not_a_summary() {
+        let files = vec!["lambda-runtime/src/lib.rs".to_string()];
+        for body in [
+            "Add the lambda runtime",
+            "Add the lambda runtime.\n\nSigned-off-by: Jane Doe <jane@example.com>",
+            "Signed-off-by: Jane Doe <jane@example.com>",
+            "Signed-off-by: A <a@x>\nCo-authored-by: B <b@x>\nReviewed-by: C <c@x>\nChange-Id: I8f3e2a",
+            "feat: add the lambda runtime\n\n---------\n\nCo-authored-by: B <b@x>",
+        ] {
+            let s = extractive(&SummaryInput {
+                files: &files,
+                ..input("feat: Add the lambda runtime", Some(body))
+            });
+            assert_eq!(s.text, "Changes `lambda-runtime/src/lib.rs`.", "{body:?}");
+        }
+        // A trailer after the prose is dropped, the prose kept.
+        let body = "Retries on 529 with the server's Retry-After.\nSigned-off-by: Jane <j@x>";
+        assert_eq!(
+            extractive(&input("Retry", Some(body))).text,
+            "Retries on 529 with the server's Retry-After."
+        );
+    }
+
+    /// A GitHub squash-merge body: the commit subjects as one short clean list, without merges,
+    /// fixups, the web editor's "Update x" or the title again.
+    #[test]
+    fn a_squash_merge_list_becomes_a_short_clean_list() {
+        let body = "* Add the Converse client\n\n\
+                    * fixup! Add the Converse client\n\n\
+                    * Merge branch 'main' into bedrock\n\n\
+                    * Update README.md\n\n\
+                    * retry ThrottlingException with jitter\n\n\
+                    * Apply suggestions from code review\n\n\
+                    * Cut timeouts to the deadline\n\n\
+                    * Add the Converse client\n\n\
+                    ---------\n\n\
+                    Co-authored-by: Jane <jane@example.com>";
+        assert_eq!(
+            extractive(&input("Bedrock summaries (#42)", Some(body))).text,
+            "Add the Converse client; retry ThrottlingException with jitter; Cut timeouts to the deadline."
+        );
+        let many: String = (1..=8).map(|i| format!("- step {i}\n")).collect();
+        assert_eq!(
+            extractive(&input("t", Some(&many))).text,
+            "Step 1; step 2; step 3; step 4; step 5 and 3 more."
+        );
+        // A lead-in ending in ":" takes the list after it.
+        let body = "This PR:\n\n- adds the flag\n- documents it";
+        assert_eq!(
+            extractive(&input("t", Some(body))).text,
+            "This PR: adds the flag; documents it"
+        );
     }
 
     #[test]
@@ -1980,11 +2152,7 @@ This PR has been generated by [Renovate Bot](https://github.com/renovatebot/reno
             "none.",
             "#1",
         ] {
-            assert_eq!(
-                extractive(&input("Title", Some(body))).text,
-                "Title.",
-                "{body}"
-            );
+            assert_eq!(extractive(&input("Title", Some(body))).text, "", "{body}");
         }
         // Prose that mentions an issue is a summary.
         let body = "Fixes #1 by retrying on 529.";

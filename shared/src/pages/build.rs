@@ -549,6 +549,7 @@ impl PageBuilder {
                             last: last.merged_at.clone(),
                             archived: archived.len() as u64,
                             parts,
+                            digest: super::overview::digest(&all),
                         },
                     );
                 }
@@ -564,6 +565,8 @@ impl PageBuilder {
         facts.latest_merged_at = newest.first().map(|e| e.merged_at.clone());
         facts.recent_authors = content::recent_authors(main);
         facts.archive_years = archive_years(&years);
+        facts.years = years.clone();
+        facts.now = Some(OffsetDateTime::now_utc());
         let mut all_docs = vec![content::module_page(&facts, main)];
         all_docs.extend(docs);
         // The index lists this module (and, in Notion, holds its page): its item must exist.

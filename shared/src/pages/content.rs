@@ -37,6 +37,10 @@ pub struct ModuleFacts {
     pub recent_authors: Vec<AuthorCount>,
     /// Years with archived entries, oldest first: (year, how many).
     pub archive_years: Vec<(String, u64)>,
+    /// Every year's figures and digest, for the overview (none: no overview).
+    pub years: BTreeMap<String, crate::domain::YearStats>,
+    /// When the page is built (the overview's "recently" and "quiet" are relative to it).
+    pub now: Option<OffsetDateTime>,
 }
 
 /// `<repo> · <module>`
@@ -51,6 +55,20 @@ pub fn module_page(facts: &ModuleFacts, entries: &[ModuleEntry]) -> Document {
         module: facts.module.clone(),
     };
     let mut blocks = header(facts, entries.len());
+    if let (Some(now), false) = (facts.now, facts.years.is_empty()) {
+        blocks.extend(super::overview::overview(&super::overview::OverviewInput {
+            repo: &facts.repo,
+            repo_url: entries.first().and_then(|e| repo_url(&e.url)),
+            paths: &facts.paths,
+            years: &facts.years,
+            recent: entries,
+            now,
+        }));
+        blocks.push(Block::Heading {
+            level: 2,
+            spans: vec![Span::text("Pull requests")],
+        });
+    }
     blocks.extend(entry_groups(entries));
     if !facts.archive_years.is_empty() {
         blocks.push(Block::Heading {
@@ -141,7 +159,8 @@ fn authors_list(authors: &[AuthorCount]) -> String {
 /// The most frequent authors of these entries, most first (ties by name).
 pub fn recent_authors(entries: &[ModuleEntry]) -> Vec<AuthorCount> {
     let mut by_author: BTreeMap<&str, u64> = BTreeMap::new();
-    for e in entries {
+    // Bots are never "most active".
+    for e in entries.iter().filter(|e| !crate::kind::is_bot(&e.author)) {
         *by_author.entry(e.author.as_str()).or_default() += 1;
     }
     let mut authors: Vec<AuthorCount> = by_author
@@ -314,18 +333,74 @@ pub fn index_page(repo: &str, rows: &[IndexRow], max_notes: usize) -> Document {
 pub fn entry_groups(entries: &[ModuleEntry]) -> Vec<Block> {
     let mut blocks = Vec::new();
     let mut current: Option<String> = None;
+    let mut folded: Vec<&ModuleEntry> = Vec::new();
     for entry in entries {
         let month = month_of(&entry.merged_at);
         if current.as_deref() != Some(month.as_str()) {
+            blocks.extend(folded_lines(&std::mem::take(&mut folded)));
             blocks.push(Block::Heading {
                 level: 2,
                 spans: vec![Span::text(month.clone())],
             });
             current = Some(month);
         }
-        blocks.extend(entry_blocks(entry));
+        if crate::kind::is_folded(entry.kind.as_deref()) {
+            folded.push(entry);
+        } else {
+            blocks.extend(entry_blocks(entry));
+        }
+    }
+    blocks.extend(folded_lines(&folded));
+    blocks
+}
+
+/// A month's dependency updates and releases, one line each kind: "3 dependency updates: tokio
+/// 1.47.1 → 1.48.0 (#47), …", newest first as given.
+fn folded_lines(entries: &[&ModuleEntry]) -> Vec<Block> {
+    let mut blocks = Vec::new();
+    for (kind, noun) in [
+        (crate::kind::DEPS, "dependency update"),
+        (crate::kind::RELEASE, "release"),
+    ] {
+        let of_kind: Vec<&&ModuleEntry> = entries
+            .iter()
+            .filter(|e| e.kind.as_deref() == Some(kind))
+            .collect();
+        if of_kind.is_empty() {
+            continue;
+        }
+        let mut spans = vec![Span::bold(format!(
+            "{}:",
+            count_of(of_kind.len() as u64, noun)
+        ))];
+        for (i, e) in of_kind.iter().enumerate() {
+            spans.push(Span::text(if i == 0 { " " } else { ", " }));
+            spans.push(Span::text(format!("{} (", bump_label(&e.title))));
+            spans.push(Span::link(format!("#{}", e.number), &e.url));
+            spans.push(Span::text(")"));
+        }
+        spans.push(Span::text("."));
+        blocks.push(Block::Paragraph(spans));
     }
     blocks
+}
+
+/// "Bump tokio from 1.47.1 to 1.48.0" → "tokio 1.47.1 → 1.48.0"; other titles as they are.
+fn bump_label(title: &str) -> String {
+    static BUMP: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"(?i)(?:bump|update|upgrade)s?\s+(?:the\s+)?(?:dependency\s+|rust\s+crate\s+|module\s+|gem\s+|npm\s+package\s+)?(\S+?)\s+(?:requirement\s+)?(?:from\s+v?(\S+)\s+)?to\s+v?(\S+?)\.?$",
+        )
+        .expect("a valid pattern")
+    });
+    let title = one_line(title);
+    match BUMP.captures(title.trim()) {
+        Some(c) => match c.get(2) {
+            Some(from) => format!("{} {} → {}", &c[1], from.as_str(), &c[3]),
+            None => format!("{} → {}", &c[1], &c[3]),
+        },
+        None => cap(&title, 80),
+    }
 }
 
 /// One entry: its heading (date, linked title, number); who, what kind, labels and size; the
@@ -422,6 +497,14 @@ pub fn entry_blocks(e: &ModuleEntry) -> Vec<Block> {
     blocks
 }
 
+/// `https://github.com/owner/repo` from a PR's URL (`…/pull/12`).
+fn repo_url(pr_url: &str) -> Option<String> {
+    pr_url
+        .rsplit_once("/pull/")
+        .map(|(base, _)| base.to_string())
+        .filter(|b| b.starts_with("https://") || b.starts_with("http://"))
+}
+
 /// `1 merged pull request`, `3 merged pull requests`.
 pub fn count_of(n: u64, noun: &str) -> String {
     if n == 1 {
@@ -470,6 +553,7 @@ pub(crate) mod sample {
             author: author.into(),
             merged_at: merged_at.into(),
             kind: None,
+            breaking: false,
             labels: vec![],
             summary: format!("Summary of {number}."),
             linked_issues: vec![],

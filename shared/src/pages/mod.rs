@@ -4,6 +4,8 @@
 //! - [`blocks`]: the one document model every publisher renders (headings, paragraphs, bullets,
 //!   links to child pages), so Markdown, S3 and Notion carry the same content.
 //! - [`content`]: what the pages say (a module page, its archive pages, the repository index).
+//! - [`overview`]: the module overview (what it is, start here, who knows it, the story so far,
+//!   recently, status) from per-year digests.
 //! - [`layout`]: which entries go on the module page and how older ones are split into yearly
 //!   archive pages, so that no page exceeds [`layout::MAX_PAGE_BYTES`] or Notion's limits.
 //! - [`render`]: documents as CommonMark or as Notion's Markdown.
@@ -13,6 +15,7 @@ pub mod blocks;
 pub mod build;
 pub mod content;
 pub mod layout;
+pub mod overview;
 pub mod render;
 
 pub use blocks::{Block, Link, Span};

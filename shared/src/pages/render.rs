@@ -221,6 +221,7 @@ mod tests {
             latest_merged_at: Some("2024-02-10T08:00:00Z".into()),
             recent_authors: vec![],
             archive_years: vec![("2023".into(), 1)],
+            ..Default::default()
         }
     }
 

@@ -1,0 +1,553 @@
+//! The module overview at the top of a module page: what the module is, where to start reading,
+//! who knows it, the story so far, what happened recently and its status. Deterministic: every
+//! statement comes from stored entries and links the PRs behind it.
+//!
+//! Cost stays flat as history grows: a build reads only the years whose entries changed, so each
+//! year keeps a [`YearDigest`] of its entries (kinds, authors, files, milestones) on the page
+//! item, and the overview is made from the digests of all years plus the page's newest entries.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use time::{Duration, OffsetDateTime};
+
+use super::{Block, Span};
+use crate::domain::{parse_rfc3339, ModuleEntry, YearStats};
+use crate::kind;
+
+/// Authors kept per year, and shown under "Who knows it".
+const YEAR_AUTHORS: usize = 12;
+pub const EXPERTS_SHOWN: usize = 5;
+/// Files kept per year, and shown under "Start here".
+const YEAR_FILES: usize = 12;
+pub const START_FILES: usize = 5;
+/// An expert's weight halves every this many days without a change.
+const EXPERT_HALF_LIFE_DAYS: f64 = 180.0;
+/// A file's weight halves every this many days without a change.
+const FILE_HALF_LIFE_DAYS: f64 = 365.0;
+/// "Recently" looks back this far.
+pub const RECENT_DAYS: i64 = 90;
+/// A module without a change for this long is quiet.
+pub const QUIET_DAYS: i64 = 365;
+/// Breaking changes kept per year as milestones.
+const YEAR_BREAKING: usize = 2;
+
+/// One author's changes to the module in one year.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuthorActivity {
+    pub login: String,
+    pub count: u64,
+    /// Lines added and deleted in the module's files.
+    pub churn: u64,
+    /// Their latest merge in the year.
+    pub last: String,
+}
+
+/// One file's changes in one year.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileActivity {
+    pub path: String,
+    pub count: u64,
+    pub churn: u64,
+    pub last: String,
+}
+
+/// A PR worth naming in the module's story.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Milestone {
+    /// `first` (the year's first PR), `largest` (its largest feature, else largest change),
+    /// `breaking`.
+    pub what: String,
+    pub number: u64,
+    pub title: String,
+    pub url: String,
+    pub merged_at: String,
+}
+
+/// What the overview needs of one year of entries.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct YearDigest {
+    /// Family ([`kind::family`]) → entries.
+    #[serde(default)]
+    pub kinds: BTreeMap<String, u64>,
+    #[serde(default)]
+    pub authors: Vec<AuthorActivity>,
+    #[serde(default)]
+    pub files: Vec<FileActivity>,
+    #[serde(default)]
+    pub milestones: Vec<Milestone>,
+}
+
+/// Lockfiles, generated and vendored files: never where a newcomer starts reading.
+pub fn is_incidental(path: &str) -> bool {
+    let lower = path.to_ascii_lowercase();
+    let name = lower.rsplit('/').next().unwrap_or(&lower);
+    const NAMES: &[&str] = &[
+        "cargo.lock",
+        "package-lock.json",
+        "npm-shrinkwrap.json",
+        "yarn.lock",
+        "pnpm-lock.yaml",
+        "go.sum",
+        "poetry.lock",
+        "pipfile.lock",
+        "uv.lock",
+        "gemfile.lock",
+        "composer.lock",
+        "flake.lock",
+        "changelog.md",
+        "changes.md",
+    ];
+    NAMES.contains(&name)
+        || name.ends_with(".lock")
+        || name.ends_with(".min.js")
+        || name.ends_with(".snap")
+        || name.ends_with(".pb.go")
+        || name.contains("_generated.")
+        || name.contains(".generated.")
+        || lower.split('/').any(|s| {
+            matches!(
+                s,
+                "vendor" | "node_modules" | "dist" | "generated" | "__snapshots__"
+            )
+        })
+}
+
+/// The digest of one year's entries (all of them, oldest first).
+pub fn digest(entries: &[ModuleEntry]) -> YearDigest {
+    let mut kinds: BTreeMap<String, u64> = BTreeMap::new();
+    let mut authors: BTreeMap<&str, AuthorActivity> = BTreeMap::new();
+    let mut files: BTreeMap<&str, FileActivity> = BTreeMap::new();
+    for e in entries {
+        *kinds
+            .entry(kind::family(e.kind.as_deref()).to_string())
+            .or_default() += 1;
+        let churn_here: u64 = e.files.iter().map(|f| f.additions + f.deletions).sum();
+        if !kind::is_bot(&e.author) && !kind::is_folded(e.kind.as_deref()) {
+            let a = authors
+                .entry(e.author.as_str())
+                .or_insert_with(|| AuthorActivity {
+                    login: e.author.clone(),
+                    ..Default::default()
+                });
+            a.count += 1;
+            a.churn += churn_here;
+            a.last = a.last.clone().max(e.merged_at.clone());
+        }
+        if kind::is_folded(e.kind.as_deref()) {
+            continue;
+        }
+        for f in e.files.iter().filter(|f| !is_incidental(&f.path)) {
+            let a = files
+                .entry(f.path.as_str())
+                .or_insert_with(|| FileActivity {
+                    path: f.path.clone(),
+                    ..Default::default()
+                });
+            a.count += 1;
+            a.churn += f.additions + f.deletions;
+            a.last = a.last.clone().max(e.merged_at.clone());
+        }
+    }
+    let mut authors: Vec<AuthorActivity> = authors.into_values().collect();
+    authors.sort_by(|a, b| {
+        b.count
+            .cmp(&a.count)
+            .then(b.churn.cmp(&a.churn))
+            .then(a.login.cmp(&b.login))
+    });
+    authors.truncate(YEAR_AUTHORS);
+    let mut files: Vec<FileActivity> = files.into_values().collect();
+    files.sort_by(|a, b| {
+        b.count
+            .cmp(&a.count)
+            .then(b.churn.cmp(&a.churn))
+            .then(a.path.cmp(&b.path))
+    });
+    files.truncate(YEAR_FILES);
+    YearDigest {
+        kinds,
+        authors,
+        files,
+        milestones: milestones(entries),
+    }
+}
+
+fn milestone(what: &str, e: &ModuleEntry) -> Milestone {
+    Milestone {
+        what: what.into(),
+        number: e.number,
+        title: e.title.clone(),
+        url: e.url.clone(),
+        merged_at: e.merged_at.clone(),
+    }
+}
+
+fn milestones(entries: &[ModuleEntry]) -> Vec<Milestone> {
+    let mut out = Vec::new();
+    let first = entries
+        .iter()
+        .min_by(|a, b| a.order_key().cmp(&b.order_key()));
+    if let Some(first) = first {
+        out.push(milestone("first", first));
+    }
+    let substantive = |e: &&ModuleEntry| !kind::is_folded(e.kind.as_deref());
+    let churn = |e: &&ModuleEntry| {
+        e.files
+            .iter()
+            .map(|f| f.additions + f.deletions)
+            .sum::<u64>()
+            .max(e.additions + e.deletions)
+    };
+    let features: Vec<&ModuleEntry> = entries
+        .iter()
+        .filter(substantive)
+        .filter(|e| e.kind.as_deref() == Some("feat"))
+        .collect();
+    let pool: Vec<&ModuleEntry> = if features.is_empty() {
+        entries.iter().filter(substantive).collect()
+    } else {
+        features
+    };
+    if let Some(largest) = pool
+        .iter()
+        .filter(|e| Some(e.number) != first.map(|f| f.number))
+        .max_by(|a, b| churn(a).cmp(&churn(b)).then(b.number.cmp(&a.number)))
+    {
+        out.push(milestone("largest", largest));
+    }
+    for e in entries.iter().filter(|e| e.breaking).take(YEAR_BREAKING) {
+        if !out.iter().any(|m| m.number == e.number) {
+            out.push(milestone("breaking", e));
+        }
+    }
+    out
+}
+
+/// What the overview is made from.
+pub struct OverviewInput<'a> {
+    pub repo: &'a str,
+    /// `https://github.com/owner/repo` (from an entry's URL; GitHub Enterprise keeps its host).
+    pub repo_url: Option<String>,
+    pub paths: &'a [String],
+    pub years: &'a BTreeMap<String, YearStats>,
+    /// The page's newest entries, newest first.
+    pub recent: &'a [ModuleEntry],
+    pub now: OffsetDateTime,
+}
+
+fn days_since(at: &str, now: OffsetDateTime) -> Option<f64> {
+    parse_rfc3339(at).map(|t| ((now - t).whole_seconds().max(0) as f64) / 86_400.0)
+}
+
+fn decay(at: &str, now: OffsetDateTime, half_life: f64) -> f64 {
+    days_since(at, now).map_or(0.0, |d| 0.5_f64.powf(d / half_life))
+}
+
+/// Recent experts: each year's changes weigh by how long ago the author last changed the module
+/// that year (half-life [`EXPERT_HALF_LIFE_DAYS`]), and by their size. Bots never count.
+pub fn experts(
+    years: &BTreeMap<String, YearStats>,
+    now: OffsetDateTime,
+) -> Vec<(String, f64, String)> {
+    let mut score: BTreeMap<&str, (f64, String)> = BTreeMap::new();
+    for y in years.values() {
+        for a in &y.digest.authors {
+            if kind::is_bot(&a.login) {
+                continue;
+            }
+            let size = 1.0 + ((1 + a.churn) as f64).ln() / 10.0;
+            let w = a.count as f64 * size * decay(&a.last, now, EXPERT_HALF_LIFE_DAYS);
+            let s = score.entry(a.login.as_str()).or_default();
+            s.0 += w;
+            s.1 = s.1.clone().max(a.last.clone());
+        }
+    }
+    let mut out: Vec<(String, f64, String)> = score
+        .into_iter()
+        .map(|(l, (w, last))| (l.to_string(), w, last))
+        .collect();
+    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    out.truncate(EXPERTS_SHOWN);
+    out
+}
+
+/// Where to start reading: the module's own files, by churn weighted by recency.
+pub fn start_files(years: &BTreeMap<String, YearStats>, now: OffsetDateTime) -> Vec<String> {
+    let mut score: BTreeMap<&str, f64> = BTreeMap::new();
+    for y in years.values() {
+        for f in &y.digest.files {
+            *score.entry(f.path.as_str()).or_default() += (f.count as f64
+                + ((1 + f.churn) as f64).ln())
+                * decay(&f.last, now, FILE_HALF_LIFE_DAYS);
+        }
+    }
+    let mut out: Vec<(&str, f64)> = score.into_iter().collect();
+    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+    out.into_iter()
+        .take(START_FILES)
+        .map(|(p, _)| p.to_string())
+        .collect()
+}
+
+fn date(at: &str) -> String {
+    super::content::date(at)
+}
+
+fn pr_link(number: u64, url: &str) -> Span {
+    Span::link(format!("#{number}"), url)
+}
+
+fn short_title(title: &str) -> String {
+    crate::summary::cap(&title.replace(['\n', '\r', '\t'], " "), 90)
+}
+
+/// The overview's blocks: a heading and its sections.
+pub fn overview(input: &OverviewInput) -> Vec<Block> {
+    let mut blocks = vec![Block::Heading {
+        level: 2,
+        spans: vec![Span::text("Overview")],
+    }];
+    let years = input.years;
+    let latest = years
+        .values()
+        .map(|y| y.last.clone())
+        .max()
+        .filter(|s| !s.is_empty());
+
+    // What it is.
+    let created = years
+        .values()
+        .next()
+        .and_then(|y| y.digest.milestones.iter().find(|m| m.what == "first"));
+    let mut what = vec![Span::bold("What it is:"), Span::text(" ")];
+    // The globs that say where it lives: not exclusions, not lockfiles.
+    let paths: Vec<&String> = input
+        .paths
+        .iter()
+        .filter(|p| !p.starts_with('!') && !is_incidental(p))
+        .collect();
+    if paths.is_empty() {
+        what.push(Span::text("the files tagged with this module"));
+    } else {
+        what.push(Span::text("the code under "));
+        for (i, p) in paths.iter().take(4).enumerate() {
+            if i > 0 {
+                what.push(Span::text(", "));
+            }
+            what.push(Span::code((*p).clone()));
+        }
+        if paths.len() > 4 {
+            what.push(Span::text(format!(" and {} more", paths.len() - 4)));
+        }
+    }
+    if let Some(m) = created {
+        what.push(Span::text(format!(
+            "; its first pull request here was “{}” (",
+            short_title(&m.title)
+        )));
+        what.push(pr_link(m.number, &m.url));
+        what.push(Span::text(format!(", {})", date(&m.merged_at))));
+    }
+    what.push(Span::text("."));
+    blocks.push(Block::Paragraph(what));
+
+    // Status.
+    let status = match latest.as_deref() {
+        None => "no merged pull requests yet.".to_string(),
+        Some(at) => match days_since(at, input.now) {
+            Some(d) if d as i64 > QUIET_DAYS => {
+                format!(
+                    "quiet — no change for over a year; the last was on {}.",
+                    date(at)
+                )
+            }
+            _ => format!("active — last changed on {}.", date(at)),
+        },
+    };
+    blocks.push(Block::Paragraph(vec![
+        Span::bold("Status:"),
+        Span::text(format!(" {status}")),
+    ]));
+
+    // Start here.
+    let files = start_files(years, input.now);
+    if !files.is_empty() {
+        let mut spans = vec![Span::bold("Start here:"), Span::text(" ")];
+        for (i, f) in files.iter().enumerate() {
+            if i > 0 {
+                spans.push(Span::text(", "));
+            }
+            match &input.repo_url {
+                Some(base) => spans.push(Span {
+                    code: true,
+                    ..Span::link(
+                        crate::summary::cap(f, 120),
+                        &format!("{base}/blob/HEAD/{f}"),
+                    )
+                }),
+                None => spans.push(Span::code(crate::summary::cap(f, 120))),
+            }
+        }
+        spans.push(Span::text(" (most changed, recently weighted)."));
+        blocks.push(Block::Paragraph(spans));
+    }
+
+    // Who knows it.
+    let experts = experts(years, input.now);
+    if !experts.is_empty() {
+        let list: Vec<String> = experts
+            .iter()
+            .map(|(login, _, last)| format!("@{login} (last active {})", date(last)))
+            .collect();
+        blocks.push(Block::Paragraph(vec![
+            Span::bold("Who knows it:"),
+            Span::text(" "),
+            Span::text(format!("{}.", list.join(", "))),
+        ]));
+    }
+
+    // The story so far.
+    if !years.is_empty() {
+        blocks.push(Block::Paragraph(vec![Span::bold("The story so far:")]));
+        for (year, stats) in years {
+            blocks.push(Block::Bullet(story_line(year, stats, created)));
+        }
+    }
+
+    // Recently.
+    let cutoff = input.now - Duration::days(RECENT_DAYS);
+    let recent: Vec<&ModuleEntry> = input
+        .recent
+        .iter()
+        .filter(|e| parse_rfc3339(&e.merged_at).is_some_and(|t| t >= cutoff))
+        .collect();
+    let mut spans = vec![Span::bold("Recently:"), Span::text(" ")];
+    if recent.is_empty() {
+        spans.push(Span::text(format!(
+            "nothing merged in the last {RECENT_DAYS} days."
+        )));
+    } else {
+        let substantive: Vec<&&ModuleEntry> = recent
+            .iter()
+            .filter(|e| !kind::is_folded(e.kind.as_deref()))
+            .collect();
+        let folded = recent.len() - substantive.len();
+        let mut people: Vec<&str> = substantive
+            .iter()
+            .map(|e| e.author.as_str())
+            .filter(|a| !kind::is_bot(a))
+            .collect();
+        people.sort();
+        people.dedup();
+        let mut text = format!(
+            "{} in the last {RECENT_DAYS} days",
+            super::content::count_of(recent.len() as u64, "pull request")
+        );
+        if !people.is_empty() {
+            let named: Vec<String> = people.iter().take(4).map(|p| format!("@{p}")).collect();
+            text.push_str(&format!(" by {}", named.join(", ")));
+            if people.len() > 4 {
+                text.push_str(&format!(" and {} more", people.len() - 4));
+            }
+        }
+        if folded > 0 {
+            text.push_str(&format!(
+                " ({folded} dependency or release updates among them)"
+            ));
+        }
+        spans.push(Span::text(text));
+        if let Some(e) = substantive.first() {
+            spans.push(Span::text(format!(
+                "; the latest: “{}” (",
+                short_title(&e.title)
+            )));
+            spans.push(pr_link(e.number, &e.url));
+            spans.push(Span::text(format!(", {})", date(&e.merged_at))));
+        }
+        spans.push(Span::text("."));
+    }
+    blocks.push(Block::Paragraph(spans));
+    blocks
+}
+
+/// One year of the story: "2019: 34 pull requests — 12 features, 8 fixes; 9 dependency updates
+/// folded. Milestones: …".
+fn story_line(year: &str, stats: &YearStats, created: Option<&Milestone>) -> Vec<Span> {
+    let d = &stats.digest;
+    let mut spans = vec![Span::bold(format!("{year}:")), Span::text(" ")];
+    let order = [
+        "features",
+        "fixes",
+        "refactors",
+        "docs",
+        "maintenance",
+        "other changes",
+    ];
+    let parts: Vec<String> = order
+        .iter()
+        .filter_map(|f| {
+            d.kinds
+                .get(*f)
+                .filter(|n| **n > 0)
+                .map(|n| format!("{n} {}", singular(f, *n)))
+        })
+        .collect();
+    let folded: Vec<String> = ["dependency updates", "releases"]
+        .iter()
+        .filter_map(|f| {
+            d.kinds
+                .get(*f)
+                .filter(|n| **n > 0)
+                .map(|n| format!("{n} {}", singular(f, *n)))
+        })
+        .collect();
+    let mut text = super::content::count_of(stats.count, "pull request");
+    if !parts.is_empty() {
+        text.push_str(&format!(": {}", parts.join(", ")));
+    }
+    if !folded.is_empty() {
+        text.push_str(&format!("; {} folded", folded.join(" and ")));
+    }
+    text.push('.');
+    spans.push(Span::text(text));
+    let mut named = 0;
+    for m in &d.milestones {
+        let label = match m.what.as_str() {
+            "first" if created.is_some_and(|c| c.number == m.number) => "created in",
+            "first" => continue,
+            "largest" => "largest change",
+            "breaking" => "breaking",
+            _ => continue,
+        };
+        spans.push(Span::text(if named == 0 { " Milestones: " } else { "; " }));
+        spans.push(Span::text(format!("{label} “{}” (", short_title(&m.title))));
+        spans.push(pr_link(m.number, &m.url));
+        spans.push(Span::text(")"));
+        named += 1;
+    }
+    if named > 0 {
+        spans.push(Span::text("."));
+    }
+    spans
+}
+
+fn singular(family: &str, n: u64) -> String {
+    if n != 1 {
+        return family.to_string();
+    }
+    match family {
+        "features" => "feature",
+        "fixes" => "fix",
+        "refactors" => "refactor",
+        "dependency updates" => "dependency update",
+        "releases" => "release",
+        "other changes" => "other change",
+        other => other,
+    }
+    .to_string()
+}
