@@ -29,6 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 # DEPLOY_CHECK_TEMPLATE: check another copy of the template (e.g. an older revision).
 TEMPLATE = Path(os.environ.get("DEPLOY_CHECK_TEMPLATE") or ROOT / "template.yaml")
+# Well under CloudFormation's 51,200-byte inline limit.
+TEMPLATE_MAX_BYTES = 49_500
 REGION = "us-east-1"
 ARTIFACT_BUCKET = "deploy-check-artifacts"
 ARTIFACT_KEY = "code.zip"
@@ -135,7 +137,16 @@ def cmd_transform(outdir):
     from samtranslator.translator.transform import transform
     from samtranslator.yaml_helper import yaml_parse  # understands !Ref, !If, ... short tags
 
-    sam = yaml_parse(TEMPLATE.read_text())
+    text = TEMPLATE.read_text()
+    # CloudFormation's inline limit is 51,200 bytes; keep clear of it (issue 13).
+    size = len(text.encode())
+    if size > TEMPLATE_MAX_BYTES:
+        print(f"transform: {TEMPLATE.name} is {size} bytes, over {TEMPLATE_MAX_BYTES} "
+              "(CloudFormation's inline limit is 51,200): move descriptions to docs/TEMPLATE.md",
+              file=sys.stderr)
+        return 1
+    print(f"transform: {TEMPLATE.name} is {size} bytes (at most {TEMPLATE_MAX_BYTES})")
+    sam = yaml_parse(text)
     outdir.mkdir(parents=True, exist_ok=True)
     for name, params in PARAMETER_SETS.items():
         doc = copy.deepcopy(sam)
@@ -543,7 +554,8 @@ class Live:
         if rtype == "AWS::Logs::LogGroup":
             groups = c["logs"].describe_log_groups(logGroupNamePrefix=pid)["logGroups"]
             g = next(g for g in groups if g["logGroupName"] == pid)
-            # moto's GetAtt Arn is the group ARN without the ":*" real CloudFormation appends.
+            # moto's GetAtt Arn is the bare group ARN; real CloudFormation appends ":*". The
+            # logs-scope check below reads the template's expression for that reason.
             return {"Ref": pid, "Arn": g.get("logGroupArn") or g["arn"].removesuffix(":*")}
         if rtype == "AWS::KMS::Key":
             # Not DescribeKey: moto's CloudFormation stores the KeyPolicy as a dict, on which
@@ -877,6 +889,20 @@ def template_policies(tpl, role_lid, ev):
     return out
 
 
+def template_statements(tpl, role_lid):
+    """The role's statements as written (intrinsics unevaluated), every condition branch."""
+    def walk(x):
+        if isinstance(x, dict):
+            if "Statement" in x:
+                yield from as_list(x["Statement"])
+            for v in x.values():
+                yield from walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                yield from walk(v)
+    return list(walk(tpl["Resources"][role_lid]["Properties"].get("Policies", [])))
+
+
 def live_policies(live, role_name):
     iam = live.c["iam"]
     names = iam.list_role_policies(RoleName=role_name)["PolicyNames"]
@@ -920,6 +946,10 @@ def check_roles(report, tpl, values, live, ev):
         got_s = [s for _, doc in got for s in statements(doc)]
         want_s = [s for _, ss in want for s in ss]
         live_stmts[lid] = got_s
+        # IAM rejects a Resource that is not an ARN (a table name from !Ref, a queue URL).
+        not_arns = [r for s in got_s for r in as_list(s.get("Resource", []))
+                    if r != "*" and not re.match(r"^arn:aws[a-z-]*:", str(r))]
+        report.check(f"{lid} every Resource is an ARN or *", not not_arns, f"not ARNs: {not_arns}")
         extra = Counter(map(canonical, got_s)) - Counter(map(canonical, want_s))
         lacking = Counter(map(canonical, want_s)) - Counter(map(canonical, got_s))
         report.check(f"{lid} statements = the template's for this set ({len(want_s)})",
@@ -959,13 +989,23 @@ def check_roles(report, tpl, values, live, ev):
         if group in groups:
             arn = live.attrs[next(l for l in res if res[l]["Type"] == "AWS::Logs::LogGroup"
                                   and live.physical(l) == group)]["Arn"]
-            scoped = {arn, arn + ":*", arn + ":log-stream:*"}
+            base = arn.removesuffix(":*")
+            scoped = {base, base + ":*", base + ":log-stream:*"}
             wrong = [s for s in stmts if logs_actions(s) and not set(as_list(s.get("Resource", []))) <= scoped]
             report.check(f"{fn} role's logs actions are on its log group only", not wrong,
                          f"log group ARN {arn}\n" + "\n".join(json.dumps(s) for s in wrong))
+            # Lambda writes to the group's log streams, so the grant must cover them. moto's
+            # GetAtt lacks the ":*" real CloudFormation gives, so this reads the template: the
+            # Resource must be the group's GetAtt Arn (real: "…:*") or a Sub ending ":*".
+            glid = next(l for l in res if res[l]["Type"] == "AWS::Logs::LogGroup" and live.physical(l) == group)
             for action in ("logs:CreateLogStream", "logs:PutLogEvents"):
-                report.check(f"{fn} role allows {action} on its log group",
-                             allows(stmts, action, arn + ":log-stream:x") or allows(stmts, action, arn))
+                exprs = [r for s in template_statements(tpl, role) if action in as_list(s.get("Action", []))
+                         for r in as_list(s.get("Resource", []))]
+                covers = [r for r in exprs if r == {"Fn::GetAtt": [glid, "Arn"]}
+                          or (isinstance(r, dict) and "Fn::Sub" in r and glid in json.dumps(r)
+                              and json.dumps(r).rstrip('"]}').endswith(":*"))]
+                report.check(f"{fn} role allows {action} on its log group's streams (template)",
+                             bool(covers), f"Resource expressions: {exprs}")
     shared = {r: sorted(f for f in fn_roles if fn_roles[f] == r) for r in set(fn_roles.values())}
     shared = {r: fs for r, fs in shared.items() if len(fs) > 1}
     report.check("every function has its own role", not shared, f"shared: {shared}")
@@ -975,7 +1015,11 @@ def check_roles(report, tpl, values, live, ev):
         return fn in fn_roles and allows(live_stmts[fn_roles[fn]], action, resource)
 
     a = live.attrs
-    report.check("EnrichFunction reads the PrTable stream", grants("EnrichFunction", "dynamodb:GetRecords", a["PrTable"]["StreamArn"]))
+    # Everything CreateEventSourceMapping and the poller need on the stream.
+    for action in ("dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"):
+        report.check(f"EnrichFunction may {action} on the PrTable stream",
+                     grants("EnrichFunction", action, a["PrTable"]["StreamArn"]))
+    report.check("EnrichFunction may dynamodb:ListStreams", grants("EnrichFunction", "dynamodb:ListStreams", "*"))
     report.check("EnrichFunction may send to EnrichStreamDlq (stream OnFailure)",
                  grants("EnrichFunction", "sqs:SendMessage", a["EnrichStreamDlq"]["Arn"]))
     report.check("SummarizeFunction consumes SummarizeQueue",
@@ -1129,9 +1173,12 @@ def check_not_in_moto(report, tpl, values, live, ev):
         dlqs.add(ref_target(p.get("RedrivePolicy", {}).get("deadLetterTargetArn")))
         dlqs.add(ref_target(p.get("DestinationConfig", {}).get("OnFailure", {}).get("Destination")))
         dlqs.add(ref_target(p.get("Target", {}).get("DeadLetterConfig", {}).get("Arn")))
+    # Queues whose messages are work to redrive alarm while any wait; SweeperScheduleDlq's
+    # carry none, so it alarms on each message sent (one left unread would hold it on).
     for q in sorted(d for d in dlqs if d in queues):
-        report.check(f"dead-letter queue {q} has an ApproximateNumberOfMessagesVisible alarm", any(
-            res[a]["Properties"].get("MetricName") == "ApproximateNumberOfMessagesVisible"
+        metric = "NumberOfMessagesSent" if q == "SweeperScheduleDlq" else "ApproximateNumberOfMessagesVisible"
+        report.check(f"dead-letter queue {q} has a {metric} alarm", any(
+            res[a]["Properties"].get("MetricName") == metric
             and any(ref_target(d.get("Value")) == q for d in res[a]["Properties"].get("Dimensions", []))
             for a in alarms))
     age = [a for a in alarms if res[a]["Properties"].get("MetricName") == "ApproximateAgeOfOldestMessage"

@@ -1,6 +1,9 @@
 """The emulator side of infra/invoke-check.sh (run with .venv-moto's python, which has boto3).
 
-  invoke_check.py provision ENV_FILE   create what the functions need, write their environment
+  invoke_check.py provision ENV_FILE GITHUB_API_URL TOKEN
+                                       create what the functions need, write their environment
+                                       (template.yaml's, evaluated with the emulator's names)
+  invoke_check.py summarize-event OUT  the summarize event from the sweeper's real message
   invoke_check.py check STEP ANSWER    assert one `cargo lambda invoke` answer (and what it did)
 
 The tables are created from template.yaml's own Properties (as the tests and the local stack do),
@@ -8,6 +11,7 @@ so the functions run against the deployed schema. Names are fixed per run id (CH
 """
 import json
 import os
+import re
 import sys
 import uuid
 
@@ -21,10 +25,86 @@ STATE = os.path.join(ROOT, "target", "invoke-check.json")
 
 
 class CfnLoader(yaml.SafeLoader):
-    """Reads CloudFormation short tags (!Ref, !GetAtt, ...) as plain values."""
+    """Reads CloudFormation short tags as their long forms ({"Ref": x}, {"Fn::If": [...]})."""
 
 
-CfnLoader.add_multi_constructor("!", lambda loader, suffix, node: None)
+def _tag(loader, suffix, node):
+    if isinstance(node, yaml.ScalarNode):
+        value = loader.construct_scalar(node)
+    elif isinstance(node, yaml.SequenceNode):
+        value = loader.construct_sequence(node, deep=True)
+    else:
+        value = loader.construct_mapping(node, deep=True)
+    if suffix == "Ref":
+        return {"Ref": value}
+    if suffix == "GetAtt" and isinstance(value, str):
+        return {"Fn::GetAtt": value.split(".", 1)}
+    if suffix == "Condition":
+        return {"Condition": value}
+    return {f"Fn::{suffix}": value}
+
+
+CfnLoader.add_multi_constructor("!", _tag)
+
+FUNCTIONS = ("WebhookFunction", "EnrichFunction", "SweeperFunction", "SummarizeFunction", "PageBuilderFunction")
+
+
+class Template:
+    """Each function's environment as template.yaml gives it: parameters at their defaults (or
+    the overrides), resources by the emulator's names, conditions evaluated."""
+
+    def __init__(self, doc, overrides, names):
+        self.doc = doc
+        self.values = {k: str(v.get("Default", "")) for k, v in doc["Parameters"].items()}
+        self.values.update(overrides)
+        self.names = names
+
+    def condition(self, name):
+        return self.truth(self.doc["Conditions"][name])
+
+    def truth(self, c):
+        (op, arg), = c.items()
+        if op == "Fn::Equals":
+            return self.eval(arg[0]) == self.eval(arg[1])
+        if op == "Fn::Not":
+            return not self.truth(arg[0])
+        if op == "Fn::And":
+            return all(self.truth(x) for x in arg)
+        if op == "Fn::Or":
+            return any(self.truth(x) for x in arg)
+        if op == "Condition":
+            return self.condition(arg)
+        raise SystemExit(f"invoke-check: cannot evaluate condition {c}")
+
+    def eval(self, v):
+        if isinstance(v, dict) and len(v) == 1:
+            (op, arg), = v.items()
+            if op == "Ref":
+                if arg in self.values:
+                    return self.values[arg]
+                if arg in self.names:
+                    return self.names[arg]
+                raise SystemExit(f"invoke-check: no local stand-in for !Ref {arg}")
+            if op == "Fn::If":
+                return self.eval(arg[1] if self.condition(arg[0]) else arg[2])
+            if op == "Fn::Sub":
+                return re.sub(r"\$\{([\w:.]+)\}", lambda m: self.eval({"Ref": m.group(1)}), arg)
+            raise SystemExit(f"invoke-check: cannot evaluate {v}")
+        return "" if v is None else str(v)
+
+    def environment(self):
+        """The union of the functions' variables (cargo lambda watch gives every function one
+        environment), refusing two functions that need one variable to differ."""
+        base = self.doc["Globals"]["Function"]["Environment"]["Variables"]
+        env = {}
+        for fn in FUNCTIONS:
+            own = self.doc["Resources"][fn]["Properties"].get("Environment", {}).get("Variables", {})
+            for k, v in {**base, **own}.items():
+                value = self.eval(v)
+                if env.get(k, value) != value:
+                    raise SystemExit(f"invoke-check: {k} differs between functions ({env[k]!r}, {value!r})")
+                env[k] = value
+        return env
 
 
 def client(name):
@@ -46,10 +126,11 @@ def create_table(resources, logical, name):
     client("dynamodb").create_table(**args)
 
 
-def provision(env_file):
+def provision(env_file, github_api_url, github_token):
     run = uuid.uuid4().hex[:8]
     with open(os.path.join(ROOT, "template.yaml")) as f:
-        resources = yaml.load(f, Loader=CfnLoader)["Resources"]
+        doc = yaml.load(f, Loader=CfnLoader)
+    resources = doc["Resources"]
     names = {k: f"chronicle-check-{k.lower()}-{run}" for k in ("prs", "entries", "pages")}
     create_table(resources, "PrTable", names["prs"])
     create_table(resources, "EntriesTable", names["entries"])
@@ -59,36 +140,63 @@ def provision(env_file):
     dlq = sqs.create_queue(QueueName=f"chronicle-check-summarize-dlq-{run}")["QueueUrl"]
     bucket = f"chronicle-check-{run}"
     client("s3").create_bucket(Bucket=bucket)
-    secret = client("secretsmanager").create_secret(
+    secrets = client("secretsmanager")
+    webhook_secret = secrets.create_secret(
         Name=f"chronicle-check-webhook-{run}", SecretString=WEBHOOK_SECRET
     )["ARN"]
-    # Each function's environment as template.yaml gives it, with no GitHub token (enrichment
-    # off, quietly), no Notion and no LLM: the options the samples can run without stand-ins.
-    env = {
-        "TABLE_NAME": names["prs"],
-        "PENDING_SHARDS": "4",
-        "RUST_LOG": "info",
-        "GITHUB_WEBHOOK_SECRET_ARN": secret,
-        "MAX_BODY_BYTES": "1048576",
-        "GITHUB_TOKEN_ARN": "",
-        "ENRICH_ENABLED": "false",
-        "SUMMARIZE_QUEUE_URL": queue,
-        "SUMMARIZE_DLQ_URL": dlq,
-        "ENTRIES_TABLE": names["entries"],
-        "PAGES_TABLE": names["pages"],
-        "MODULES_CONFIG_FILE": "",
-        "MODULES_CONFIG_PARAM": "",
-        "PAGE_REBUILD_SECONDS": "0",
-        "OUTPUT_S3_URI": f"s3://{bucket}/narratives/",
-        "NOTION_TOKEN_ARN": "",
-        "NOTION_PARENT_PAGE_ID": "",
-    }
+    token_secret = secrets.create_secret(
+        Name=f"chronicle-check-github-{run}", SecretString=github_token
+    )["ARN"]
+    template = Template(
+        doc,
+        # Enrichment on, against the GitHub stand-in; no Notion, no LLM (their defaults).
+        {"GitHubTokenSecretArn": token_secret, "GitHubApiUrl": github_api_url},
+        {
+            "PrTable": names["prs"],
+            "EntriesTable": names["entries"],
+            "PagesTable": names["pages"],
+            "SummarizeQueue": queue,
+            "SummarizeDlq": dlq,
+            "NarrativeBucket": bucket,
+            "WebhookSecret": webhook_secret,
+            "AWS::Region": "us-east-1",
+        },
+    )
+    env = template.environment()
     with open(env_file, "w") as f:
-        for k, v in env.items():
+        for k, v in sorted(env.items()):
             f.write(f"{k}={v}\n")
+    print(f"  environment from template.yaml: {len(env)} variables")
     os.makedirs(os.path.dirname(STATE), exist_ok=True)
     with open(STATE, "w") as f:
         json.dump(dict(names=names, queue=queue, dlq=dlq, bucket=bucket), f)
+
+
+def summarize_event(out_file):
+    """The summarize function's event built from the message the sweeper really sent."""
+    with open(STATE) as f:
+        state = json.load(f)
+    got = client("sqs").receive_message(
+        QueueUrl=state["queue"], MaxNumberOfMessages=10, AttributeNames=["All"],
+        MessageAttributeNames=["All"],
+    ).get("Messages", [])
+    assert len(got) == 1, f"expected the sweeper's one message, got {got}"
+    m = got[0]
+    with open(os.path.join(ROOT, "events", "summarize.sqs.json")) as f:
+        sample = json.load(f)
+    record = sample["Records"][0]
+    record.update(
+        messageId=m["MessageId"],
+        receiptHandle=m["ReceiptHandle"],
+        body=m["Body"],
+        md5OfBody=m["MD5OfBody"],
+        attributes={k: v for k, v in m.get("Attributes", {}).items()},
+        messageAttributes={},
+    )
+    assert json.loads(m["Body"]) == {"repo": REPO, "prNumber": NUMBER}, m["Body"]
+    with open(out_file, "w") as f:
+        json.dump({"Records": [record]}, f)
+    print(f"  the sweeper's message: {m['Body']}")
 
 
 def row(state):
@@ -109,18 +217,27 @@ def check(step, answer_file):
     print(f"  {step}: {json.dumps(answer)[:300]}")
     if step == "webhook":
         assert answer["statusCode"] == 200, answer
+        assert json.loads(answer["body"]).get("stored") == "inserted", answer
         item = row(state)
         assert item["mergedAt"]["S"], item
         assert "pendingShard" in item, "stored as pending"
         print(f"  stored: {REPO}#{NUMBER} mergedAt={item['mergedAt']['S']} pendingShard={item['pendingShard']['S']}")
     elif step in ("enrich", "summarize"):
         assert answer["batchItemFailures"] == [], answer
+        if step == "enrich":
+            item = row(state)
+            assert "enrichedAt" in item, f"not enriched: {item}"
+            files = item.get("files", {}).get("L", [])
+            assert len(files) == 5, f"expected the stand-in's 5 files: {item.get('files')}"
+            print(f"  enriched at {item['enrichedAt']['S']} with {len(files)} files from the GitHub stand-in")
         if step == "summarize":
             item = row(state)
             assert "summarizedAt" in item, f"not summarized: {item}"
             print(f"  summarized at {item['summarizedAt']['S']}")
     elif step == "enrich-retry":
-        assert isinstance(answer, dict) and "batchItemFailures" not in answer, answer
+        # No row is parked for a rate limit: the retry reads the deferred partition, finds none.
+        assert answer.get("seen") == 0 and answer.get("enriched") == 0 and answer.get("failed") == 0, answer
+        assert answer.get("stoppedEarly") is False, answer
     elif step == "sweeper":
         assert answer["enqueued"] == 1, answer
         attrs = client("sqs").get_queue_attributes(
@@ -142,7 +259,9 @@ def check(step, answer_file):
 
 if __name__ == "__main__":
     if sys.argv[1] == "provision":
-        provision(sys.argv[2])
+        provision(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif sys.argv[1] == "summarize-event":
+        summarize_event(sys.argv[2])
     elif sys.argv[1] == "check":
         check(sys.argv[2], sys.argv[3])
     else:

@@ -25,21 +25,45 @@ const GITHUB_TOKEN: &str = "ghp_iam_test";
 const NOTION_TOKEN: &str = "ntn_iam_test";
 const ANTHROPIC_KEY: &str = "sk-ant-iam-test";
 
-/// Statements whose actions Lambda itself uses with the function's role, never the code.
-const USED_BY_LAMBDA: &[(&str, &str)] = &[
-    ("OwnLogs", "the runtime writes the function's logs"),
-    ("ReadPrStream", "the stream event source mapping polls"),
-    ("ListStreams", "the stream event source mapping polls"),
+/// Statements whose actions Lambda itself uses with the function's role, never the code: each
+/// with exactly these actions (one more would not be exempt).
+const USED_BY_LAMBDA: &[(&str, &[&str], &str)] = &[
+    (
+        "OwnLogs",
+        &["logs:CreateLogStream", "logs:PutLogEvents"],
+        "the runtime writes the function's logs",
+    ),
+    (
+        "ReadPrStream",
+        &[
+            "dynamodb:DescribeStream",
+            "dynamodb:GetRecords",
+            "dynamodb:GetShardIterator",
+        ],
+        "the stream event source mapping polls",
+    ),
+    (
+        "ListStreams",
+        &["dynamodb:ListStreams"],
+        "the stream event source mapping polls",
+    ),
     (
         "SendToEnrichStreamDlq",
+        &["sqs:SendMessage"],
         "the mapping's OnFailure destination",
     ),
     (
         "ConsumeSummarizeQueue",
+        &[
+            "sqs:ReceiveMessage",
+            "sqs:DeleteMessage",
+            "sqs:GetQueueAttributes",
+        ],
         "the SQS event source mapping polls",
     ),
     (
         "SendToScheduleDlq",
+        &["sqs:SendMessage"],
         "the async invoke's OnFailure destination",
     ),
 ];
@@ -97,9 +121,14 @@ fn strings(v: &Value) -> Vec<String> {
 
 /// A resource expression as a logical name: `!GetAtt PrTable.Arn` → `PrTable`, `!Sub
 /// ${PrTable.Arn}/index/pending` → `PrTable/index/pending`, an SSM parameter ARN → the parameter.
-fn logical_resources(v: &Value) -> Vec<String> {
+/// `!Ref` only of what evaluates to an ARN (a parameter holding one, a secret): IAM rejects a
+/// table name or a queue URL.
+fn logical_resources(v: &Value, template: &Value) -> Vec<String> {
     if let Value::Sequence(items) = v {
-        return items.iter().flat_map(logical_resources).collect();
+        return items
+            .iter()
+            .flat_map(|i| logical_resources(i, template))
+            .collect();
     }
     if let Some(Value::String(s)) = tagged(v, "GetAtt") {
         let (id, attribute) = s.split_once('.').unwrap();
@@ -110,6 +139,15 @@ fn logical_resources(v: &Value) -> Vec<String> {
         }];
     }
     if let Some(Value::String(s)) = tagged(v, "Ref") {
+        let parameter = template["Parameters"].get(s.as_str()).is_some();
+        let ref_is_arn = matches!(
+            template["Resources"][s.as_str()]["Type"].as_str(),
+            Some("AWS::SecretsManager::Secret" | "AWS::SNS::Topic")
+        );
+        assert!(
+            parameter || ref_is_arn,
+            "!Ref {s} in a policy is not an ARN (use !GetAtt {s}.Arn)"
+        );
         return vec![s.clone()];
     }
     if let Some(Value::String(s)) = tagged(v, "Sub") {
@@ -154,7 +192,7 @@ fn granted() -> BTreeMap<String, Vec<Statement>> {
                 statements.push(Statement {
                     sid: s["Sid"].as_str().expect("every statement has a Sid").into(),
                     actions: strings(&s["Action"]),
-                    resources: logical_resources(&s["Resource"]),
+                    resources: logical_resources(&s["Resource"], &template),
                 });
             }
         }
@@ -492,15 +530,19 @@ async fn every_function_calls_exactly_what_its_role_grants() {
     for function in FUNCTIONS {
         let statements = &grants[function];
         let calls: BTreeSet<Call> = proxies[function].calls().into_iter().collect();
-        let mut used: BTreeSet<(String, String)> = BTreeSet::new();
+        // (Sid, action, granted resource) that some call needed.
+        let mut used: BTreeSet<(String, String, String)> = BTreeSet::new();
         for call in &calls {
             let logical = names.logical(&call.resource);
-            let grant = statements.iter().find(|s| {
-                s.actions.contains(&call.action) && s.resources.iter().any(|r| matches(r, &logical))
+            let grant = statements.iter().find_map(|s| {
+                let resource = s.resources.iter().find(|r| matches(r, &logical))?;
+                s.actions
+                    .contains(&call.action)
+                    .then(|| (s, resource.clone()))
             });
             match grant {
-                Some(s) => {
-                    used.insert((s.sid.clone(), call.action.clone()));
+                Some((s, resource)) => {
+                    used.insert((s.sid.clone(), call.action.clone(), resource));
                 }
                 None => problems.push(format!(
                     "{function} calls {} on {logical}: not granted",
@@ -509,7 +551,18 @@ async fn every_function_calls_exactly_what_its_role_grants() {
             }
         }
         for s in statements {
-            if let Some((_, why)) = USED_BY_LAMBDA.iter().find(|(sid, _)| *sid == s.sid) {
+            if let Some((_, actions, why)) = USED_BY_LAMBDA.iter().find(|(sid, _, _)| *sid == s.sid)
+            {
+                let mut granted: Vec<&str> = s.actions.iter().map(String::as_str).collect();
+                let mut exempt: Vec<&str> = actions.to_vec();
+                granted.sort();
+                exempt.sort();
+                if granted != exempt {
+                    problems.push(format!(
+                        "{function} {}: grants {granted:?}; only {exempt:?} are Lambda's own",
+                        s.sid
+                    ));
+                }
                 eprintln!("{function} {}: {:?} ({why})", s.sid, s.actions);
                 continue;
             }
@@ -517,16 +570,18 @@ async fn every_function_calls_exactly_what_its_role_grants() {
                 let listed = NOT_RUN_HERE
                     .iter()
                     .any(|(f, a, _)| *f == function && a == action);
-                let called = used.contains(&(s.sid.clone(), action.clone()));
-                match (called, listed) {
-                    (true, false) | (false, true) => {}
-                    (false, false) => problems.push(format!(
-                        "{function} {}: {action} granted but never called",
-                        s.sid
-                    )),
-                    (true, true) => problems.push(format!(
-                        "{function}: {action} is called here; take it off NOT_RUN_HERE"
-                    )),
+                for resource in &s.resources {
+                    let called = used.contains(&(s.sid.clone(), action.clone(), resource.clone()));
+                    match (called, listed) {
+                        (true, false) | (false, true) => {}
+                        (false, false) => problems.push(format!(
+                            "{function} {}: {action} on {resource} granted but never called",
+                            s.sid
+                        )),
+                        (true, true) => problems.push(format!(
+                            "{function}: {action} is called here; take it off NOT_RUN_HERE"
+                        )),
+                    }
                 }
             }
         }

@@ -79,6 +79,21 @@ enum Command {
         #[arg(long)]
         restart: bool,
     },
+    /// Serve the GitHub stand-in (REST and GraphQL, each query validated against the vendored
+    /// schema) on loopback with synthetic merged pull requests, until Ctrl-C or SIGTERM: for
+    /// local runs of the enrich function (`cargo lambda watch`) without GitHub. Prints
+    /// `GITHUB_API_URL=…` once it listens.
+    Standin {
+        /// The only token it accepts.
+        #[arg(long, default_value = "ghp_local_standin")]
+        token: String,
+        /// OWNER/REPO#N to serve (repeatable).
+        #[arg(long = "pull", required = true)]
+        pulls: Vec<String>,
+        /// Changed files of each pull request.
+        #[arg(long, default_value_t = 5)]
+        files: usize,
+    },
     /// Print benchmark figures.
     Bench {
         #[command(subcommand)]
@@ -171,6 +186,38 @@ async fn main() -> anyhow::Result<()> {
             let mut options = DevOptions::from_env(port, emulator_port);
             options.sweep_interval = std::time::Duration::from_secs(sweep_interval.max(1));
             dev(options, replay, synthetic, backfill, once).await
+        }
+        Command::Standin {
+            token,
+            pulls,
+            files,
+        } => {
+            let mut served = Vec::new();
+            for spec in &pulls {
+                let parsed = spec
+                    .split_once('#')
+                    .and_then(|(repo, n)| Some((repo, n.parse::<u64>().ok()?)))
+                    .filter(|(repo, _)| shared::domain::RepoName::parse(repo).is_ok());
+                match parsed {
+                    Some(p) => served.push(p),
+                    None => {
+                        eprintln!("chronicle standin: --pull {spec:?} is not OWNER/REPO#N");
+                        std::process::exit(2);
+                    }
+                }
+            }
+            let standin = infra::github_standin::GitHubStandIn::start(&token).await?;
+            for (repo, number) in served {
+                standin.put_pull(repo, infra::synthetic::standin_pull(repo, number, files));
+            }
+            println!("GITHUB_API_URL={}", standin.url());
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+            tokio::select! {
+                r = tokio::signal::ctrl_c() => r?,
+                _ = term.recv() => {}
+            }
+            Ok(())
         }
         Command::Backfill {
             repo,

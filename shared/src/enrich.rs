@@ -45,6 +45,10 @@ pub const MAX_LINKED_ISSUES: usize = 20;
 pub const MAX_PATH_BYTES: usize = 64 * 1024;
 /// Top-level directories counted per PR (the busiest), bounding the row like the paths.
 pub const MAX_DIRECTORIES: usize = 200;
+/// And at most this many bytes of directory names (GitHub allows 255-byte names).
+pub const MAX_DIRECTORY_BYTES: usize = 8 * 1024;
+/// A linked issue's title as stored, in characters (GitHub's own limit is 256).
+pub const MAX_ISSUE_TITLE_CHARS: usize = 256;
 /// What one stored file costs besides its path (its map's names, status and counts).
 const FILE_OVERHEAD_BYTES: usize = 48;
 /// Directory name counted for files at the repository root.
@@ -119,6 +123,17 @@ impl Enrichment {
             by_count.truncate(MAX_DIRECTORIES);
             directories = by_count.into_iter().collect();
         }
+        if directories.keys().map(|d| d.len()).sum::<usize>() > MAX_DIRECTORY_BYTES {
+            // Long names: the busiest are kept within the byte budget (the row's 400 KB).
+            let mut by_count: Vec<(&str, u64)> = directories.into_iter().collect();
+            by_count.sort_by_key(|(_, c)| std::cmp::Reverse(*c));
+            let mut bytes = 0usize;
+            by_count.retain(|(d, _)| {
+                bytes += d.len();
+                bytes <= MAX_DIRECTORY_BYTES
+            });
+            directories = by_count.into_iter().collect();
+        }
         let mut kept: Vec<&ChangedFile> = self.files.iter().collect();
         // Stable: equally changed files keep GitHub's order.
         kept.sort_by_key(|f| std::cmp::Reverse(f.additions + f.deletions));
@@ -154,7 +169,13 @@ impl Enrichment {
                     [
                         ("repo", s(i.repo.as_str())),
                         ("number", n(i.number)),
-                        ("title", s(&i.title)),
+                        (
+                            "title",
+                            s(&i.title
+                                .chars()
+                                .take(MAX_ISSUE_TITLE_CHARS)
+                                .collect::<String>()),
+                        ),
                         ("state", s(&i.state)),
                         ("url", s(&i.url)),
                     ]
@@ -952,7 +973,11 @@ mod tests {
     #[test]
     fn stored_paths_are_bounded_by_bytes_so_the_largest_row_fits() {
         use crate::domain::{Delivery, MergedPullRequest};
-        let long = |i: usize| format!("{}/{i:05}.rs", "deeply/nested/directory".repeat(12));
+        // The worst case of every part at once: 3,000 long paths over 300 top-level directories
+        // with 255-byte names, 20 linked issues with 256-character 4-byte titles, 100 labels of
+        // 50 4-byte characters, and GitHub's largest body.
+        let dir = |i: usize| format!("{i:03}{}", "d".repeat(252));
+        let long = |i: usize| format!("{}/{}/{i:05}.rs", dir(i % 300), "nested".repeat(20));
         let e = Enrichment {
             totals: PullTotals {
                 commits: 1,
@@ -968,13 +993,24 @@ mod tests {
                     deletions: 0,
                 })
                 .collect(),
-            linked_issues: vec![],
+            linked_issues: (0..MAX_LINKED_ISSUES as u64)
+                .map(|n| crate::github::LinkedIssue {
+                    repo: RepoName::parse("some-organisation/some-repository").unwrap(),
+                    number: 100_000 + n,
+                    title: "𝄞".repeat(300),
+                    state: "closed".into(),
+                    url: format!("https://github.com/some-organisation/some-repository/issues/{n}"),
+                })
+                .collect(),
         };
         let attrs = e.attributes(3000);
         let map: std::collections::HashMap<_, _> = attrs.iter().cloned().collect();
         let kept = map[attr::FILES].as_l().unwrap().len();
         assert!(kept < 3000 && kept > 100, "{kept}");
         assert_eq!(map[attr::FILES_TRUNCATED], AttributeValue::Bool(true));
+        let dirs = map[attr::DIRECTORIES].as_m().unwrap();
+        assert!(dirs.keys().map(String::len).sum::<usize>() <= MAX_DIRECTORY_BYTES);
+        assert!(!dirs.is_empty());
         // GitHub's largest body: 65,536 characters of 4-byte UTF-8.
         let pr = MergedPullRequest {
             repo: RepoName::parse("o/r").unwrap(),
@@ -982,7 +1018,7 @@ mod tests {
             title: "t".repeat(256),
             body: Some("𝄞".repeat(65_536)),
             author: "a".into(),
-            labels: (0..100).map(|i| format!("label-{i:043}")).collect(),
+            labels: (0..100).map(|_| "𝄞".repeat(50)).collect(),
             url: "https://github.com/o/r/pull/1".into(),
             base_ref: "main".into(),
             merge_commit_sha: "0".repeat(40),
@@ -996,7 +1032,7 @@ mod tests {
         let mut item = crate::store::new_item(&pr, &delivery, 4);
         item.extend(attrs.into_iter().map(|(k, v)| (k.to_string(), v)));
         let size = crate::store::item_size(&item);
-        assert!(size < 360 * 1024, "{size} bytes, DynamoDB allows 400 KB");
+        assert!(size < 390 * 1024, "{size} bytes, DynamoDB allows 400 KB");
     }
 
     #[test]

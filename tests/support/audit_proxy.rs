@@ -70,15 +70,9 @@ fn call_of(parts: &http::request::Parts, body: &[u8]) -> Call {
     let json: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
     let field = |name: &str| json.get(name).and_then(|v| v.as_str()).map(str::to_string);
     if service == "s3" {
-        let operation = match parts.method.as_str() {
-            "PUT" => "PutObject",
-            "DELETE" => "DeleteObject",
-            "GET" => "GetObject",
-            other => other,
-        };
         let path = parts.uri.path().trim_start_matches('/').to_string();
         return Call {
-            action: format!("s3:{operation}"),
+            action: format!("s3:{}", s3_action(parts, &path)),
             resource: path,
         };
     }
@@ -109,6 +103,44 @@ fn call_of(parts: &http::request::Parts, body: &[u8]) -> Call {
         action: format!("{service}:{operation}"),
         resource,
     }
+}
+
+/// The IAM action an S3 request needs: by method, whether it names an object, its
+/// subresource query and copy header. Anything else is `Unrecognised…`, which no role grants.
+fn s3_action(parts: &http::request::Parts, path: &str) -> String {
+    // The Rust SDK names its operation in `x-id`; the rules read the rest of the query.
+    let query = parts
+        .uri
+        .query()
+        .unwrap_or("")
+        .split('&')
+        .filter(|kv| !kv.is_empty() && !kv.starts_with("x-id="))
+        .collect::<Vec<_>>()
+        .join("&");
+    let query = query.as_str();
+    let has = |sub: &str| query.split('&').any(|kv| kv.split('=').next() == Some(sub));
+    let object = path.trim_end_matches('/').contains('/');
+    let method = parts.method.as_str();
+    let action = match (object, method) {
+        (true, _) if has("tagging") => match method {
+            "GET" => "GetObjectTagging",
+            "PUT" => "PutObjectTagging",
+            _ => "DeleteObjectTagging",
+        },
+        (true, "GET") if has("acl") => "GetObjectAcl",
+        (true, _) if has("acl") => "PutObjectAcl",
+        // Multipart uploads need PutObject; a copy also GetObject on its source (not modelled).
+        (true, "PUT" | "POST") if has("uploads") || has("uploadId") => "PutObject",
+        (true, "PUT") if parts.headers.contains_key("x-amz-copy-source") => "PutObject+CopySource",
+        (true, "PUT") if query.is_empty() => "PutObject",
+        (true, "GET" | "HEAD") if query.is_empty() || has("partNumber") => "GetObject",
+        (true, "DELETE") if query.is_empty() => "DeleteObject",
+        (false, "GET") if query.is_empty() || has("list-type") || has("prefix") => "ListBucket",
+        (false, "HEAD") => "ListBucket",
+        (false, "POST") if has("delete") => "DeleteObject",
+        _ => return format!("Unrecognised {method} {path}?{query}"),
+    };
+    action.to_string()
 }
 
 async fn forward(

@@ -318,25 +318,5 @@ pub fn av_s(v: &str) -> AttributeValue {
 /// A merged pull request as GitHub's GraphQL API shapes it (for `infra::github_standin`), with
 /// `files` files under `src/mod0` … `src/mod6`, merged at the recorded fixture's time.
 pub fn standin_pull(repo: &str, number: u64, files: usize) -> serde_json::Value {
-    let pr = infra::synthetic::SyntheticPr {
-        number,
-        title: format!("Change {files} files"),
-        body: format!("Touches {files} files across seven modules."),
-        author: "octocat".into(),
-        labels: vec![],
-        merged_at: time::macros::datetime!(2019-05-15 15:20:33 UTC),
-        files: (0..files)
-            .map(|i| shared::domain::FileChange {
-                path: format!("src/mod{}/file{i}.rs", i % 7),
-                additions: 1 + (i as u64 % 40),
-                deletions: i as u64 % 9,
-            })
-            .collect(),
-    };
-    infra::github_standin::pull_json(
-        repo,
-        &pr,
-        time::macros::datetime!(2019-05-15 14:00:00 UTC),
-        &[],
-    )
+    infra::synthetic::standin_pull(repo, number, files)
 }
