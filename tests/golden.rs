@@ -597,3 +597,38 @@ fn a_generated_history_on_its_module_page_its_archives_and_the_index() {
         )),
     );
 }
+
+/// Three module pages of a synthetic history (four years, squash-merge bodies with trailers,
+/// Dependabot and Renovate bodies, releases, a module removed 60% of the way through), built as
+/// `chronicle bench quality` builds them: read them by eye.
+#[test]
+fn a_synthetic_history_a_busy_module_a_removed_one_and_a_dependency_heavy_one() {
+    use infra::bench_quality::{entries, module_page};
+    let spec = infra::synthetic::HistorySpec {
+        prs: 600,
+        modules: 8,
+        per_day: 0.4,
+        seed: 11,
+        end: datetime!(2026-11-30 12:00 UTC),
+    };
+    let repo = RepoName::parse("acme/platform").unwrap();
+    let config = ModulesConfig::from_yaml(shared::tagging::BUNDLED_MODULES_YAML).unwrap();
+    let all = entries(
+        &repo,
+        &infra::synthetic::history(&spec),
+        config.for_repo(&repo),
+    );
+    let now = spec.end + time::Duration::days(1);
+    for (module, golden) in [
+        ("api", "synthetic-busy-module.md"),
+        ("core", "synthetic-removed-module.md"),
+        ("(root)", "synthetic-dependencies-module.md"),
+    ] {
+        let of_module: Vec<&ModuleEntry> = all.iter().filter(|e| e.module == module).collect();
+        assert!(!of_module.is_empty(), "{module}");
+        check(
+            golden,
+            &module_page(&repo, module, &of_module, config.for_repo(&repo), now),
+        );
+    }
+}

@@ -103,6 +103,17 @@ enum Command {
 
 #[derive(Subcommand)]
 enum BenchTarget {
+    /// How readable a synthetic history's pages are: summaries that are the title or a trailer,
+    /// key files outside their module, the share of docs, quiet modules, the largest page.
+    /// Pure (no emulator).
+    Quality {
+        #[arg(long, default_value_t = 2_000)]
+        prs: usize,
+        #[arg(long, default_value_t = 30)]
+        modules: usize,
+        #[arg(long, default_value_t = 7)]
+        seed: u64,
+    },
     /// Sweep time and DynamoDB items read for backlogs of pending rows in a large table.
     Sweep {
         #[arg(long, default_value_t = 100_000)]
@@ -242,6 +253,9 @@ async fn main() -> anyhow::Result<()> {
             .await;
             std::process::exit(i32::from(code));
         }
+        Command::Bench {
+            target: BenchTarget::Quality { prs, modules, seed },
+        } => infra::bench_quality::run_bench(prs, modules, seed),
         Command::Bench {
             target:
                 BenchTarget::Webhook {

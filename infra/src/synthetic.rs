@@ -138,6 +138,12 @@ pub fn history(spec: &HistorySpec) -> Vec<SyntheticPr> {
             None => format!("module{i}"),
         })
         .collect();
+    let after_removal: Vec<String> = modules
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != 2)
+        .map(|(_, m)| m.clone())
+        .collect();
     let humans: Vec<String> = (0..40).map(|i| format!("dev{i:02}")).collect();
     let step = Duration::seconds_f64(86_400.0 / spec.per_day.max(0.01));
     let start = spec.end - step * (spec.prs.saturating_sub(1) as f64);
@@ -148,10 +154,18 @@ pub fn history(spec: &HistorySpec) -> Vec<SyntheticPr> {
         let jitter = Duration::seconds(rng.below((step.whole_seconds().max(2) / 2) as u64) as i64);
         let merged_at = start + step * (i as f64) + jitter;
         let kind = rng.below(100);
+        // The third busiest module is removed 60% of the way through: later PRs go elsewhere.
+        let live: &[String] = if i * 10 >= spec.prs * 6 && modules.len() > 5 {
+            &after_removal
+        } else {
+            &modules
+        };
         let pr = if kind < 8 {
             dependency_bump(&mut rng, number, merged_at)
+        } else if kind < 10 {
+            release(&mut rng, number, merged_at, &humans)
         } else {
-            change(&mut rng, number, merged_at, &modules, &humans, kind)
+            change(&mut rng, number, merged_at, live, &humans, kind)
         };
         out.push(pr);
     }
@@ -198,6 +212,38 @@ fn dependency_bump(rng: &mut Rng, number: u64, merged_at: OffsetDateTime) -> Syn
                 path: "Cargo.lock".into(),
                 additions: 4 + rng.below(20),
                 deletions: 4 + rng.below(20),
+            },
+        ],
+    }
+}
+
+fn release(
+    rng: &mut Rng,
+    number: u64,
+    merged_at: OffsetDateTime,
+    humans: &[String],
+) -> SyntheticPr {
+    let version = format!("{}.{}.0", 1 + number / 400, (number / 20) % 20);
+    SyntheticPr {
+        number,
+        title: format!("chore(release): v{version}"),
+        body: format!(
+            "Release v{version}.\n\nSigned-off-by: {} <dev@example.com>\n",
+            humans[0]
+        ),
+        author: humans[rng.below(3) as usize].clone(),
+        labels: vec![],
+        merged_at,
+        files: vec![
+            FileChange {
+                path: "CHANGELOG.md".into(),
+                additions: 5 + rng.below(30),
+                deletions: 0,
+            },
+            FileChange {
+                path: "Cargo.toml".into(),
+                additions: 1,
+                deletions: 1,
             },
         ],
     }
@@ -258,6 +304,21 @@ fn change(
             path: "README.md".into(),
             additions: 1 + rng.below(10),
             deletions: rng.below(5),
+        });
+    }
+    // A module's own README and docs: they belong to the module, not to `docs`.
+    if rng.chance(8) {
+        files.push(FileChange {
+            path: format!("{home}/README.md"),
+            additions: 1 + rng.below(20),
+            deletions: rng.below(5),
+        });
+    }
+    if rng.chance(3) {
+        files.push(FileChange {
+            path: ".github/workflows/ci.yml".into(),
+            additions: 1 + rng.below(8),
+            deletions: rng.below(4),
         });
     }
     let body = match kind {

@@ -142,7 +142,10 @@ fn from_verb(title: &str) -> Option<String> {
         | "support" | "supports" | "allow" | "allows" | "enable" | "enables" | "new" => "feat",
         "refactor" | "refactors" | "refactored" | "simplify" | "simplifies" | "rename"
         | "renames" | "move" | "moves" | "extract" | "cleanup" | "clean" | "restructure"
-        | "reorganize" | "split" => "refactor",
+        | "reorganize" | "split" | "remove" | "removes" | "drop" | "drops" | "delete"
+        | "deletes" => "refactor",
+        "speed" | "optimize" | "optimise" | "optimizes" | "optimises" | "faster" => "perf",
+        "harden" | "hardens" | "secure" => "fix",
         "doc" | "docs" | "document" | "documents" | "documentation" | "readme" => "docs",
         "test" | "tests" => "test",
         _ => return None,

@@ -333,6 +333,8 @@ pub fn overview(input: &OverviewInput) -> Vec<Block> {
         .collect();
     if paths.is_empty() {
         what.push(Span::text("the files tagged with this module"));
+    } else if paths.len() == 1 && paths[0] == "*" {
+        what.push(Span::text("the files at the root of the repository"));
     } else {
         what.push(Span::text("the code under "));
         for (i, p) in paths.iter().take(4).enumerate() {

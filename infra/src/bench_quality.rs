@@ -1,0 +1,335 @@
+//! `chronicle bench quality`: how readable the pages of a synthetic history are, measured the way
+//! the module-story issue measured a real one. Pure (no emulator): each PR goes through the same
+//! functions as the summarize worker (tagging, the extractive summary, module entries), each
+//! module's page through the page builder's layout and overview.
+//!
+//! Figures: the share of entries whose summary is the title again or a trailer, the share whose
+//! key files lie outside their module, the share of entries in `docs` (with the bundled default
+//! config and with the old `**/*.md` one), folded dependency/release entries, modules shown as
+//! quiet, and the largest module page.
+
+use std::collections::BTreeMap;
+
+use shared::domain::{ModuleEntry, RepoName, YearStats};
+use shared::pages::content::{self, ModuleFacts};
+use shared::pages::layout::{self, MAIN_MAX_ENTRIES};
+use shared::pages::render::commonmark;
+use shared::store::PrRow;
+use shared::summary::{extractive, SummaryInput};
+use shared::tagging::{self, ModulesConfig, RepoModules};
+use time::OffsetDateTime;
+
+use crate::synthetic::{history, HistorySpec, SyntheticPr};
+
+/// The default config before the module-story issue: every Markdown file in `docs`.
+const OLD_DEFAULT: &str =
+    "\"*\":\n  docs: [\"**/*.md\", \"docs/**\"]\n  ci: [\".github/workflows/**\"]\n";
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct QualityFigures {
+    pub prs: usize,
+    pub entries: usize,
+    pub modules: usize,
+    /// Entries whose summary is the title again (letters and digits compared) or a trailer.
+    pub summary_title_or_trailer: usize,
+    /// Entries with no summary (the body and the files said nothing the title does not).
+    pub summary_empty: usize,
+    /// Entries whose key files include one outside their module.
+    pub key_files_outside: usize,
+    /// Entries in `docs`.
+    pub docs_entries: usize,
+    /// Dependency and release entries (folded on the pages).
+    pub folded_entries: usize,
+    /// Modules whose overview says "quiet".
+    pub quiet_modules: Vec<String>,
+    /// The largest module page, in bytes, and its module.
+    pub largest_page: (usize, String),
+}
+
+fn comparable(s: &str) -> String {
+    s.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+fn is_trailer(s: &str) -> bool {
+    let lower = s.trim().to_lowercase();
+    [
+        "signed-off-by:",
+        "co-authored-by:",
+        "reviewed-by:",
+        "change-id:",
+        "acked-by:",
+    ]
+    .iter()
+    .any(|t| lower.starts_with(t))
+}
+
+fn row(repo: &RepoName, pr: &SyntheticPr) -> PrRow {
+    let mut files = pr.files.clone();
+    files.sort_by(|a, b| b.churn().cmp(&a.churn()).then(a.path.cmp(&b.path)));
+    serde_json::from_value(serde_json::json!({
+        "repo": repo.as_str(),
+        "prNumber": pr.number,
+        "title": pr.title,
+        "body": Some(pr.body.clone()).filter(|b| !b.is_empty()),
+        "author": pr.author,
+        "labels": pr.labels,
+        "url": format!("https://github.com/{repo}/pull/{}", pr.number),
+        "mergedAt": shared::domain::rfc3339_seconds(pr.merged_at),
+        "files": files,
+        "changedFiles": pr.files.len(),
+        "additions": pr.files.iter().map(|f| f.additions).sum::<u64>(),
+        "deletions": pr.files.iter().map(|f| f.deletions).sum::<u64>(),
+    }))
+    .expect("a PR row")
+}
+
+/// Every entry of the history, tagged with `config`, as the summarize worker writes them.
+pub fn entries(
+    repo: &RepoName,
+    prs: &[SyntheticPr],
+    config: Option<&RepoModules>,
+) -> Vec<ModuleEntry> {
+    let mut out = Vec::new();
+    for pr in prs {
+        let row = row(repo, pr);
+        let paths: Vec<&str> = row.files.iter().map(|f| f.path.as_str()).collect();
+        let modules = tagging::tag_modules(repo, &paths, config, None);
+        let files: Vec<String> = row.files.iter().map(|f| f.path.clone()).collect();
+        let summary = extractive(&SummaryInput {
+            title: &row.title,
+            body: row.body.as_deref(),
+            labels: &row.labels,
+            files: &files,
+            issues: &[],
+            modules: &modules,
+        });
+        out.extend(shared::entries::module_entries(
+            repo,
+            &row,
+            &modules,
+            &summary.text,
+            config,
+        ));
+    }
+    out
+}
+
+fn years_of(entries: &[&ModuleEntry]) -> BTreeMap<String, YearStats> {
+    let mut by_year: BTreeMap<String, Vec<ModuleEntry>> = BTreeMap::new();
+    for e in entries {
+        by_year
+            .entry(format!("{:04}", e.year()))
+            .or_default()
+            .push((*e).clone());
+    }
+    by_year
+        .into_iter()
+        .map(|(year, mut of_year)| {
+            of_year.sort_by_key(|e| e.order_key());
+            let stats = YearStats {
+                count: of_year.len() as u64,
+                first: of_year
+                    .first()
+                    .map(|e| e.merged_at.clone())
+                    .unwrap_or_default(),
+                last: of_year
+                    .last()
+                    .map(|e| e.merged_at.clone())
+                    .unwrap_or_default(),
+                digest: shared::pages::overview::digest(&of_year),
+                ..Default::default()
+            };
+            (year, stats)
+        })
+        .collect()
+}
+
+/// The module page the builder would publish for these entries (newest first), as CommonMark.
+pub fn module_page(
+    repo: &RepoName,
+    module: &str,
+    entries: &[&ModuleEntry],
+    config: Option<&RepoModules>,
+    now: OffsetDateTime,
+) -> String {
+    let mut newest: Vec<ModuleEntry> = entries.iter().map(|e| (*e).clone()).collect();
+    newest.sort_by_key(|e| std::cmp::Reverse(e.order_key()));
+    newest.truncate(MAIN_MAX_ENTRIES);
+    let facts = ModuleFacts {
+        repo: repo.to_string(),
+        module: module.to_string(),
+        paths: tagging::module_paths(repo, module, config),
+        entry_count: entries.len() as u64,
+        first_merged_at: entries.iter().map(|e| e.merged_at.clone()).min(),
+        latest_merged_at: newest.first().map(|e| e.merged_at.clone()),
+        recent_authors: content::recent_authors(&newest),
+        years: years_of(entries),
+        now: Some(now),
+        ..Default::default()
+    };
+    let mut facts = facts;
+    let shown = layout::main_count(&facts, &newest);
+    // The older entries' years, as the builder lists its archive pages.
+    let cutoff = newest
+        .get(shown.saturating_sub(1))
+        .map(ModuleEntry::order_key);
+    let mut archived: BTreeMap<String, u64> = BTreeMap::new();
+    for e in entries {
+        if cutoff.as_ref().is_some_and(|c| e.order_key() < *c) {
+            *archived.entry(format!("{:04}", e.year())).or_default() += 1;
+        }
+    }
+    facts.archive_years = archived.into_iter().collect();
+    commonmark(&content::module_page(&facts, &newest[..shown]))
+}
+
+/// The figures for one history under one config.
+pub fn measure(spec: &HistorySpec, config: &ModulesConfig) -> QualityFigures {
+    let repo = RepoName::parse("acme/platform").expect("a repo name");
+    let prs = history(spec);
+    let repo_config = config.for_repo(&repo);
+    let all = entries(&repo, &prs, repo_config);
+    let mut figures = QualityFigures {
+        prs: prs.len(),
+        entries: all.len(),
+        ..Default::default()
+    };
+    let titles: BTreeMap<u64, &str> = prs.iter().map(|p| (p.number, p.title.as_str())).collect();
+    for e in &all {
+        let summary = e.summary.trim();
+        if summary.is_empty() {
+            figures.summary_empty += 1;
+        } else if comparable(summary) == comparable(titles[&e.number])
+            || comparable(summary) == comparable(shared::summary::conventional_type(&e.title).1)
+            || is_trailer(summary)
+        {
+            figures.summary_title_or_trailer += 1;
+        }
+        if e.files.iter().any(|f| {
+            !tagging::file_modules(&f.path, repo_config, None).contains(&e.module.as_str())
+        }) {
+            figures.key_files_outside += 1;
+        }
+        if e.module == "docs" {
+            figures.docs_entries += 1;
+        }
+        if shared::kind::is_folded(e.kind.as_deref()) {
+            figures.folded_entries += 1;
+        }
+    }
+    let mut by_module: BTreeMap<&str, Vec<&ModuleEntry>> = BTreeMap::new();
+    for e in &all {
+        by_module.entry(e.module.as_str()).or_default().push(e);
+    }
+    figures.modules = by_module.len();
+    let now = spec.end + time::Duration::days(1);
+    for (module, entries) in &by_module {
+        let page = module_page(&repo, module, entries, repo_config, now);
+        if page.contains("**Status:** quiet") {
+            figures.quiet_modules.push(module.to_string());
+        }
+        if page.len() > figures.largest_page.0 {
+            figures.largest_page = (page.len(), module.to_string());
+        }
+    }
+    figures
+}
+
+fn percent(n: usize, of: usize) -> String {
+    format!("{:.1}%", 100.0 * n as f64 / of.max(1) as f64)
+}
+
+/// Prints the figures for a history of `prs` PRs over `modules` modules, with the bundled
+/// default config and with the old one.
+pub fn run_bench(prs: usize, modules: usize, seed: u64) -> anyhow::Result<()> {
+    let spec = HistorySpec {
+        prs,
+        modules,
+        per_day: 1.0,
+        seed,
+        end: time::macros::datetime!(2026-11-30 12:00 UTC),
+    };
+    let bundled = ModulesConfig::from_yaml(tagging::BUNDLED_MODULES_YAML)?;
+    let old = ModulesConfig::from_yaml(OLD_DEFAULT)?;
+    let started = std::time::Instant::now();
+    let new = measure(&spec, &bundled);
+    let before = measure(&spec, &old);
+    println!(
+        "quality of the pages of a synthetic history: {} PRs over {} years, {} modules (seed {seed}), {:.1} s",
+        new.prs,
+        (prs as f64 / 365.0).ceil(),
+        modules,
+        started.elapsed().as_secs_f64()
+    );
+    println!("  entries                                 {}", new.entries);
+    println!(
+        "  summary = the title or a trailer        {} ({})",
+        new.summary_title_or_trailer,
+        percent(new.summary_title_or_trailer, new.entries)
+    );
+    println!(
+        "  no summary (nothing beyond the title)   {} ({})",
+        new.summary_empty,
+        percent(new.summary_empty, new.entries)
+    );
+    println!(
+        "  key files outside their module          {} ({})",
+        new.key_files_outside,
+        percent(new.key_files_outside, new.entries)
+    );
+    println!(
+        "  entries in docs                         {} ({}); with the old **/*.md default: {} ({})",
+        new.docs_entries,
+        percent(new.docs_entries, new.entries),
+        before.docs_entries,
+        percent(before.docs_entries, before.entries)
+    );
+    println!(
+        "  dependency and release entries folded   {} ({})",
+        new.folded_entries,
+        percent(new.folded_entries, new.entries)
+    );
+    println!("  modules                                 {}", new.modules);
+    println!(
+        "  modules shown as quiet                  {:?}",
+        new.quiet_modules
+    );
+    println!(
+        "  largest module page                     {} bytes ({}; the layout's bound is {})",
+        new.largest_page.0,
+        new.largest_page.1,
+        layout::MAX_PAGE_BYTES
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_thousand_pr_history_reads_well() {
+        let spec = HistorySpec {
+            prs: 1_000,
+            modules: 12,
+            per_day: 1.0,
+            seed: 7,
+            end: time::macros::datetime!(2026-11-30 12:00 UTC),
+        };
+        let f = measure(
+            &spec,
+            &ModulesConfig::from_yaml(tagging::BUNDLED_MODULES_YAML).unwrap(),
+        );
+        assert_eq!(f.summary_title_or_trailer, 0, "{f:?}");
+        assert_eq!(f.key_files_outside, 0, "{f:?}");
+        let old = measure(&spec, &ModulesConfig::from_yaml(OLD_DEFAULT).unwrap());
+        assert!(f.docs_entries < old.docs_entries, "{f:?} vs {old:?}");
+        assert!(f.folded_entries > 0);
+        // The module removed 60% of the way through reads as quiet, and only it.
+        assert_eq!(f.quiet_modules, ["core"], "{f:?}");
+        assert!(f.largest_page.0 <= layout::MAX_PAGE_BYTES, "{f:?}");
+    }
+}
