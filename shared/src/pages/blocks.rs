@@ -107,84 +107,116 @@ pub fn plain(spans: &[Span]) -> String {
     spans.iter().map(|s| s.text.as_str()).collect()
 }
 
-/// The inline Markdown of PR text as spans: `` `code` ``, `**bold**`, and `[text](https://…)`
-/// links (a link to anything but http(s) keeps only its text). Everything else is text, so
-/// nothing in a PR body can become markup it did not mean.
+/// The inline Markdown of PR text (a summary) as spans, parsed by `pulldown-cmark`: code
+/// spans, strong text and `[text](https://…)` links (a link to anything but http(s) keeps only
+/// its text); emphasis and strikethrough keep their text; images and HTML are dropped; escapes
+/// and entities are resolved. The text is one line of inline content: anything that would open
+/// a block (a list marker, a heading's `#`) is read as text.
 pub fn inline_spans(text: &str) -> Vec<Span> {
+    use pulldown_cmark::{Event, Parser, Tag, TagEnd};
+    let text = guard_block_start(&crate::summary::collapse_whitespace(text));
     let mut spans: Vec<Span> = Vec::new();
-    let mut plain_text = String::new();
-    let mut rest = text;
-    let flush = |plain_text: &mut String, spans: &mut Vec<Span>| {
-        if !plain_text.is_empty() {
-            spans.push(Span::text(std::mem::take(plain_text)));
-        }
+    let mut strong = 0usize;
+    let mut image = 0usize;
+    let mut link: Vec<Option<String>> = Vec::new();
+    let push = |spans: &mut Vec<Span>, span: Span| match spans.last_mut() {
+        Some(last) if last.is_plain() && span.is_plain() => last.text.push_str(&span.text),
+        _ => spans.push(span),
     };
-    while let Some(c) = rest.chars().next() {
-        if c == '`' {
-            let ticks = rest.chars().take_while(|&c| c == '`').count();
-            let fence = &rest[..ticks];
-            if let Some(end) = rest[ticks..].find(fence) {
-                let code = rest[ticks..ticks + end].trim();
-                if !code.is_empty() {
-                    flush(&mut plain_text, &mut spans);
-                    spans.push(Span::code(code));
-                    rest = &rest[ticks + end + ticks..];
-                    continue;
-                }
+    for event in Parser::new_ext(&text, crate::summary::clean::options()) {
+        let mark = |mut span: Span, link: &[Option<String>]| {
+            span.bold = strong > 0;
+            if let Some(Some(url)) = link.last() {
+                span.link = Some(Link::Url(url.clone()));
             }
-            plain_text.push_str(fence);
-            rest = &rest[ticks..];
-            continue;
-        }
-        if let Some(after) = rest.strip_prefix("**") {
-            if let Some(end) = after.find("**").filter(|&e| e > 0) {
-                flush(&mut plain_text, &mut spans);
-                spans.push(Span::bold(&after[..end]));
-                rest = &after[end + 2..];
-                continue;
+            span
+        };
+        match event {
+            Event::Start(Tag::Strong) => strong += 1,
+            Event::End(TagEnd::Strong) => strong = strong.saturating_sub(1),
+            Event::Start(Tag::Image { .. }) => image += 1,
+            Event::End(TagEnd::Image) => image = image.saturating_sub(1),
+            Event::Start(Tag::Link { dest_url, .. }) => {
+                let url = dest_url.trim();
+                let web = url.starts_with("https://") || url.starts_with("http://");
+                link.push(web.then(|| url.to_string()));
             }
-        }
-        if c == '[' {
-            if let Some((label, url, used)) = link_at(rest) {
-                flush(&mut plain_text, &mut spans);
-                if url.starts_with("https://") || url.starts_with("http://") {
-                    spans.push(Span::link(label, url));
-                } else {
-                    spans.push(Span::text(label));
-                }
-                rest = &rest[used..];
-                continue;
+            Event::End(TagEnd::Link) => {
+                link.pop();
             }
-        }
-        plain_text.push(c);
-        rest = &rest[c.len_utf8()..];
-    }
-    flush(&mut plain_text, &mut spans);
-    // Adjacent plain runs (a link that fell back to text) become one.
-    let mut merged: Vec<Span> = Vec::new();
-    for span in spans {
-        match merged.last_mut() {
-            Some(last) if last.is_plain() && span.is_plain() => last.text.push_str(&span.text),
-            _ => merged.push(span),
+            _ if image > 0 => {}
+            Event::Text(t) => push(&mut spans, mark(Span::text(t.as_ref()), &link)),
+            Event::Code(c) => push(&mut spans, mark(Span::code(c.as_ref()), &link)),
+            Event::SoftBreak | Event::HardBreak => push(&mut spans, Span::text(" ")),
+            Event::End(TagEnd::Paragraph | TagEnd::Heading(_) | TagEnd::Item) => {
+                push(&mut spans, Span::text(" "))
+            }
+            _ => {}
         }
     }
-    merged
+    if let Some(first) = spans.first_mut().filter(|s| s.is_plain()) {
+        first.text = first.text.trim_start().to_string();
+    }
+    if let Some(last) = spans.last_mut().filter(|s| s.is_plain()) {
+        last.text = last.text.trim_end().to_string();
+    }
+    spans.retain(|s| !s.text.is_empty());
+    spans
 }
 
-/// `[label](url)` at the start of `s`: the label, the url and the bytes used.
-fn link_at(s: &str) -> Option<(&str, &str, usize)> {
-    let close = s.find("](")?;
-    let label = &s[1..close];
-    if label.is_empty() || label.contains(['[', ']', '\n']) {
-        return None;
+/// Text whose start would open a block (`- x`, `1. x`, `# x`, `> x`, a fence) with that
+/// start escaped, so the parser reads one paragraph of inline content.
+fn guard_block_start(text: &str) -> String {
+    use pulldown_cmark::{Event, Parser, Tag};
+    let opens_paragraph = |t: &str| {
+        matches!(
+            Parser::new_ext(t, crate::summary::clean::options()).next(),
+            None | Some(Event::Start(Tag::Paragraph))
+        )
+    };
+    let text = text.trim_start();
+    if opens_paragraph(text) {
+        return text.to_string();
     }
-    let after = &s[close + 2..];
-    let end = after.find(')')?;
-    let url = after[..end].trim();
-    if url.is_empty() || url.contains(char::is_whitespace) {
-        return None;
+    let lead = text.find(' ').unwrap_or(text.len());
+    match text[..lead]
+        .char_indices()
+        .find(|(_, c)| c.is_ascii_punctuation())
+    {
+        Some((i, _)) => format!("{}\\{}", &text[..i], &text[i..]),
+        None => text.to_string(),
     }
-    Some((label, url, close + 2 + end + 1))
+}
+
+/// A PR title as spans (each linked to `url` when given): code spans (`` `x` ``) become code,
+/// as GitHub shows them; everything else is the title's text as written.
+pub fn title_spans(title: &str, url: Option<&str>) -> Vec<Span> {
+    use pulldown_cmark::{Event, Parser};
+    let title = title.replace(['\n', '\r', '\t'], " ");
+    let text = |t: &str| match url {
+        Some(url) => Span::link(t, url),
+        None => Span::text(t),
+    };
+    let mut spans = Vec::new();
+    let mut at = 0;
+    for (event, range) in
+        Parser::new_ext(&title, crate::summary::clean::options()).into_offset_iter()
+    {
+        if let Event::Code(code) = event {
+            if range.start > at {
+                spans.push(text(&title[at..range.start]));
+            }
+            spans.push(Span {
+                code: true,
+                ..text(code.as_ref())
+            });
+            at = range.end;
+        }
+    }
+    if at < title.len() {
+        spans.push(text(&title[at..]));
+    }
+    spans
 }
 
 #[cfg(test)]
@@ -209,5 +241,78 @@ mod tests {
             ]
         );
         assert_eq!(inline_spans("``a`b``"), vec![Span::code("a`b")]);
+    }
+
+    /// What a body says reaches the page as the same text: escapes, entities and backslashes
+    /// are resolved once by the parser and escaped once by the renderer (no literal `\_`,
+    /// no doubled backslash, code spans stay code).
+    #[test]
+    fn a_summary_reads_back_as_the_body_wrote_it() {
+        use crate::pages::{render, DocKey, Document};
+        use crate::summary::{extractive, SummaryInput};
+        let body =
+            "Handles foo\\_bar, `C:\\temp\\x` and &lt;T&gt; in **one** *pass* \\*literally\\*.";
+        let summary = extractive(&SummaryInput {
+            title: "t",
+            body: Some(body),
+            ..SummaryInput::default()
+        })
+        .text;
+        let doc = Document {
+            key: DocKey::Index {
+                repo: "acme/widgets".into(),
+            },
+            title: "t".into(),
+            parent: None,
+            blocks: vec![Block::Paragraph(inline_spans(&summary))],
+        };
+        for flavor in [render::Flavor::CommonMark, render::Flavor::Notion] {
+            let md = render::render(&doc, flavor, &|_| None);
+            let paragraph = md.lines().rev().find(|l| !l.is_empty()).unwrap();
+            let events: Vec<pulldown_cmark::Event> =
+                pulldown_cmark::Parser::new(paragraph).collect();
+            assert_eq!(
+                crate::summary::clean::plain_text(&events).trim(),
+                "Handles foo_bar, C:\\temp\\x and <T> in one pass *literally*.",
+                "{flavor:?}: {md}"
+            );
+        }
+    }
+
+    #[test]
+    fn text_that_would_open_a_block_stays_inline() {
+        assert_eq!(
+            inline_spans("1. First step"),
+            vec![Span::text("1. First step")]
+        );
+        assert_eq!(inline_spans("- item"), vec![Span::text("- item")]);
+        assert_eq!(
+            inline_spans("# not a heading"),
+            vec![Span::text("# not a heading")]
+        );
+        assert_eq!(inline_spans("> quoted"), vec![Span::text("> quoted")]);
+        // Not a fence (its info string would hold backticks): a code span, as CommonMark reads it.
+        assert_eq!(
+            inline_spans("```rust fn``` done"),
+            vec![Span::code("rust fn"), Span::text(" done")]
+        );
+    }
+
+    #[test]
+    fn a_title_keeps_its_code_spans_and_its_text_as_written() {
+        let url = "https://github.com/a/b/pull/1";
+        let spans = title_spans("Fix `read_all` on *nix \\ [x]", Some(url));
+        assert_eq!(
+            spans,
+            vec![
+                Span::link("Fix ", url),
+                Span {
+                    code: true,
+                    ..Span::link("read_all", url)
+                },
+                Span::link(" on *nix \\ [x]", url),
+            ]
+        );
+        assert_eq!(title_spans("", None), vec![]);
     }
 }

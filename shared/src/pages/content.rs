@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use time::OffsetDateTime;
 
+use super::blocks::title_spans;
 use super::{Block, DocKey, Document, Span};
 use crate::domain::{parse_rfc3339, AuthorCount, ModuleEntry};
 use crate::summary::{cap, collapse_whitespace};
@@ -14,8 +15,11 @@ use crate::summary::{cap, collapse_whitespace};
 pub const KEY_FILES: usize = 5;
 /// How many authors a header or an index line names.
 pub const TOP_AUTHORS: usize = 5;
-/// A title longer than this is cut, with an ellipsis.
-pub const TITLE_MAX_CHARS: usize = 200;
+/// A title longer than this is cut in its heading, with an ellipsis (the entry then starts with
+/// the whole title).
+pub const TITLE_MAX_CHARS: usize = 100;
+/// The whole title shown under a cut heading stops here: GitHub's own limit on a PR title.
+pub const FULL_TITLE_MAX_CHARS: usize = 256;
 /// The longest summary paragraph shown.
 pub const SUMMARY_MAX_CHARS: usize = 800;
 /// A path longer than this is cut (keeps every paragraph within Notion's 2,000 characters).
@@ -406,15 +410,23 @@ fn bump_label(title: &str) -> String {
 /// One entry: its heading (date, linked title, number); who, what kind, labels and size; the
 /// summary; its key files in this module and what else it touched; the issues it closes.
 pub fn entry_blocks(e: &ModuleEntry) -> Vec<Block> {
+    let title = one_line(&e.title);
+    let short = cap(&title, TITLE_MAX_CHARS);
+    let mut heading = vec![Span::text(format!("{} — ", date(&e.merged_at)))];
+    heading.extend(title_spans(&short, Some(&e.url)));
+    heading.push(Span::text(format!(" (#{})", e.number)));
     let mut blocks = vec![Block::Heading {
         level: 3,
-        spans: vec![
-            Span::text(format!("{} — ", date(&e.merged_at))),
-            Span::link(cap(&one_line(&e.title), TITLE_MAX_CHARS), &e.url),
-            Span::text(format!(" (#{})", e.number)),
-        ],
+        spans: heading,
     }];
-    let mut meta = vec![Span::text(format!("by @{}", one_line(&e.author)))];
+    let mut meta = Vec::new();
+    if short != title {
+        // The heading is cut; the whole title, however long, is the entry's first line.
+        meta.push(Span::text("Title: "));
+        meta.extend(title_spans(&cap(&title, FULL_TITLE_MAX_CHARS), None));
+        meta.push(Span::text(" · "));
+    }
+    meta.push(Span::text(format!("by @{}", one_line(&e.author))));
     if let Some(kind) = &e.kind {
         meta.push(Span::text(" · "));
         meta.push(Span::code(kind.clone()));

@@ -276,7 +276,9 @@ mod tests {
 
     fn big(number: u64, merged_at: &str) -> ModuleEntry {
         let mut e = entry(number, merged_at, "alice");
+        // As long as a stored summary gets (crate::summary::SUMMARY_MAX_CHARS).
         e.summary = "A long summary of what changed and why. ".repeat(20);
+        e.summary = crate::summary::cap(&e.summary, crate::summary::SUMMARY_MAX_CHARS);
         e.title = "A title that goes on for quite a while ".repeat(5);
         e.files = (0..5)
             .map(|i| FileChange {

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use time::{Duration, OffsetDateTime};
 
+use super::blocks::title_spans;
 use super::{Block, Span};
 use crate::domain::{parse_rfc3339, ModuleEntry, YearStats};
 use crate::kind;
@@ -348,10 +349,9 @@ pub fn overview(input: &OverviewInput) -> Vec<Block> {
         }
     }
     if let Some(m) = created {
-        what.push(Span::text(format!(
-            "; its first pull request here was “{}” (",
-            short_title(&m.title)
-        )));
+        what.push(Span::text("; its first pull request here was “"));
+        what.extend(title_spans(&short_title(&m.title), None));
+        what.push(Span::text("” ("));
         what.push(pr_link(m.number, &m.url));
         what.push(Span::text(format!(", {})", date(&m.merged_at))));
     }
@@ -464,10 +464,9 @@ pub fn overview(input: &OverviewInput) -> Vec<Block> {
         }
         spans.push(Span::text(text));
         if let Some(e) = substantive.first() {
-            spans.push(Span::text(format!(
-                "; the latest: “{}” (",
-                short_title(&e.title)
-            )));
+            spans.push(Span::text("; the latest: “"));
+            spans.extend(title_spans(&short_title(&e.title), None));
+            spans.push(Span::text("” ("));
             spans.push(pr_link(e.number, &e.url));
             spans.push(Span::text(format!(", {})", date(&e.merged_at))));
         }
@@ -527,7 +526,9 @@ fn story_line(year: &str, stats: &YearStats, created: Option<&Milestone>) -> Vec
             _ => continue,
         };
         spans.push(Span::text(if named == 0 { " Milestones: " } else { "; " }));
-        spans.push(Span::text(format!("{label} “{}” (", short_title(&m.title))));
+        spans.push(Span::text(format!("{label} “")));
+        spans.extend(title_spans(&short_title(&m.title), None));
+        spans.push(Span::text("” ("));
         spans.push(pr_link(m.number, &m.url));
         spans.push(Span::text(")"));
         named += 1;

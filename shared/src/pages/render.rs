@@ -107,18 +107,29 @@ impl Renderer<'_> {
         }
     }
 
+    /// Spans as inline Markdown; adjacent spans with the same link become one link (a title
+    /// with a code span in it is one link, as on GitHub).
     fn inline(&self, spans: &[Span]) -> String {
         let mut out = String::new();
-        for span in spans {
-            let mut text = if span.code {
-                self.code_span(&span.text)
-            } else {
-                self.escape(&span.text)
-            };
-            if span.bold {
-                text = format!("**{text}**");
+        let mut i = 0;
+        while i < spans.len() {
+            let same = spans[i..]
+                .iter()
+                .take_while(|s| s.link == spans[i].link)
+                .count();
+            let mut text = String::new();
+            for span in &spans[i..i + same] {
+                let mut t = if span.code {
+                    self.code_span(&span.text)
+                } else {
+                    self.escape(&span.text)
+                };
+                if span.bold {
+                    t = format!("**{t}**");
+                }
+                text.push_str(&t);
             }
-            let target = match &span.link {
+            let target = match &spans[i].link {
                 None => None,
                 Some(Link::Url(url)) => Some(url.clone()),
                 Some(Link::Page(key)) => match self.flavor {
@@ -132,6 +143,7 @@ impl Renderer<'_> {
                 }
                 None => out.push_str(&text),
             }
+            i += same;
         }
         out
     }
@@ -234,8 +246,9 @@ mod tests {
         let lines: Vec<&str> = md.lines().collect();
         assert_eq!(lines[0], "# acme/widgets · src");
         assert_eq!(lines[2], "Paths: `src/**`, `!src/**/*_test.rs`.");
+        // The title's code span is code, as GitHub shows it; the rest is the text as written.
         assert!(md.contains(
-            "### 2024-02-10 — [fix: \\*bold\\* \\[link\\](x) \\`code\\` \\<b\\>\\&amp; \\| \\_u\\_ \\\\ #3](https://github.com/acme/widgets/pull/12) (#12)\n"
+            "### 2024-02-10 — [fix: \\*bold\\* \\[link\\](x) `code` \\<b\\>\\&amp; \\| \\_u\\_ \\\\ #3](https://github.com/acme/widgets/pull/12) (#12)\n"
         ), "{md}");
         assert!(md.contains("\n## February 2024\n"));
         assert!(md.ends_with(

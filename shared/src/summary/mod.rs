@@ -27,6 +27,8 @@ use serde_json::{json, Value};
 
 use crate::secret::Secret;
 
+pub mod clean;
+
 /// The longest summary paragraph, in characters, ellipsis included.
 /// The longest summary paragraph, in characters, ellipsis included.
 pub const SUMMARY_MAX_CHARS: usize = 600;
@@ -192,694 +194,14 @@ pub fn conventional_type(title: &str) -> (Option<String>, &str) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Body cleaning.
+// Body cleaning (see [`clean`]).
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Bot {
-    Dependabot,
-    Renovate,
-}
-
-/// Removes what real PR bodies are full of and returns the rest as Markdown: HTML comments,
-/// template headings ("## Description") and boilerplate sections ("## Checklist", "## Type of
-/// change", "## How Has This Been Tested?", "## Screenshots", "## Related issue", also as
-/// setext or whole-line bold headings), template instructions ("Please delete options that are
-/// not relevant."), task lists, images, badges (linked images: shields.io and the like),
-/// attachment links, `<details>` blocks, link reference definitions, thematic breaks and inline
-/// HTML tags (their text is kept). Code fences are kept as they are.
-///
-/// Bot bodies become one line: Dependabot's "Bumps [x](…) from 1.2 to 1.3." (release notes,
-/// changelog, commits and "Dependabot commands and options" dropped), Renovate's "This PR
-/// contains the following updates:" table as "Updates x from 1.0.1 to 1.0.2." ("Release
-/// Notes", "Configuration" and the "Renovate Bot" footer dropped).
+/// The body cleaned by [`clean::clean`], as Markdown: what the LLM prompt carries.
 pub fn clean_body(body: &str) -> String {
-    let text = body.replace("\r\n", "\n").replace('\r', "\n");
-    let text = strip_html_comments(&text);
-    let text = setext_to_atx(&text);
-    let bot = detect_bot(&text);
-    let cleaned = clean_lines(&text, bot);
-    match bot {
-        Some(Bot::Dependabot) => dependabot_line(&cleaned).unwrap_or(cleaned),
-        Some(Bot::Renovate) => renovate_line(&text).unwrap_or(cleaned),
-        None => cleaned,
-    }
+    clean::clean(body).markdown()
 }
 
-fn detect_bot(text: &str) -> Option<Bot> {
-    let lower = text.to_lowercase();
-    if lower.contains("this pr contains the following updates")
-        || lower.contains("[renovate bot]")
-        || lower.contains("[mend renovate]")
-        || lower.contains("renovatebot.com")
-        || lower.contains("mend.io/renovate")
-    {
-        return Some(Bot::Renovate);
-    }
-    let starts_like_dependabot = lower
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .is_some_and(|l| l.starts_with("bumps ") || l.starts_with("updates the requirements on"));
-    if lower.contains("dependabot commands and options")
-        || lower.contains("@dependabot")
-        || lower.contains("dependabot-badges")
-        || (starts_like_dependabot && lower.contains("dependabot"))
-    {
-        return Some(Bot::Dependabot);
-    }
-    None
-}
-
-/// Removes `<!-- … -->` (across lines; an unterminated comment runs to the end).
-fn strip_html_comments(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(start) = rest.find("<!--") {
-        out.push_str(&rest[..start]);
-        match rest[start + 4..].find("-->") {
-            Some(end) => rest = &rest[start + 4 + end + 3..],
-            None => return out,
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
-/// The opening of a code fence: its marker run (three or more backticks or tildes).
-fn fence_open(line: &str) -> Option<&str> {
-    let indent = line.len() - line.trim_start().len();
-    if indent > 3 {
-        return None;
-    }
-    let t = line.trim_start();
-    let c = t.chars().next().filter(|c| *c == '`' || *c == '~')?;
-    let run = t.chars().take_while(|&x| x == c).count();
-    (run >= 3).then(|| &t[..run])
-}
-
-fn fence_closes(line: &str, marker: &str) -> bool {
-    let t = line.trim();
-    let c = marker.chars().next().unwrap_or('`');
-    t.starts_with(marker) && t.chars().all(|x| x == c)
-}
-
-/// Setext headings (`Title\n=====`, `Title\n-----`) rewritten as ATX (`# Title`, `## Title`),
-/// so one pass can treat every heading alike. Only a single text line preceded by a blank line
-/// (or the start) counts; a `---` anywhere else is a thematic break.
-fn setext_to_atx(text: &str) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    let mut out: Vec<String> = Vec::with_capacity(lines.len());
-    let mut fence: Option<&str> = None;
-    let mut i = 0;
-    while i < lines.len() {
-        let line = lines[i];
-        if let Some(marker) = fence {
-            if fence_closes(line, marker) {
-                fence = None;
-            }
-            out.push(line.to_string());
-            i += 1;
-            continue;
-        }
-        if let Some(marker) = fence_open(line) {
-            fence = Some(marker);
-            out.push(line.to_string());
-            i += 1;
-            continue;
-        }
-        let underline = lines.get(i + 1).map(|l| l.trim()).and_then(|u| {
-            if !u.is_empty() && u.chars().all(|c| c == '=') {
-                Some(1)
-            } else if u.len() >= 2 && u.chars().all(|c| c == '-') {
-                Some(2)
-            } else {
-                None
-            }
-        });
-        let starts_paragraph = i == 0 || lines[i - 1].trim().is_empty();
-        if let (Some(level), true) = (underline, starts_paragraph && could_be_setext(line)) {
-            out.push(format!("{} {}", "#".repeat(level), line.trim()));
-            i += 2;
-            continue;
-        }
-        out.push(line.to_string());
-        i += 1;
-    }
-    out.join("\n")
-}
-
-fn could_be_setext(line: &str) -> bool {
-    let t = line.trim();
-    !t.is_empty()
-        && line.len() - line.trim_start().len() <= 3
-        && !t.starts_with(['|', '>', '<', '#'])
-        && list_marker(t).is_none()
-        && !is_link_definition(t)
-}
-
-/// `# Title` … `###### Title` → (level, text without the closing `#`s).
-fn atx_heading(line: &str) -> Option<(usize, &str)> {
-    if line.len() - line.trim_start().len() > 3 {
-        return None;
-    }
-    let t = line.trim();
-    let hashes = t.chars().take_while(|&c| c == '#').count();
-    if !(1..=6).contains(&hashes) {
-        return None;
-    }
-    let rest = &t[hashes..];
-    if !(rest.is_empty() || rest.starts_with(char::is_whitespace)) {
-        return None;
-    }
-    let text = rest.trim();
-    let without_closing = text.trim_end_matches('#');
-    let text = if without_closing.is_empty() || without_closing.ends_with(char::is_whitespace) {
-        without_closing.trim_end()
-    } else {
-        text
-    };
-    Some((hashes, text))
-}
-
-/// A whole line in bold used as a heading (`**Checklist:**`, `__Description__`): short, and
-/// not a sentence (does not end with `.` or `!`). Level 7: below every real heading.
-fn bold_heading(line: &str) -> Option<&str> {
-    static BOLD: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"^(?:\*\*([^*]+)\*\*|__([^_]+)__):?$").expect("a valid pattern")
-    });
-    let t = line.trim();
-    let c = BOLD.captures(t)?;
-    let inner = c.get(1).or_else(|| c.get(2))?.as_str().trim();
-    let sentence = inner.trim_end_matches(':').ends_with(['.', '!']);
-    (inner.chars().count() <= 80 && !sentence).then_some(inner)
-}
-
-const BOLD_HEADING_LEVEL: usize = 7;
-
-/// A heading reduced to lowercase words: "## ✅ Checklist:" → "checklist".
-fn heading_key(text: &str) -> String {
-    let flat = flatten_links(&strip_images(text)).to_lowercase();
-    let words: String = flat
-        .chars()
-        .map(|c| if c.is_alphanumeric() { c } else { ' ' })
-        .collect();
-    collapse_whitespace(&words)
-}
-
-/// Headings whose whole section is template boilerplate, matched as a prefix of the key.
-const BOILERPLATE_PREFIXES: &[&str] = &[
-    "type of change",
-    "types of change",
-    "kind of change",
-    "what kind of change",
-    "pr type",
-    "how has this been tested",
-    "how was this tested",
-    "how to test",
-    "how can this be tested",
-    "testing",
-    "tests",
-    "test plan",
-    "test configuration",
-    "screenshot",
-    "screen recording",
-    "screencast",
-    "recording",
-    "related issue",
-    "linked issue",
-    "issue",
-    "closes",
-    "fixes",
-    "ticket",
-    "does this pr introduce a breaking change",
-    "definition of done",
-    "before submitting",
-    "notes for reviewer",
-    "note to reviewer",
-    "reviewer",
-    "other information",
-];
-
-/// Boilerplate wherever it appears in the key ("PR checklist", "Reviewer checklist").
-const BOILERPLATE_WORDS: &[&str] = &["checklist", "check list"];
-
-/// Sections of bot bodies that are never the point.
-const BOT_SECTIONS: &[&str] = &[
-    "release notes",
-    "changelog",
-    "commits",
-    "configuration",
-    "dependency lookup warnings",
-];
-
-/// Template headings dropped on their own (their section is the description itself).
-const LABEL_HEADINGS: &[&str] = &[
-    "description",
-    "pr description",
-    "pull request description",
-    "summary",
-    "summary of changes",
-    "changes",
-    "proposed changes",
-    "changes made",
-    "what changed",
-    "what",
-    "why",
-    "what and why",
-    "what does this pr do",
-    "what does this pull request do",
-    "what is this",
-    "what is the purpose of this pr",
-    "motivation",
-    "motivation and context",
-    "context",
-    "background",
-    "overview",
-    "details",
-    "purpose",
-    "problem",
-    "solution",
-    "approach",
-    "about",
-    "tl dr",
-    "tldr",
-];
-
-fn is_boilerplate_heading(key: &str, bot: Option<Bot>) -> bool {
-    // A whole-word prefix, plural allowed: "screenshot" covers "screenshots if appropriate".
-    let prefixed = |list: &[&str]| {
-        list.iter().any(|p| {
-            key.strip_prefix(p).is_some_and(|rest| {
-                let rest = rest.strip_prefix('s').unwrap_or(rest);
-                rest.is_empty() || rest.starts_with(' ')
-            })
-        })
-    };
-    BOILERPLATE_WORDS.iter().any(|w| key.contains(w))
-        || prefixed(BOILERPLATE_PREFIXES)
-        || (bot.is_some() && prefixed(BOT_SECTIONS))
-}
-
-/// Template instructions left in place as plain text (the well-known GitHub PR templates).
-const TEMPLATE_INSTRUCTIONS: &[&str] = &[
-    "please include a summary of the change",
-    "please also include relevant motivation and context",
-    "please describe the tests that you ran",
-    "please delete options that are not relevant",
-    "please also list any relevant details for your test configuration",
-    "please check the type of change your pr introduces",
-    "list any dependencies that are required for this change",
-    "fixes # (issue)",
-    "describe your changes in detail",
-    "provide a general summary of your changes",
-    "a clear and concise description of what",
-    "put an `x` in all the boxes that apply",
-    "what types of changes does your code introduce",
-    "go over all the following points",
-];
-
-/// Bot boilerplate lines, matched anywhere in the lowercased line.
-const BOT_LINES: &[&str] = &[
-    "dependabot will resolve any conflicts with this pr",
-    "you can trigger a rebase manually by commenting",
-    "you can trigger dependabot actions by commenting",
-    "this pr has been generated by [renovate bot]",
-    "this pr was generated by [mend renovate]",
-    "this pr has been generated by [mend renovate]",
-    "this pr has been generated by [whitesource renovate]",
-    "if you want to rebase/retry this pr",
-];
-
-/// The line pass of [`clean_body`] (comments already stripped, setext already ATX).
-fn clean_lines(text: &str, bot: Option<Bot>) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut fence: Option<String> = None;
-    let mut details = 0usize;
-    // Dropping a boilerplate section until a heading of this level or higher.
-    let mut skipping: Option<usize> = None;
-
-    for raw in text.lines() {
-        // `<details>` blocks, nested or not, dropped whole; text around them on the line kept.
-        let line_owned;
-        let line: &str = if details > 0 || raw.to_ascii_lowercase().contains("<details") {
-            let (kept, depth) = strip_details(raw, details);
-            details = depth;
-            line_owned = kept;
-            if line_owned.trim().is_empty() {
-                continue;
-            }
-            &line_owned
-        } else {
-            raw
-        };
-
-        if let Some(marker) = &fence {
-            if fence_closes(line, marker) {
-                fence = None;
-            }
-            if skipping.is_none() {
-                out.push(line.trim_end().to_string());
-            }
-            continue;
-        }
-        if let Some(marker) = fence_open(line) {
-            fence = Some(marker.to_string());
-            if skipping.is_none() {
-                out.push(line.trim_end().to_string());
-            }
-            continue;
-        }
-
-        let heading =
-            atx_heading(line).or_else(|| bold_heading(line).map(|text| (BOLD_HEADING_LEVEL, text)));
-        if let Some((level, heading_text)) = heading {
-            if skipping.is_some_and(|l| level <= l) {
-                skipping = None;
-            }
-            if skipping.is_some() {
-                continue;
-            }
-            let key = heading_key(heading_text);
-            if is_boilerplate_heading(&key, bot) {
-                skipping = Some(level);
-                out.push(String::new());
-                continue;
-            }
-            if key.is_empty() || LABEL_HEADINGS.contains(&key.as_str()) {
-                out.push(String::new());
-                continue;
-            }
-            out.push(String::new());
-            out.push(line.trim().to_string());
-            out.push(String::new());
-            continue;
-        }
-        if skipping.is_some() {
-            continue;
-        }
-
-        let t = line.trim();
-        if t.is_empty() || is_thematic_break(t) {
-            out.push(String::new());
-            continue;
-        }
-        let lower = t.to_lowercase();
-        let drop = is_task(t)
-            || is_link_definition(t)
-            || BOT_LINES.iter().any(|p| lower.contains(p))
-            || TEMPLATE_INSTRUCTIONS.iter().any(|p| lower.starts_with(p))
-            || (bot.is_some() && is_bot_link_item(t));
-        if drop {
-            continue;
-        }
-        let stripped = strip_html_tags(&strip_images(line));
-        if stripped != line && !stripped.chars().any(char::is_alphanumeric) {
-            continue;
-        }
-        if is_attachment_url(stripped.trim()) {
-            continue;
-        }
-        out.push(stripped.trim_end().to_string());
-    }
-
-    // Blank runs collapsed, none at either end.
-    let mut cleaned: Vec<String> = Vec::with_capacity(out.len());
-    for line in out {
-        if line.trim().is_empty() {
-            if cleaned.last().is_some_and(|l: &String| !l.is_empty()) {
-                cleaned.push(String::new());
-            }
-        } else {
-            cleaned.push(line);
-        }
-    }
-    while cleaned.last().is_some_and(String::is_empty) {
-        cleaned.pop();
-    }
-    cleaned.join("\n")
-}
-
-/// One line's text outside `<details>…</details>`, given the nesting depth at its start; and
-/// the depth at its end.
-fn strip_details(line: &str, mut depth: usize) -> (String, usize) {
-    const OPEN: &str = "<details";
-    const CLOSE: &str = "</details>";
-    let lower = line.to_ascii_lowercase();
-    let mut kept = String::new();
-    let mut at = 0;
-    loop {
-        let rest = &lower[at..];
-        let open = rest.find(OPEN);
-        if depth == 0 {
-            match open {
-                Some(o) => {
-                    kept.push_str(&line[at..at + o]);
-                    depth = 1;
-                    at += o + OPEN.len();
-                }
-                None => {
-                    kept.push_str(&line[at..]);
-                    break;
-                }
-            }
-        } else {
-            match (open, rest.find(CLOSE)) {
-                (Some(o), Some(c)) if o < c => {
-                    depth += 1;
-                    at += o + OPEN.len();
-                }
-                (_, Some(c)) => {
-                    depth -= 1;
-                    at += c + CLOSE.len();
-                }
-                (Some(o), None) => {
-                    depth += 1;
-                    at += o + OPEN.len();
-                }
-                (None, None) => break,
-            }
-        }
-    }
-    (kept, depth)
-}
-
-/// `- `, `* `, `+ `, `1. `, `1) ` → the rest of the item.
-fn list_marker(line: &str) -> Option<&str> {
-    let after = if let Some(rest) = line.strip_prefix(['-', '*', '+']) {
-        rest
-    } else {
-        let digits = line.chars().take_while(char::is_ascii_digit).count();
-        if digits == 0 || digits > 9 {
-            return None;
-        }
-        line[digits..].strip_prefix(['.', ')'])?
-    };
-    if after.is_empty() {
-        return Some(after);
-    }
-    after
-        .starts_with(char::is_whitespace)
-        .then(|| after.trim_start())
-}
-
-/// `- [ ] …`, `* [x] …`, `1. [X] …`.
-fn is_task(line: &str) -> bool {
-    list_marker(line).is_some_and(|item| ["[ ]", "[x]", "[X]"].iter().any(|b| item.starts_with(b)))
-}
-
-/// `---`, `***`, `___` (with optional spaces).
-fn is_thematic_break(line: &str) -> bool {
-    let compact: String = line.chars().filter(|c| !c.is_whitespace()).collect();
-    compact.len() >= 3
-        && ['-', '*', '_']
-            .iter()
-            .any(|&m| compact.chars().all(|c| c == m))
-}
-
-/// `[label]: https://…`, `[//]: # (dependabot-automerge-start)`.
-fn is_link_definition(line: &str) -> bool {
-    line.starts_with('[')
-        && line
-            .find("]:")
-            .is_some_and(|i| i > 1 && !line[..i].contains(']'))
-}
-
-/// Dependabot's older link list under the "Bumps" line: `- [Release notes](…)`, `- [Changelog](…)`,
-/// `- [Commits](…)`.
-fn is_bot_link_item(line: &str) -> bool {
-    static ITEM: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?i)^[-*+]\s+\[(release notes|changelog|commits|upgrade guide)\]\([^)]*\)$")
-            .expect("a valid pattern")
-    });
-    ITEM.is_match(line)
-}
-
-/// A line that is nothing but a link to an uploaded screenshot or recording.
-fn is_attachment_url(line: &str) -> bool {
-    static URL: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(
-            r"(?i)^<?https?://(?:(?:github\.com/user-attachments/|(?:private-)?user-images\.githubusercontent\.com/)\S*|\S+\.(?:png|jpe?g|gif|svg|webp|mp4|mov|webm)(?:\?\S*)?)>?$",
-        )
-        .expect("a valid pattern")
-    });
-    URL.is_match(line)
-}
-
-/// Images removed: `![alt](src)`, `![alt][ref]`, `<img …>`, and the empty links that linked
-/// images (badges: `[![CI](https://img.shields.io/…)](…)`) leave behind.
-fn strip_images(s: &str) -> String {
-    static IMAGE: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"!\[[^\]]*\](?:\((?:[^()\s]|\([^()]*\))*(?:\s+[^)]*)?\)|\[[^\]]*\])")
-            .expect("a valid pattern")
-    });
-    static IMG_TAG: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"(?i)<img\b[^>]*>").expect("a valid pattern"));
-    static EMPTY_LINK: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"\[\s*\](?:\((?:[^()\s]|\([^()]*\))*(?:\s+[^)]*)?\)|\[[^\]]*\])")
-            .expect("a valid pattern")
-    });
-    if !s.contains("![") && !s.contains('<') && !s.contains("[]") && !s.contains("[ ]") {
-        return s.to_string();
-    }
-    let s = IMAGE.replace_all(s, "");
-    let s = IMG_TAG.replace_all(&s, "");
-    EMPTY_LINK.replace_all(&s, "").into_owned()
-}
-
-/// Inline HTML tags removed, their text kept (`<a href=…>x</a>` → `x`, `<br />` → nothing).
-/// Only known tag names, so `Vec<String>` stays as written.
-fn strip_html_tags(s: &str) -> String {
-    static TAG: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(
-            r"(?i)</?(?:a|abbr|b|big|blockquote|br|center|cite|code|dd|del|details|div|dl|dt|em|figcaption|figure|font|h[1-6]|hr|i|img|input|ins|kbd|label|li|mark|ol|p|picture|pre|q|s|samp|small|source|span|strong|sub|summary|sup|table|tbody|td|th|thead|tr|tt|u|ul|video)\b[^<>]*/?>",
-        )
-        .expect("a valid pattern")
-    });
-    if !s.contains('<') {
-        return s.to_string();
-    }
-    TAG.replace_all(s, "").into_owned()
-}
-
-/// `[text](url)` and `[text][ref]` → `text`; `<https://…>` → `https://…`.
-fn flatten_links(s: &str) -> String {
-    static LINK: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"\[([^\[\]]*)\](?:\((?:[^()\s]|\([^()]*\))*(?:\s+[^)]*)?\)|\[[^\]]*\])")
-            .expect("a valid pattern")
-    });
-    static AUTOLINK: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"<(https?://[^<>\s]+)>").expect("a valid pattern"));
-    let mut s = s.to_string();
-    // Links nest once in practice (`[`x` -> `y`](diff)` inside a table cell); twice is plenty.
-    for _ in 0..2 {
-        let next = LINK.replace_all(&s, "$1").into_owned();
-        if next == s {
-            break;
-        }
-        s = next;
-    }
-    AUTOLINK.replace_all(&s, "$1").into_owned()
-}
-
-// --- bots ---
-
-/// Dependabot: the "Bumps …" (or "Updates the requirements on …") line, and nothing else.
-fn dependabot_line(cleaned: &str) -> Option<String> {
-    cleaned
-        .lines()
-        .map(str::trim)
-        .find(|l| {
-            let lower = l.to_lowercase();
-            lower.starts_with("bumps ") || lower.starts_with("updates the requirements on ")
-        })
-        .map(collapse_whitespace)
-}
-
-/// Renovate: the "This PR contains the following updates:" table as one line.
-fn renovate_line(text: &str) -> Option<String> {
-    let lines: Vec<&str> = text.lines().collect();
-    let start = lines.iter().position(|l| {
-        l.to_lowercase()
-            .contains("this pr contains the following updates")
-    })?;
-    let mut rows = lines[start + 1..]
-        .iter()
-        .map(|l| l.trim())
-        .skip_while(|l| !l.starts_with('|'))
-        .take_while(|l| l.starts_with('|'));
-    let header = table_cells(rows.next()?);
-    let delimiter = rows.next()?;
-    if !delimiter
-        .chars()
-        .all(|c| matches!(c, '|' | '-' | ':' | ' '))
-    {
-        return None;
-    }
-    let column = |name: &str| header.iter().position(|h| heading_key(h) == name);
-    let package = column("package").or(column("update")).unwrap_or(0);
-    let change = column("change");
-    let updates: Vec<String> = rows
-        .map(table_cells)
-        .filter_map(|cells| {
-            let name = package_name(cells.get(package)?);
-            if name.is_empty() {
-                return None;
-            }
-            let change = change
-                .and_then(|c| cells.get(c))
-                .map(|c| plain_cell(c))
-                .unwrap_or_default();
-            let arrow = change.split_once("->").or_else(|| change.split_once('→'));
-            Some(match arrow {
-                Some((from, to)) if !from.trim().is_empty() && !to.trim().is_empty() => {
-                    format!("{name} from {} to {}", from.trim(), to.trim())
-                }
-                _ if change.is_empty() => name,
-                _ => format!("{name} ({change})"),
-            })
-        })
-        .collect();
-    if updates.is_empty() {
-        return None;
-    }
-    const NAMED: usize = 3;
-    let mut line = String::from("Updates ");
-    if updates.len() <= NAMED {
-        line.push_str(&join_and(&updates));
-    } else {
-        let _ = write!(
-            line,
-            "{} and {} more",
-            updates[..NAMED].join(", "),
-            updates.len() - NAMED
-        );
-    }
-    line.push('.');
-    Some(line)
-}
-
-fn table_cells(row: &str) -> Vec<String> {
-    let inner = row.trim().trim_start_matches('|');
-    let inner = inner.strip_suffix('|').unwrap_or(inner);
-    inner.split('|').map(|c| c.trim().to_string()).collect()
-}
-
-/// A cell's text: images dropped, links flattened, backticks and entities removed.
-fn plain_cell(cell: &str) -> String {
-    let s = flatten_links(&strip_html_tags(&strip_images(cell))).replace('`', "");
-    collapse_whitespace(&decode_entities(&s))
-}
-
-/// `[serde](https://serde.rs) ([source](…))` → `serde`.
-fn package_name(cell: &str) -> String {
-    let plain = plain_cell(cell);
-    match plain.find(" (") {
-        Some(i) if i > 0 => plain[..i].trim().to_string(),
-        _ => plain,
-    }
-}
-
-fn join_and(items: &[String]) -> String {
+pub(crate) fn join_and(items: &[String]) -> String {
     match items {
         [] => String::new(),
         [one] => one.clone(),
@@ -890,19 +212,20 @@ fn join_and(items: &[String]) -> String {
 // ---------------------------------------------------------------------------------------------
 // The extractive summary.
 
-/// Deterministic: the cleaned body's first meaningful paragraph (links flattened to their text,
-/// bold markers and HTML entities resolved, list items joined with "; "), capped at
-/// [`SUMMARY_MAX_CHARS`] with a clean cut (word boundary + "…"). A body with nothing meaningful
-/// gives `"<title without its type prefix>. Touches <up to 3 modules, else top-level areas>."`
+/// Deterministic: the cleaned body's first meaningful paragraph as inline Markdown (links and
+/// emphasis reduced to their text, code spans kept, list items joined with "; "), or a
+/// squash-merge list of commit subjects as a short list, capped at [`SUMMARY_MAX_CHARS`] with a
+/// clean cut (word boundary + "…"). A body that adds nothing to the title says what changed,
+/// from the files; with no files either, the summary is empty (never the title again).
 ///
-/// Not meaningful: headings, code blocks, tables, paragraphs that only reference issues
-/// ("Fixes #12"), and placeholders ("N/A", "TBD").
+/// Not meaningful: headings, code blocks, tables, trailers, paragraphs that only reference
+/// issues ("Fixes #12"), placeholders ("N/A", "TBD") and the title again.
 pub fn extractive(input: &SummaryInput) -> Summary {
     let (kind, title) = conventional_type(input.title);
     let title = if title.is_empty() { input.title } else { title };
     let from_body = input
         .body
-        .map(|b| body_summary(&clean_body(b), title))
+        .map(|b| body_summary(&clean::clean(b), title))
         .unwrap_or_default();
     let text = if from_body.is_empty() {
         files_sentence(input.files)
@@ -965,17 +288,6 @@ fn is_test_path(path: &str) -> bool {
     })
 }
 
-/// A git trailer line (`Signed-off-by: …`, `Change-Id: …`): never part of a summary.
-fn is_trailer(line: &str) -> bool {
-    static TRAILER: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(
-            r"(?i)^(?:signed-off-by|co-authored-by|co-developed-by|reviewed-by|acked-by|tested-by|reported-by|suggested-by|requested-by|helped-by|approved-by|reviewed-on|change-id|cc|git-svn-id|pr-url|differential revision|depends-on)\s*:",
-        )
-        .expect("a valid pattern")
-    });
-    TRAILER.is_match(line.trim())
-}
-
 /// Squash-merge noise among commit subjects: merges, fixups, the web editor's defaults.
 fn is_noise_subject(subject: &str) -> bool {
     static NOISE: LazyLock<Regex> = LazyLock::new(|| {
@@ -995,106 +307,58 @@ fn comparable(s: &str) -> String {
         .collect()
 }
 
-/// One paragraph of a cleaned body: its lines, and whether every line is a list item.
-struct Paragraph<'a> {
-    lines: Vec<&'a str>,
-    list: bool,
-}
-
-/// The body's paragraphs, in order: code blocks, table rows, headings and trailers end one and
-/// are none.
-fn paragraphs(cleaned: &str) -> Vec<Paragraph<'_>> {
-    fn flush<'a>(out: &mut Vec<Paragraph<'a>>, current: &mut Vec<&'a str>) {
-        if !current.is_empty() {
-            let list = current
-                .iter()
-                .all(|l| list_marker(l.trim_start_matches('>').trim()).is_some());
-            out.push(Paragraph {
-                lines: std::mem::take(current),
-                list,
-            });
-        }
-    }
-    let mut out = Vec::new();
-    let mut current: Vec<&str> = Vec::new();
-    let mut fence: Option<&str> = None;
-    for line in cleaned.lines() {
-        if let Some(marker) = fence {
-            if fence_closes(line, marker) {
-                fence = None;
-            }
-            continue;
-        }
-        let t = line.trim();
-        let boundary = if let Some(marker) = fence_open(line) {
-            fence = Some(marker);
-            true
-        } else {
-            t.is_empty()
-                || t.starts_with('|')
-                || atx_heading(t).is_some()
-                || bold_heading(t).is_some()
-                || is_trailer(t)
-        };
-        if boundary {
-            flush(&mut out, &mut current);
-        } else {
-            current.push(t);
-        }
-    }
-    flush(&mut out, &mut current);
-    out
-}
-
 /// The summary a cleaned body gives: its first meaningful paragraph that is not the title
 /// again (a paragraph ending in ":" with the list after it), or, for a squash-merge list of
 /// commit subjects, the subjects as one short list. Empty when the body adds nothing.
-fn body_summary(cleaned: &str, title: &str) -> String {
+fn body_summary(cleaned: &clean::Cleaned, title: &str) -> String {
     let title = comparable(title);
     // With or without a conventional-commit prefix on either side.
     let same_as_title = |text: &str| {
         let c = comparable(conventional_type(text).1);
         c.is_empty() || c == title || comparable(text) == title
     };
-    let paragraphs = paragraphs(cleaned);
+    let paragraphs = cleaned.paragraphs();
     let mut i = 0;
     while i < paragraphs.len() {
         let p = &paragraphs[i];
-        let text = paragraph_text(&p.lines);
-        if !is_meaningful(&text) || same_as_title(&text) {
+        let plain = join_plain(&p.lines);
+        if !is_meaningful(&plain) || same_as_title(&plain) {
             i += 1;
             continue;
         }
         if p.list {
             return squash_list(&paragraphs[i..], &title);
         }
-        if text.ends_with(':') {
+        if plain.ends_with(':') {
             if let Some(next) = paragraphs.get(i + 1).filter(|n| n.list) {
                 let mut lines = p.lines.clone();
-                lines.extend(next.lines.iter().copied());
+                lines.extend(next.lines.iter().cloned());
                 return paragraph_text(&lines);
             }
         }
-        return text;
+        return paragraph_text(&p.lines);
     }
     String::new()
 }
 
+fn join_plain(lines: &[clean::Line]) -> String {
+    let plain: Vec<&str> = lines.iter().map(|l| l.plain.as_str()).collect();
+    collapse_whitespace(&plain.join(" "))
+}
+
 /// The list items from here on (up to the first prose paragraph) as "A; b; c and 2 more.",
 /// without noise subjects, repeats, or the title.
-fn squash_list(paragraphs: &[Paragraph], title: &str) -> String {
+fn squash_list(paragraphs: &[clean::Paragraph], title: &str) -> String {
     let mut subjects: Vec<String> = Vec::new();
     let mut seen: Vec<String> = vec![title.to_string()];
     for p in paragraphs.iter().take_while(|p| p.list) {
         for line in &p.lines {
-            let item = list_marker(line.trim_start_matches('>').trim()).unwrap_or(line);
-            let text = plain_inline(item);
-            let key = comparable(&text);
-            if key.is_empty() || is_noise_subject(&text) || seen.contains(&key) {
+            let key = comparable(&line.plain);
+            if key.is_empty() || is_noise_subject(&line.plain) || seen.contains(&key) {
                 continue;
             }
             seen.push(key);
-            subjects.push(text.trim_end_matches(['.', ';']).to_string());
+            subjects.push(line.markdown.trim_end_matches(['.', ';']).to_string());
         }
     }
     if subjects.is_empty() {
@@ -1115,76 +379,25 @@ fn squash_list(paragraphs: &[Paragraph], title: &str) -> String {
     text
 }
 
-/// A paragraph's lines as one line of prose.
-fn paragraph_text(lines: &[&str]) -> String {
+/// A paragraph's lines as one line of prose: list items joined with "; ".
+fn paragraph_text(lines: &[clean::Line]) -> String {
     let mut out = String::new();
     let mut previous_item = false;
     for line in lines {
-        let line = line.trim_start_matches('>').trim();
-        let (item, text) = match list_marker(line) {
-            Some(rest) => (true, rest),
-            None => (false, line),
-        };
-        let text = plain_inline(text);
-        if text.is_empty() {
+        if line.markdown.is_empty() {
             continue;
         }
         if !out.is_empty() {
             let sentence_end = out.ends_with(['.', ';', ':', '!', '?']);
-            if item && (previous_item || !sentence_end) && !out.ends_with(':') {
+            if line.item && (previous_item || !sentence_end) && !out.ends_with(':') {
                 out.push(';');
             }
             out.push(' ');
         }
-        out.push_str(&text);
-        previous_item = item;
+        out.push_str(&line.markdown);
+        previous_item = line.item;
     }
     collapse_whitespace(&out)
-}
-
-/// One line's Markdown made into prose: links flattened, bold markers dropped, entities decoded.
-fn plain_inline(s: &str) -> String {
-    static BOLD: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"\*\*([^*`]+?)\*\*").expect("a valid pattern"));
-    static UNDERBOLD: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"(^|[^\w])__([^_`]+?)__([^\w]|$)").expect("a valid pattern"));
-    let s = flatten_links(&strip_html_tags(&strip_images(s)));
-    let s = BOLD.replace_all(&s, "$1");
-    let s = UNDERBOLD.replace_all(&s, "$1$2$3");
-    collapse_whitespace(&decode_entities(&s))
-}
-
-fn decode_entities(s: &str) -> String {
-    static ENTITY: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"&(?:#(\d{1,7})|#[xX]([0-9a-fA-F]{1,6})|(amp|lt|gt|quot|apos|nbsp));")
-            .expect("a valid pattern")
-    });
-    let decoded = if s.contains('&') {
-        ENTITY
-            .replace_all(s, |c: &regex::Captures| {
-                let code = if let Some(d) = c.get(1) {
-                    d.as_str().parse::<u32>().ok()
-                } else if let Some(h) = c.get(2) {
-                    u32::from_str_radix(h.as_str(), 16).ok()
-                } else {
-                    None
-                };
-                match (code, c.get(3).map(|m| m.as_str())) {
-                    (Some(n), _) => char::from_u32(n).map(String::from).unwrap_or_default(),
-                    (None, Some("amp")) => "&".into(),
-                    (None, Some("lt")) => "<".into(),
-                    (None, Some("gt")) => ">".into(),
-                    (None, Some("quot")) => "\"".into(),
-                    (None, Some("apos")) => "'".into(),
-                    (None, Some(_)) => " ".into(),
-                    (None, None) => String::new(),
-                }
-            })
-            .into_owned()
-    } else {
-        s.to_string()
-    };
-    decoded.replace(['\u{200b}', '\u{200c}', '\u{200d}', '\u{feff}'], "")
 }
 
 /// Has words, and is not only issue references or a placeholder.
@@ -1630,7 +843,7 @@ mod tests {
     /// The body of the real recorded webhook `pull_request.closed.1` (tests/fixtures).
     fn fixture_body() -> String {
         let payload: Value = serde_json::from_str(include_str!(
-            "../../tests/fixtures/github/webhooks/pull_request.closed.1.json"
+            "../../../tests/fixtures/github/webhooks/pull_request.closed.1.json"
         ))
         .unwrap();
         payload["pull_request"]["body"]

@@ -1,0 +1,1022 @@
+//! PR bodies cleaned with `pulldown-cmark` (CommonMark with GFM tables, task lists, footnotes,
+//! strikethrough and alerts): the body is parsed once, its top-level blocks are kept or dropped
+//! by what they are (a template heading's section, a task list, a `<details>` block, an image,
+//! a trailer line), and what is kept is written back as Markdown by `pulldown-cmark-to-cmark`.
+//! The summary reads the same blocks as paragraphs of inline Markdown, so it never meets raw
+//! HTML, entities, escapes or fences: the parser resolved them.
+
+use std::fmt::Write as _;
+use std::sync::LazyLock;
+
+use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
+use regex::Regex;
+
+/// The Markdown a PR body is parsed as: GitHub's (tables, task lists, footnotes,
+/// strikethrough, `> [!NOTE]` alerts).
+pub(crate) fn options() -> Options {
+    Options::ENABLE_TABLES
+        | Options::ENABLE_TASKLISTS
+        | Options::ENABLE_FOOTNOTES
+        | Options::ENABLE_STRIKETHROUGH
+        | Options::ENABLE_GFM
+}
+
+type Events = Vec<Event<'static>>;
+
+/// A body after cleaning: the blocks worth reading, in order.
+#[derive(Debug, Clone, Default)]
+pub struct Cleaned {
+    blocks: Vec<Kept>,
+}
+
+#[derive(Debug, Clone)]
+enum Kept {
+    /// A heading that is not a template label (its events, `Start(Heading)` to `End`).
+    Heading(Events),
+    /// A paragraph's lines (split at line breaks outside any inline element).
+    Paragraph(Vec<Events>),
+    /// A list, its items' inner events (task items and bot link items gone).
+    List {
+        start: Option<u64>,
+        items: Vec<Events>,
+    },
+    /// Code blocks, tables, block quotes: kept as written (images and HTML gone).
+    Verbatim(Events),
+    /// A line Chronicle wrote itself (a Renovate table as one sentence), already Markdown.
+    Line(String),
+}
+
+/// One paragraph as the summary reads it: its lines as inline Markdown, each marked when it
+/// is a list item.
+#[derive(Debug, Clone)]
+pub(crate) struct Paragraph {
+    pub lines: Vec<Line>,
+    pub list: bool,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Line {
+    /// Inline Markdown: code spans kept, links and emphasis reduced to their text, the rest
+    /// escaped so it reads back as the same text.
+    pub markdown: String,
+    /// The same, as plain text (for comparisons and classifications).
+    pub plain: String,
+    pub item: bool,
+}
+
+impl Cleaned {
+    /// The kept blocks as Markdown, blocks separated by a blank line.
+    pub fn markdown(&self) -> String {
+        let mut parts: Vec<String> = Vec::with_capacity(self.blocks.len());
+        for block in &self.blocks {
+            let text = match block {
+                Kept::Line(line) => line.clone(),
+                other => render(&other.events()),
+            };
+            let text = text.trim_matches('\n').to_string();
+            if !text.trim().is_empty() {
+                parts.push(text);
+            }
+        }
+        parts.join("\n\n")
+    }
+
+    /// The paragraphs the summary may take, in order: prose paragraphs and lists (one line per
+    /// item, nested items included), and the paragraphs inside block quotes. Headings, code and
+    /// tables are not prose.
+    pub(crate) fn paragraphs(&self) -> Vec<Paragraph> {
+        let mut out = Vec::new();
+        for block in &self.blocks {
+            match block {
+                Kept::Paragraph(lines) => {
+                    let lines: Vec<Line> = lines
+                        .iter()
+                        .map(|l| line(l, false))
+                        .filter(|l| !l.plain.is_empty())
+                        .collect();
+                    if !lines.is_empty() {
+                        out.push(Paragraph { lines, list: false });
+                    }
+                }
+                Kept::List { items, .. } => {
+                    let lines: Vec<Line> = items
+                        .iter()
+                        .flat_map(|item| item_lines(item))
+                        .filter(|l| !l.plain.is_empty())
+                        .collect();
+                    if !lines.is_empty() {
+                        out.push(Paragraph { lines, list: true });
+                    }
+                }
+                Kept::Verbatim(events) => {
+                    if matches!(events.first(), Some(Event::Start(Tag::BlockQuote(_)))) {
+                        out.extend(quote_paragraphs(events));
+                    }
+                }
+                Kept::Line(text) => out.push(Paragraph {
+                    lines: vec![Line {
+                        markdown: text.clone(),
+                        plain: text.clone(),
+                        item: false,
+                    }],
+                    list: false,
+                }),
+                Kept::Heading(_) => {}
+            }
+        }
+        out
+    }
+}
+
+impl Kept {
+    fn events(&self) -> Events {
+        match self {
+            Kept::Heading(events) | Kept::Verbatim(events) => events.clone(),
+            Kept::Paragraph(lines) => {
+                let mut out = vec![Event::Start(Tag::Paragraph)];
+                for (i, l) in lines.iter().enumerate() {
+                    if i > 0 {
+                        out.push(Event::SoftBreak);
+                    }
+                    out.extend(l.iter().cloned());
+                }
+                out.push(Event::End(TagEnd::Paragraph));
+                out
+            }
+            Kept::List { start, items } => {
+                let mut out = vec![Event::Start(Tag::List(*start))];
+                for item in items {
+                    out.push(Event::Start(Tag::Item));
+                    out.extend(item.iter().cloned());
+                    out.push(Event::End(TagEnd::Item));
+                }
+                out.push(Event::End(TagEnd::List(start.is_some())));
+                out
+            }
+            Kept::Line(text) => vec![
+                Event::Start(Tag::Paragraph),
+                Event::Text(text.clone().into()),
+                Event::End(TagEnd::Paragraph),
+            ],
+        }
+    }
+}
+
+fn render(events: &[Event<'static>]) -> String {
+    let mut out = String::new();
+    // Writing to a String cannot fail; an error would only mean unbalanced events, which the
+    // cleaner never produces (it keeps or drops whole elements).
+    let style = pulldown_cmark_to_cmark::Options {
+        code_block_token_count: 3,
+        list_token: '-',
+        ..Default::default()
+    };
+    let _ = pulldown_cmark_to_cmark::cmark_with_options(events.iter(), &mut out, options(), style);
+    out
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Bot {
+    Dependabot,
+    Renovate,
+}
+
+/// Removes what real PR bodies are full of: HTML comments and blocks, template headings
+/// ("## Description") and boilerplate sections ("## Checklist", "## Type of change", "## How
+/// Has This Been Tested?", "## Screenshots", "## Related issue", as ATX, setext or whole-line
+/// bold headings), template instructions, task lists, images and badges, attachment links,
+/// `<details>` blocks, footnotes, thematic breaks and commit trailers (`Signed-off-by:`, …).
+/// Code blocks and tables are kept.
+///
+/// Bot bodies become one line: Dependabot's "Bumps [x](…) from 1.2 to 1.3.", Renovate's "This
+/// PR contains the following updates:" table as "Updates x from 1.0.1 to 1.0.2.".
+pub fn clean(body: &str) -> Cleaned {
+    let events: Events = Parser::new_ext(body, options())
+        .map(Event::into_static)
+        .collect();
+    let blocks = top_level(&events);
+    let bot = detect_bot(body);
+    if bot == Some(Bot::Renovate) {
+        if let Some(line) = renovate_line(&blocks) {
+            return Cleaned {
+                blocks: vec![Kept::Line(line)],
+            };
+        }
+    }
+    let cleaned = keep(&blocks, bot);
+    if bot == Some(Bot::Dependabot) {
+        let bumps = cleaned.blocks.iter().find_map(|b| match b {
+            Kept::Paragraph(lines) => lines
+                .iter()
+                .find(|l| {
+                    let plain = plain_text(l).to_lowercase();
+                    plain.starts_with("bumps ") || plain.starts_with("updates the requirements on ")
+                })
+                .cloned(),
+            _ => None,
+        });
+        if let Some(line) = bumps {
+            return Cleaned {
+                blocks: vec![Kept::Paragraph(vec![line])],
+            };
+        }
+    }
+    cleaned
+}
+
+/// The body's top-level blocks, each its events from `Start` to the matching `End` (a leaf
+/// block such as a thematic break or an HTML block's events one by one).
+fn top_level<'e>(events: &'e [Event<'static>]) -> Vec<&'e [Event<'static>]> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut depth = 0usize;
+    for (i, e) in events.iter().enumerate() {
+        match e {
+            Event::Start(_) => depth += 1,
+            Event::End(_) => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if depth == 0 {
+            out.push(&events[start..=i]);
+            start = i + 1;
+        }
+    }
+    if start < events.len() {
+        out.push(&events[start..]);
+    }
+    out
+}
+
+/// The blocks worth keeping, with the state real bodies need across blocks: `<details>` depth
+/// (its content is Markdown between HTML blocks) and the boilerplate section being skipped.
+fn keep(blocks: &[&[Event<'static>]], bot: Option<Bot>) -> Cleaned {
+    let mut kept = Vec::new();
+    let mut details = 0usize;
+    // Skipping a boilerplate section until a heading of this level or higher.
+    let mut skipping: Option<usize> = None;
+    for block in blocks {
+        let Some(first) = block.first() else { continue };
+        if details > 0 {
+            for e in block.iter() {
+                if let Event::Html(h) | Event::InlineHtml(h) = e {
+                    details = details_depth(h, details);
+                }
+            }
+            continue;
+        }
+        match first {
+            Event::Html(_) | Event::InlineHtml(_) | Event::Start(Tag::HtmlBlock) => {
+                for e in block.iter() {
+                    if let Event::Html(h) | Event::InlineHtml(h) = e {
+                        details = details_depth(h, details);
+                    }
+                }
+            }
+            Event::Start(Tag::Heading { level, .. }) => {
+                let inner = clean_inline(&block[1..block.len() - 1], &mut details);
+                let level = heading_level(*level);
+                let text = plain_text(&inner);
+                if let Some(heading) = heading_decision(&text, level, bot, &mut skipping) {
+                    if heading {
+                        let mut events = vec![block[0].clone()];
+                        events.extend(inner);
+                        events.push(block[block.len() - 1].clone());
+                        kept.push(Kept::Heading(events));
+                    }
+                }
+            }
+            Event::Start(Tag::Paragraph) => {
+                let inner = clean_inline(&block[1..block.len() - 1], &mut details);
+                if let Some(text) = bold_heading(&inner) {
+                    heading_decision(&text, BOLD_HEADING_LEVEL, bot, &mut skipping);
+                    continue;
+                }
+                if skipping.is_some() {
+                    continue;
+                }
+                let lines: Vec<Events> = split_lines(&inner)
+                    .into_iter()
+                    .filter(|l| !drop_line(&plain_text(l), bot))
+                    .collect();
+                if !lines.is_empty() {
+                    kept.push(Kept::Paragraph(lines));
+                }
+            }
+            Event::Start(Tag::List(start)) => {
+                if skipping.is_some() {
+                    continue;
+                }
+                let items: Vec<Events> = list_items(&block[1..block.len() - 1])
+                    .into_iter()
+                    .filter(|item| !matches!(item.first(), Some(Event::TaskListMarker(_))))
+                    .map(|item| clean_inline(item, &mut details))
+                    .filter(|item| {
+                        let text = plain_text(item);
+                        has_words(&text)
+                            && !(bot.is_some() && is_bot_link_item(item, &text))
+                            && !drop_line(&text, bot)
+                    })
+                    .collect();
+                if !items.is_empty() {
+                    kept.push(Kept::List {
+                        start: *start,
+                        items,
+                    });
+                }
+            }
+            Event::Start(Tag::CodeBlock(_)) if skipping.is_none() => {
+                kept.push(Kept::Verbatim(block.to_vec()));
+            }
+            Event::Start(Tag::Table(_) | Tag::BlockQuote(_)) if skipping.is_none() => {
+                let events = clean_inline(block, &mut details);
+                if has_words(&plain_text(&events)) {
+                    kept.push(Kept::Verbatim(events));
+                }
+            }
+            // Thematic breaks separate; footnote definitions and anything else are not prose.
+            _ => {}
+        }
+    }
+    Cleaned { blocks: kept }
+}
+
+/// Whether a heading is kept (`Some(true)`), dropped on its own (`Some(false)`: a template
+/// label such as "Description"), or starts or continues a skipped section (`None`).
+fn heading_decision(
+    text: &str,
+    level: usize,
+    bot: Option<Bot>,
+    skipping: &mut Option<usize>,
+) -> Option<bool> {
+    if skipping.is_some_and(|l| level <= l) {
+        *skipping = None;
+    }
+    if skipping.is_some() {
+        return None;
+    }
+    let key = heading_key(text);
+    if is_boilerplate_heading(&key, bot) {
+        *skipping = Some(level);
+        return None;
+    }
+    Some(!(key.is_empty() || LABEL_HEADINGS.contains(&key.as_str()) || level == BOLD_HEADING_LEVEL))
+}
+
+fn heading_level(level: HeadingLevel) -> usize {
+    match level {
+        HeadingLevel::H1 => 1,
+        HeadingLevel::H2 => 2,
+        HeadingLevel::H3 => 3,
+        HeadingLevel::H4 => 4,
+        HeadingLevel::H5 => 5,
+        HeadingLevel::H6 => 6,
+    }
+}
+
+/// A paragraph that is only bold text (`**Checklist:**`, `__Description__:`), used as a
+/// heading: short, and not a sentence. Level 7: below every real heading.
+const BOLD_HEADING_LEVEL: usize = 7;
+
+fn bold_heading(inner: &[Event<'static>]) -> Option<String> {
+    let Some(Event::Start(Tag::Strong)) = inner.first() else {
+        return None;
+    };
+    let end = inner
+        .iter()
+        .position(|e| matches!(e, Event::End(TagEnd::Strong)))?;
+    let after = plain_text(&inner[end + 1..]);
+    if !after.trim().trim_end_matches(':').is_empty() {
+        return None;
+    }
+    let text = plain_text(&inner[1..end]);
+    let text = text.trim();
+    let sentence = text.trim_end_matches(':').ends_with(['.', '!']);
+    (!text.is_empty() && text.chars().count() <= 80 && !sentence).then(|| text.to_string())
+}
+
+/// `<details` opened minus `</details>` closed, from the depth before this HTML.
+fn details_depth(html: &str, depth: usize) -> usize {
+    let lower = html.to_ascii_lowercase();
+    let opened = lower.matches("<details").count();
+    let closed = lower.matches("</details").count();
+    (depth + opened).saturating_sub(closed)
+}
+
+/// Inline content cleaned: images and their alt text gone, HTML tags gone (their text kept),
+/// text inside `<details>` gone, footnote references gone, and links left with no text (badges)
+/// gone. Containers are kept or dropped whole, so the events stay balanced.
+fn clean_inline(events: &[Event<'static>], details: &mut usize) -> Events {
+    let mut out = Vec::with_capacity(events.len());
+    let mut i = 0;
+    while i < events.len() {
+        match &events[i] {
+            Event::Html(h) | Event::InlineHtml(h) => *details = details_depth(h, *details),
+            Event::Start(Tag::Image { .. }) => i = matching_end(events, i),
+            Event::Start(tag @ Tag::Link { .. }) => {
+                let end = matching_end(events, i);
+                let inner = clean_inline(&events[i + 1..end.min(events.len())], details);
+                if has_words(&plain_text(&inner)) {
+                    out.push(Event::Start(tag.clone()));
+                    out.extend(inner);
+                    out.push(events.get(end).cloned().unwrap_or(Event::End(TagEnd::Link)));
+                }
+                i = end;
+            }
+            Event::FootnoteReference(_) => {}
+            Event::Text(_) | Event::Code(_) | Event::SoftBreak | Event::HardBreak
+                if *details > 0 => {}
+            other => out.push(other.clone()),
+        }
+        i += 1;
+    }
+    drop_empty_containers(out)
+}
+
+/// Inline containers (emphasis, strong, strikethrough) left with nothing inside are removed.
+fn drop_empty_containers(events: Events) -> Events {
+    let mut out: Events = Vec::with_capacity(events.len());
+    for e in events {
+        let empties = matches!(
+            (&e, out.last()),
+            (
+                Event::End(TagEnd::Emphasis),
+                Some(Event::Start(Tag::Emphasis))
+            ) | (Event::End(TagEnd::Strong), Some(Event::Start(Tag::Strong)))
+                | (
+                    Event::End(TagEnd::Strikethrough),
+                    Some(Event::Start(Tag::Strikethrough))
+                )
+        );
+        if empties {
+            out.pop();
+        } else {
+            out.push(e);
+        }
+    }
+    out
+}
+
+/// The index of the `End` matching the `Start` at `at` (the last index if unbalanced).
+fn matching_end(events: &[Event<'static>], at: usize) -> usize {
+    let mut depth = 0usize;
+    for (i, e) in events.iter().enumerate().skip(at) {
+        match e {
+            Event::Start(_) => depth += 1,
+            Event::End(_) => {
+                depth -= 1;
+                if depth == 0 {
+                    return i;
+                }
+            }
+            _ => {}
+        }
+    }
+    events.len().saturating_sub(1)
+}
+
+/// A paragraph's inline events split into lines at the breaks outside any inline element.
+fn split_lines(inner: &[Event<'static>]) -> Vec<Events> {
+    let mut lines = vec![Vec::new()];
+    let mut depth = 0usize;
+    for e in inner {
+        match e {
+            Event::Start(_) => depth += 1,
+            Event::End(_) => depth = depth.saturating_sub(1),
+            Event::SoftBreak | Event::HardBreak if depth == 0 => {
+                lines.push(Vec::new());
+                continue;
+            }
+            _ => {}
+        }
+        if let Some(last) = lines.last_mut() {
+            last.push(e.clone());
+        }
+    }
+    lines
+        .into_iter()
+        .filter(|l| has_words(&plain_text(l)))
+        .collect()
+}
+
+/// A list's items, each its inner events (without `Start(Item)`/`End(Item)`).
+fn list_items<'e>(inner: &'e [Event<'static>]) -> Vec<&'e [Event<'static>]> {
+    top_level(inner)
+        .into_iter()
+        .filter(|item| item.len() >= 2 && matches!(item[0], Event::Start(Tag::Item)))
+        .map(|item| &item[1..item.len() - 1])
+        .collect()
+}
+
+/// A line that is never worth keeping: a commit trailer, bot or template boilerplate, or only
+/// a link to an uploaded screenshot.
+fn drop_line(plain: &str, bot: Option<Bot>) -> bool {
+    let t = plain.trim();
+    let lower = t.to_lowercase();
+    !has_words(t)
+        || is_trailer(t)
+        || BOT_LINES.iter().any(|p| lower.contains(p))
+        || TEMPLATE_INSTRUCTIONS.iter().any(|p| lower.starts_with(p))
+        || is_attachment_url(t)
+        || (bot.is_some() && lower.starts_with("updated-dependencies:"))
+}
+
+fn has_words(text: &str) -> bool {
+    text.chars().any(char::is_alphanumeric)
+}
+
+/// An item's lines: its own text, then each nested item's.
+fn item_lines(item: &[Event<'static>]) -> Vec<Line> {
+    let mut out = Vec::new();
+    let mut current: Events = Vec::new();
+    let mut in_code = false;
+    for e in item {
+        match e {
+            Event::Start(Tag::CodeBlock(_)) => in_code = true,
+            Event::End(TagEnd::CodeBlock) => in_code = false,
+            Event::Start(Tag::Item) | Event::Start(Tag::List(_)) => {
+                if !current.is_empty() {
+                    out.push(line(&current, true));
+                    current.clear();
+                }
+            }
+            Event::End(TagEnd::Paragraph) => current.push(Event::SoftBreak),
+            _ if in_code => {}
+            other => current.push(other.clone()),
+        }
+    }
+    if !current.is_empty() {
+        out.push(line(&current, true));
+    }
+    out
+}
+
+/// The paragraphs of a block quote (a `> [!NOTE]` alert's marker is not text).
+fn quote_paragraphs(events: &[Event<'static>]) -> Vec<Paragraph> {
+    let mut out = Vec::new();
+    let mut current: Option<Events> = None;
+    for e in events {
+        match e {
+            Event::Start(Tag::Paragraph) => current = Some(Vec::new()),
+            Event::End(TagEnd::Paragraph) => {
+                if let Some(p) = current.take() {
+                    let lines: Vec<Line> = split_lines(&p).iter().map(|l| line(l, false)).collect();
+                    if !lines.is_empty() {
+                        out.push(Paragraph { lines, list: false });
+                    }
+                }
+            }
+            other => {
+                if let Some(p) = current.as_mut() {
+                    p.push(other.clone());
+                }
+            }
+        }
+    }
+    out
+}
+
+fn line(events: &[Event<'static>], item: bool) -> Line {
+    Line {
+        markdown: inline_markdown(events),
+        plain: super::collapse_whitespace(&plain_text(events)),
+        item,
+    }
+}
+
+/// Text and code as plain text; breaks as spaces; markup dropped.
+pub(crate) fn plain_text(events: &[Event<'_>]) -> String {
+    let mut out = String::new();
+    for e in events {
+        match e {
+            Event::Text(t) | Event::Code(t) => out.push_str(t),
+            Event::SoftBreak | Event::HardBreak => out.push(' '),
+            Event::End(TagEnd::Paragraph | TagEnd::Item | TagEnd::TableCell) => out.push(' '),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Inline events as one line of Markdown the pages read back as the same text: code spans
+/// kept, links, emphasis and strong reduced to their text, everything else escaped.
+pub(crate) fn inline_markdown(events: &[Event<'_>]) -> String {
+    let mut out = String::new();
+    // The parser splits text at escapes and entities: escape whole runs, so an underscore
+    // inside a word stays unescaped.
+    let mut run = String::new();
+    for e in events {
+        if let Event::Text(t) = e {
+            run.push_str(t);
+            continue;
+        }
+        out.push_str(&escape_text(&std::mem::take(&mut run)));
+        match e {
+            Event::Code(c) => out.push_str(&code_span(c)),
+            Event::SoftBreak | Event::HardBreak => out.push(' '),
+            Event::End(TagEnd::Paragraph | TagEnd::Item) => out.push(' '),
+            _ => {}
+        }
+    }
+    out.push_str(&escape_text(&run));
+    super::collapse_whitespace(&out)
+}
+
+/// A code span around any text: a fence longer than the longest run of backticks inside.
+pub(crate) fn code_span(code: &str) -> String {
+    let code = code.replace(['\n', '\r'], " ");
+    let mut longest = 0;
+    let mut run = 0;
+    for c in code.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let fence = "`".repeat(longest + 1);
+    if longest > 0 || code.starts_with(['`', ' ']) || code.ends_with(['`', ' ']) {
+        format!("{fence} {code} {fence}")
+    } else {
+        format!("{fence}{code}{fence}")
+    }
+}
+
+/// Text escaped so that parsing it as inline Markdown gives the same text: backslashes before
+/// punctuation, backticks, asterisks, brackets, angle brackets, entity-like ampersands, and
+/// underscores that could open or close emphasis.
+pub(crate) fn escape_text(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    for (i, &c) in chars.iter().enumerate() {
+        let prev = i.checked_sub(1).map(|p| chars[p]);
+        let next = chars.get(i + 1).copied();
+        let escape = match c {
+            '\\' => next.is_some_and(|n| n.is_ascii_punctuation()),
+            '`' | '*' | '[' | ']' | '<' | '~' => true,
+            '_' => {
+                !(prev.is_some_and(char::is_alphanumeric)
+                    && next.is_some_and(char::is_alphanumeric))
+            }
+            '&' => {
+                let name = chars[i + 1..]
+                    .iter()
+                    .take_while(|c| c.is_ascii_alphanumeric() || **c == '#')
+                    .count();
+                name > 0 && chars.get(i + 1 + name) == Some(&';')
+            }
+            _ => false,
+        };
+        if escape {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// What is boilerplate.
+
+fn detect_bot(text: &str) -> Option<Bot> {
+    let lower = text.to_lowercase();
+    if lower.contains("this pr contains the following updates")
+        || lower.contains("[renovate bot]")
+        || lower.contains("[mend renovate]")
+        || lower.contains("renovatebot.com")
+        || lower.contains("mend.io/renovate")
+    {
+        return Some(Bot::Renovate);
+    }
+    let starts_like_dependabot = lower
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .is_some_and(|l| l.starts_with("bumps ") || l.starts_with("updates the requirements on"));
+    if lower.contains("dependabot commands and options")
+        || lower.contains("@dependabot")
+        || lower.contains("dependabot-badges")
+        || (starts_like_dependabot && lower.contains("dependabot"))
+    {
+        return Some(Bot::Dependabot);
+    }
+    None
+}
+
+/// A heading reduced to lowercase words: "✅ Checklist:" → "checklist".
+fn heading_key(text: &str) -> String {
+    let words: String = text
+        .to_lowercase()
+        .chars()
+        .map(|c| if c.is_alphanumeric() { c } else { ' ' })
+        .collect();
+    super::collapse_whitespace(&words)
+}
+
+/// Headings whose whole section is template boilerplate, matched as a prefix of the key.
+const BOILERPLATE_PREFIXES: &[&str] = &[
+    "type of change",
+    "types of change",
+    "kind of change",
+    "what kind of change",
+    "pr type",
+    "how has this been tested",
+    "how was this tested",
+    "how to test",
+    "how can this be tested",
+    "testing",
+    "tests",
+    "test plan",
+    "test configuration",
+    "screenshot",
+    "screen recording",
+    "screencast",
+    "recording",
+    "related issue",
+    "linked issue",
+    "issue",
+    "closes",
+    "fixes",
+    "ticket",
+    "does this pr introduce a breaking change",
+    "definition of done",
+    "before submitting",
+    "notes for reviewer",
+    "note to reviewer",
+    "reviewer",
+    "other information",
+];
+
+/// Boilerplate wherever it appears in the key ("PR checklist", "Reviewer checklist").
+const BOILERPLATE_WORDS: &[&str] = &["checklist", "check list"];
+
+/// Sections of bot bodies that are never the point.
+const BOT_SECTIONS: &[&str] = &[
+    "release notes",
+    "changelog",
+    "commits",
+    "configuration",
+    "dependency lookup warnings",
+];
+
+/// Template headings dropped on their own (their section is the description itself).
+const LABEL_HEADINGS: &[&str] = &[
+    "description",
+    "pr description",
+    "pull request description",
+    "summary",
+    "summary of changes",
+    "changes",
+    "proposed changes",
+    "changes made",
+    "what changed",
+    "what",
+    "why",
+    "what and why",
+    "what does this pr do",
+    "what does this pull request do",
+    "what is this",
+    "what is the purpose of this pr",
+    "motivation",
+    "motivation and context",
+    "context",
+    "background",
+    "overview",
+    "details",
+    "purpose",
+    "problem",
+    "solution",
+    "approach",
+    "about",
+    "tl dr",
+    "tldr",
+];
+
+fn is_boilerplate_heading(key: &str, bot: Option<Bot>) -> bool {
+    // A whole-word prefix, plural allowed: "screenshot" covers "screenshots if appropriate".
+    let prefixed = |list: &[&str]| {
+        list.iter().any(|p| {
+            key.strip_prefix(p).is_some_and(|rest| {
+                let rest = rest.strip_prefix('s').unwrap_or(rest);
+                rest.is_empty() || rest.starts_with(' ')
+            })
+        })
+    };
+    BOILERPLATE_WORDS.iter().any(|w| key.contains(w))
+        || prefixed(BOILERPLATE_PREFIXES)
+        || (bot.is_some() && prefixed(BOT_SECTIONS))
+}
+
+/// Template instructions left in place as plain text (the well-known GitHub PR templates).
+const TEMPLATE_INSTRUCTIONS: &[&str] = &[
+    "please include a summary of the change",
+    "please also include relevant motivation and context",
+    "please describe the tests that you ran",
+    "please delete options that are not relevant",
+    "please also list any relevant details for your test configuration",
+    "please check the type of change your pr introduces",
+    "list any dependencies that are required for this change",
+    "fixes # (issue)",
+    "describe your changes in detail",
+    "provide a general summary of your changes",
+    "a clear and concise description of what",
+    "put an `x` in all the boxes that apply",
+    "put an x in all the boxes that apply",
+    "what types of changes does your code introduce",
+    "go over all the following points",
+];
+
+/// Bot boilerplate lines, matched anywhere in the lowercased line.
+const BOT_LINES: &[&str] = &[
+    "dependabot will resolve any conflicts with this pr",
+    "you can trigger a rebase manually by commenting",
+    "you can trigger dependabot actions by commenting",
+    "this pr has been generated by renovate bot",
+    "this pr was generated by mend renovate",
+    "this pr has been generated by mend renovate",
+    "this pr has been generated by whitesource renovate",
+    "if you want to rebase/retry this pr",
+];
+
+/// A git trailer line (`Signed-off-by: …`, `Change-Id: …`): never part of a summary.
+pub(crate) fn is_trailer(line: &str) -> bool {
+    static TRAILER: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(
+            r"(?i)^(?:signed-off-by|co-authored-by|co-developed-by|reviewed-by|acked-by|tested-by|reported-by|suggested-by|requested-by|helped-by|approved-by|reviewed-on|change-id|cc|git-svn-id|pr-url|differential revision|depends-on)\s*:",
+        )
+        .expect("a valid pattern")
+    });
+    TRAILER.is_match(line.trim())
+}
+
+/// Dependabot's older link list under the "Bumps" line: `- [Release notes](…)`, `- [Commits](…)`.
+fn is_bot_link_item(item: &[Event<'static>], text: &str) -> bool {
+    let only_link = matches!(item.first(), Some(Event::Start(Tag::Link { .. })))
+        || matches!(
+            (item.first(), item.get(1)),
+            (
+                Some(Event::Start(Tag::Paragraph)),
+                Some(Event::Start(Tag::Link { .. }))
+            )
+        );
+    let key = heading_key(text);
+    only_link && ["release notes", "changelog", "commits", "upgrade guide"].contains(&key.as_str())
+}
+
+/// A line that is nothing but a link to an uploaded screenshot or recording.
+fn is_attachment_url(line: &str) -> bool {
+    static URL: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(
+            r"(?i)^<?https?://(?:(?:github\.com/user-attachments/|(?:private-)?user-images\.githubusercontent\.com/)\S*|\S+\.(?:png|jpe?g|gif|svg|webp|mp4|mov|webm)(?:\?\S*)?)>?$",
+        )
+        .expect("a valid pattern")
+    });
+    URL.is_match(line)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Renovate.
+
+/// Renovate: the "This PR contains the following updates:" table as one line.
+fn renovate_line(blocks: &[&[Event<'static>]]) -> Option<String> {
+    let intro = blocks.iter().position(|b| {
+        matches!(b.first(), Some(Event::Start(Tag::Paragraph)))
+            && plain_text(b)
+                .to_lowercase()
+                .contains("this pr contains the following updates")
+    })?;
+    let table = blocks[intro + 1..]
+        .iter()
+        .find(|b| matches!(b.first(), Some(Event::Start(Tag::Table(_)))))?;
+    let rows = table_rows(table);
+    let (header, rows) = rows.split_first()?;
+    let column = |name: &str| header.iter().position(|h| heading_key(h) == name);
+    let package = column("package").or(column("update")).unwrap_or(0);
+    let change = column("change");
+    let updates: Vec<String> = rows
+        .iter()
+        .filter_map(|cells| {
+            let name = package_name(cells.get(package)?);
+            if name.is_empty() {
+                return None;
+            }
+            let change = change
+                .and_then(|c| cells.get(c))
+                .map(|c| super::collapse_whitespace(c))
+                .unwrap_or_default();
+            let arrow = change.split_once("->").or_else(|| change.split_once('→'));
+            Some(match arrow {
+                Some((from, to)) if !from.trim().is_empty() && !to.trim().is_empty() => {
+                    format!("{name} from {} to {}", from.trim(), to.trim())
+                }
+                _ if change.is_empty() => name,
+                _ => format!("{name} ({change})"),
+            })
+        })
+        .collect();
+    if updates.is_empty() {
+        return None;
+    }
+    const NAMED: usize = 3;
+    let mut line = String::from("Updates ");
+    if updates.len() <= NAMED {
+        line.push_str(&super::join_and(&updates));
+    } else {
+        let _ = write!(
+            line,
+            "{} and {} more",
+            updates[..NAMED].join(", "),
+            updates.len() - NAMED
+        );
+    }
+    line.push('.');
+    Some(escape_text(&line))
+}
+
+/// A table's rows (the header first), each cell's plain text (images and their alt text out).
+fn table_rows(table: &[Event<'static>]) -> Vec<Vec<String>> {
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    let mut cell: Option<Events> = None;
+    let mut image = 0usize;
+    for e in table {
+        match e {
+            Event::Start(Tag::TableHead | Tag::TableRow) => rows.push(Vec::new()),
+            Event::Start(Tag::TableCell) => cell = Some(Vec::new()),
+            Event::End(TagEnd::TableCell) => {
+                if let (Some(c), Some(row)) = (cell.take(), rows.last_mut()) {
+                    row.push(super::collapse_whitespace(&plain_text(&c)));
+                }
+            }
+            Event::Start(Tag::Image { .. }) => image += 1,
+            Event::End(TagEnd::Image) => image = image.saturating_sub(1),
+            other if image == 0 => {
+                if let Some(c) = cell.as_mut() {
+                    c.push(other.clone());
+                }
+            }
+            _ => {}
+        }
+    }
+    rows
+}
+
+/// `serde (source)` → `serde`.
+fn package_name(cell: &str) -> String {
+    match cell.find(" (") {
+        Some(i) if i > 0 => cell[..i].trim().to_string(),
+        _ => cell.trim().to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn md(body: &str) -> String {
+        clean(body).markdown()
+    }
+
+    #[test]
+    fn escaped_text_reads_back_as_the_same_text() {
+        for text in [
+            "a_b and _c_ with *stars* [brackets] <tags> &amp; \\_ `tick` ~x~ **b**",
+            "C:\\Users\\me",
+            "snake_case_name and __init__",
+            "Vec<String> & HashMap<K, V>",
+        ] {
+            let escaped = escape_text(text);
+            let parsed: Vec<Event> = Parser::new_ext(&escaped, options()).collect();
+            assert_eq!(plain_text(&parsed).trim(), text, "{escaped}");
+        }
+    }
+
+    #[test]
+    fn details_spread_over_blank_lines_are_dropped_whole() {
+        let body = "Intro.\n\n<details>\n<summary>Log</summary>\n\nnoise paragraph\n\n- noise item\n\n</details>\n\nAfter.";
+        assert_eq!(md(body), "Intro.\n\nAfter.");
+    }
+
+    #[test]
+    fn footnotes_strikethrough_and_alerts() {
+        let body = "Caches the token[^1] for ~~ever~~ an hour.\n\n> [!NOTE]\n> Rotations are read again.\n\n[^1]: the installation token";
+        let c = clean(body);
+        let paragraphs = c.paragraphs();
+        assert_eq!(
+            paragraphs[0].lines[0].plain,
+            "Caches the token for ever an hour."
+        );
+        assert_eq!(paragraphs[1].lines[0].plain, "Rotations are read again.");
+        assert!(
+            !c.markdown().contains("installation token"),
+            "{}",
+            c.markdown()
+        );
+    }
+
+    #[test]
+    fn entities_and_escapes_are_resolved_by_the_parser() {
+        let body = "Handles `a\\b` and foo\\_bar &amp; &lt;T&gt; in `Vec<T>`.";
+        let p = &clean(body).paragraphs()[0].lines[0];
+        assert_eq!(p.plain, "Handles a\\b and foo_bar & <T> in Vec<T>.");
+        assert_eq!(
+            p.markdown,
+            "Handles `a\\b` and foo_bar & \\<T> in `Vec<T>`."
+        );
+    }
+}
