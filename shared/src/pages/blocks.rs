@@ -119,12 +119,17 @@ pub fn inline_spans(text: &str) -> Vec<Span> {
     let mut strong = 0usize;
     let mut image = 0usize;
     let mut link: Vec<Option<String>> = Vec::new();
+    // Delimiters written back as text: emphasis, `__`, strikethrough (stored and LLM summaries
+    // are prose, where `*.rs` or `__init__` mean themselves); `**` alone means bold.
+    let mut literal: Vec<Option<String>> = Vec::new();
     let push = |spans: &mut Vec<Span>, span: Span| match spans.last_mut() {
         Some(last) if last.is_plain() && span.is_plain() => last.text.push_str(&span.text),
         _ => spans.push(span),
     };
-    for event in Parser::new_ext(&text, crate::summary::clean::options()) {
-        let mark = |mut span: Span, link: &[Option<String>]| {
+    let options = crate::summary::clean::options();
+    for (event, range) in Parser::new_ext(&text, options).into_offset_iter() {
+        let source = &text[range.clone()];
+        let mark = |mut span: Span, link: &[Option<String>], strong: usize| {
             span.bold = strong > 0;
             if let Some(Some(url)) = link.last() {
                 span.link = Some(Link::Url(url.clone()));
@@ -132,8 +137,30 @@ pub fn inline_spans(text: &str) -> Vec<Span> {
             span
         };
         match event {
-            Event::Start(Tag::Strong) => strong += 1,
-            Event::End(TagEnd::Strong) => strong = strong.saturating_sub(1),
+            Event::Start(Tag::Strong) if source.starts_with("**") => {
+                strong += 1;
+                literal.push(None);
+            }
+            Event::Start(Tag::Strong | Tag::Emphasis | Tag::Strikethrough) => {
+                let c = source.chars().next().unwrap_or('*');
+                let n = match source.chars().take_while(|&x| x == c).count() {
+                    n if source.starts_with("~") => n,
+                    n => n.min(if matches!(event, Event::Start(Tag::Strong)) {
+                        2
+                    } else {
+                        1
+                    }),
+                };
+                let delimiter = c.to_string().repeat(n.max(1));
+                push(&mut spans, mark(Span::text(&delimiter), &link, strong));
+                literal.push(Some(delimiter));
+            }
+            Event::End(TagEnd::Strong | TagEnd::Emphasis | TagEnd::Strikethrough) => {
+                match literal.pop().flatten() {
+                    Some(delimiter) => push(&mut spans, mark(Span::text(delimiter), &link, strong)),
+                    None => strong = strong.saturating_sub(1),
+                }
+            }
             Event::Start(Tag::Image { .. }) => image += 1,
             Event::End(TagEnd::Image) => image = image.saturating_sub(1),
             Event::Start(Tag::Link { dest_url, .. }) => {
@@ -145,8 +172,12 @@ pub fn inline_spans(text: &str) -> Vec<Span> {
                 link.pop();
             }
             _ if image > 0 => {}
-            Event::Text(t) => push(&mut spans, mark(Span::text(t.as_ref()), &link)),
-            Event::Code(c) => push(&mut spans, mark(Span::code(c.as_ref()), &link)),
+            Event::Text(t) => push(&mut spans, mark(Span::text(t.as_ref()), &link, strong)),
+            Event::Code(c) => push(&mut spans, mark(Span::code(c.as_ref()), &link, strong)),
+            // Summaries hold no HTML: `Option<String>` is text.
+            Event::InlineHtml(h) | Event::Html(h) => {
+                push(&mut spans, mark(Span::text(h.as_ref()), &link, strong))
+            }
             Event::SoftBreak | Event::HardBreak => push(&mut spans, Span::text(" ")),
             Event::End(TagEnd::Paragraph | TagEnd::Heading(_) | TagEnd::Item) => {
                 push(&mut spans, Span::text(" "))
@@ -166,15 +197,15 @@ pub fn inline_spans(text: &str) -> Vec<Span> {
 
 /// Text whose start would open a block (`- x`, `1. x`, `# x`, `> x`, a fence) with that
 /// start escaped, so the parser reads one paragraph of inline content.
-fn guard_block_start(text: &str) -> String {
+pub(crate) fn guard_block_start(text: &str) -> String {
     use pulldown_cmark::{Event, Parser, Tag};
-    let opens_paragraph = |t: &str| {
-        matches!(
-            Parser::new_ext(t, crate::summary::clean::options()).next(),
-            None | Some(Event::Start(Tag::Paragraph))
-        )
-    };
     let text = text.trim_start();
+    // No events at all for non-empty text: a link reference definition (`[x]: y`).
+    let opens_paragraph =
+        |t: &str| match Parser::new_ext(t, crate::summary::clean::options()).next() {
+            None => t.is_empty(),
+            Some(e) => matches!(e, Event::Start(Tag::Paragraph)),
+        };
     if opens_paragraph(text) {
         return text.to_string();
     }
@@ -314,5 +345,19 @@ mod tests {
             ]
         );
         assert_eq!(title_spans("", None), vec![]);
+    }
+
+    /// Stored and LLM summaries are prose: what would be HTML, emphasis or `__` stays text.
+    #[test]
+    fn prose_summaries_keep_their_characters() {
+        let text =
+            "Adds an Option<String> field to __init__ for *.rs and *.toml globs, ~x~ **bold**";
+        let spans = inline_spans(text);
+        assert_eq!(plain(&spans), text.replace("**bold**", "bold"), "{spans:?}");
+        assert_eq!(spans.last(), Some(&Span::bold("bold")));
+        assert_eq!(
+            inline_spans("[WIP]: cleanup"),
+            vec![Span::text("[WIP]: cleanup")]
+        );
     }
 }

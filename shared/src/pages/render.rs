@@ -7,6 +7,7 @@
 
 use std::fmt::Write as _;
 
+use super::blocks::guard_block_start;
 use super::{Block, DocKey, Document, Link, Span};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,11 +71,12 @@ impl Renderer<'_> {
                     self.inline(spans)
                 );
             }
+            // Text that would open a block ("1. First", "# x") is escaped at its start.
             Block::Paragraph(spans) => {
-                let _ = writeln!(out, "{}", self.inline(spans));
+                let _ = writeln!(out, "{}", guard_block_start(&self.inline(spans)));
             }
             Block::Bullet(spans) => {
-                let _ = writeln!(out, "- {}", self.inline(spans));
+                let _ = writeln!(out, "- {}", guard_block_start(&self.inline(spans)));
             }
             Block::Child { key, title, note } => match self.flavor {
                 Flavor::CommonMark => {

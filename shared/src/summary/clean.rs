@@ -164,15 +164,19 @@ impl Kept {
 
 fn render(events: &[Event<'static>]) -> String {
     let mut out = String::new();
-    // Writing to a String cannot fail; an error would only mean unbalanced events, which the
-    // cleaner never produces (it keeps or drops whole elements).
     let style = pulldown_cmark_to_cmark::Options {
         code_block_token_count: 3,
         list_token: '-',
         ..Default::default()
     };
-    let _ = pulldown_cmark_to_cmark::cmark_with_options(events.iter(), &mut out, options(), style);
-    out
+    match pulldown_cmark_to_cmark::cmark_with_options(events.iter(), &mut out, options(), style) {
+        Ok(_) => out,
+        Err(e) => {
+            // A block the serializer cannot spell back exactly: its text, not nothing.
+            tracing::debug!(error = %e, "a cleaned block kept as plain text");
+            super::collapse_whitespace(&plain_text(events))
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -191,9 +195,7 @@ enum Bot {
 /// Bot bodies become one line: Dependabot's "Bumps [x](…) from 1.2 to 1.3.", Renovate's "This
 /// PR contains the following updates:" table as "Updates x from 1.0.1 to 1.0.2.".
 pub fn clean(body: &str) -> Cleaned {
-    let events: Events = Parser::new_ext(body, options())
-        .map(Event::into_static)
-        .collect();
+    let events = parse(body);
     let blocks = top_level(&events);
     let bot = detect_bot(body);
     if bot == Some(Bot::Renovate) {
@@ -224,6 +226,40 @@ pub fn clean(body: &str) -> Cleaned {
     cleaned
 }
 
+/// A body's events. A setext heading of more than one line, or a long one, is read as the
+/// paragraph it was meant to be: CommonMark turns `text\n---` into a heading, and an author who
+/// wrote a paragraph and then a rule did not mean the paragraph as a section title.
+fn parse(body: &str) -> Events {
+    let mut events: Events = Vec::new();
+    let mut demoted: Vec<bool> = Vec::new();
+    for (event, range) in Parser::new_ext(body, options()).into_offset_iter() {
+        match event {
+            Event::Start(Tag::Heading { .. }) => {
+                let source = body.get(range).unwrap_or("").trim();
+                let setext = !source.starts_with('#');
+                let text = source.rsplit_once('\n').map_or(source, |(t, _)| t).trim();
+                let demote = setext && (text.contains('\n') || text.chars().count() > 80);
+                demoted.push(demote);
+                events.push(if demote {
+                    Event::Start(Tag::Paragraph)
+                } else {
+                    event.into_static()
+                });
+            }
+            Event::End(TagEnd::Heading(_)) => {
+                let demote = demoted.pop().unwrap_or(false);
+                events.push(if demote {
+                    Event::End(TagEnd::Paragraph)
+                } else {
+                    event.into_static()
+                });
+            }
+            other => events.push(other.into_static()),
+        }
+    }
+    events
+}
+
 /// The body's top-level blocks, each its events from `Start` to the matching `End` (a leaf
 /// block such as a thematic break or an HTML block's events one by one).
 fn top_level<'e>(events: &'e [Event<'static>]) -> Vec<&'e [Event<'static>]> {
@@ -250,66 +286,93 @@ fn top_level<'e>(events: &'e [Event<'static>]) -> Vec<&'e [Event<'static>]> {
 /// The blocks worth keeping, with the state real bodies need across blocks: `<details>` depth
 /// (its content is Markdown between HTML blocks) and the boilerplate section being skipped.
 fn keep(blocks: &[&[Event<'static>]], bot: Option<Bot>) -> Cleaned {
-    let mut kept = Vec::new();
-    let mut details = 0usize;
-    // Skipping a boilerplate section until a heading of this level or higher.
-    let mut skipping: Option<usize> = None;
-    for block in blocks {
-        let Some(first) = block.first() else { continue };
-        if details > 0 {
-            for e in block.iter() {
-                if let Event::Html(h) | Event::InlineHtml(h) = e {
-                    details = details_depth(h, details);
-                }
-            }
-            continue;
+    let mut keeper = Keeper {
+        kept: Vec::new(),
+        details: 0,
+        skipping: None,
+        bot,
+    };
+    keeper.blocks(blocks, 0);
+    Cleaned {
+        blocks: keeper.kept,
+    }
+}
+
+struct Keeper {
+    kept: Vec<Kept>,
+    details: usize,
+    /// Skipping a boilerplate section until a heading of this level or higher.
+    skipping: Option<usize>,
+    bot: Option<Bot>,
+}
+
+impl Keeper {
+    fn blocks(&mut self, blocks: &[&[Event<'static>]], depth: usize) {
+        for block in blocks {
+            self.block(block, depth);
         }
+    }
+
+    fn block(&mut self, block: &[Event<'static>], depth: usize) {
+        let Some(first) = block.first() else { return };
+        let bot = self.bot;
         match first {
             Event::Html(_) | Event::InlineHtml(_) | Event::Start(Tag::HtmlBlock) => {
-                for e in block.iter() {
+                // The text of an HTML block (a line of prose after an <img>, `<p>` text)
+                // is read as Markdown; tags, comments and <details> content are not.
+                let raw: String = block
+                    .iter()
+                    .filter_map(|e| match e {
+                        Event::Html(h) | Event::InlineHtml(h) => Some(h.as_ref()),
+                        _ => None,
+                    })
+                    .collect();
+                let text = html_text(&raw, &mut self.details);
+                if depth == 0 && has_words(&text) {
+                    let events = parse(&text);
+                    self.blocks(&top_level(&events), depth + 1);
+                }
+            }
+            _ if self.details > 0 => {
+                for e in block {
                     if let Event::Html(h) | Event::InlineHtml(h) = e {
-                        details = details_depth(h, details);
+                        self.details = details_depth(h, self.details);
                     }
                 }
             }
             Event::Start(Tag::Heading { level, .. }) => {
-                let inner = clean_inline(&block[1..block.len() - 1], &mut details);
+                let inner = clean_inline(&block[1..block.len() - 1], &mut self.details);
                 let level = heading_level(*level);
                 let text = plain_text(&inner);
-                if let Some(heading) = heading_decision(&text, level, bot, &mut skipping) {
-                    if heading {
-                        let mut events = vec![block[0].clone()];
-                        events.extend(inner);
-                        events.push(block[block.len() - 1].clone());
-                        kept.push(Kept::Heading(events));
-                    }
+                if heading_decision(&text, level, bot, &mut self.skipping) == Some(true) {
+                    let mut events = vec![block[0].clone()];
+                    events.extend(inner);
+                    events.push(block[block.len() - 1].clone());
+                    self.kept.push(Kept::Heading(events));
                 }
             }
             Event::Start(Tag::Paragraph) => {
-                let inner = clean_inline(&block[1..block.len() - 1], &mut details);
+                let inner = clean_inline(&block[1..block.len() - 1], &mut self.details);
                 if let Some(text) = bold_heading(&inner) {
-                    heading_decision(&text, BOLD_HEADING_LEVEL, bot, &mut skipping);
-                    continue;
+                    heading_decision(&text, BOLD_HEADING_LEVEL, bot, &mut self.skipping);
+                    return;
                 }
-                if skipping.is_some() {
-                    continue;
+                if self.skipping.is_some() {
+                    return;
                 }
                 let lines: Vec<Events> = split_lines(&inner)
                     .into_iter()
                     .filter(|l| !drop_line(&plain_text(l), bot))
                     .collect();
                 if !lines.is_empty() {
-                    kept.push(Kept::Paragraph(lines));
+                    self.kept.push(Kept::Paragraph(lines));
                 }
             }
-            Event::Start(Tag::List(start)) => {
-                if skipping.is_some() {
-                    continue;
-                }
-                let items: Vec<Events> = list_items(&block[1..block.len() - 1])
+            Event::Start(Tag::List(start)) if self.skipping.is_none() => {
+                let without_tasks = drop_task_items(&block[1..block.len() - 1]);
+                let items: Vec<Events> = list_items(&without_tasks)
                     .into_iter()
-                    .filter(|item| !matches!(item.first(), Some(Event::TaskListMarker(_))))
-                    .map(|item| clean_inline(item, &mut details))
+                    .map(|item| clean_inline(item, &mut self.details))
                     .filter(|item| {
                         let text = plain_text(item);
                         has_words(&text)
@@ -318,26 +381,130 @@ fn keep(blocks: &[&[Event<'static>]], bot: Option<Bot>) -> Cleaned {
                     })
                     .collect();
                 if !items.is_empty() {
-                    kept.push(Kept::List {
+                    self.kept.push(Kept::List {
                         start: *start,
                         items,
                     });
                 }
             }
-            Event::Start(Tag::CodeBlock(_)) if skipping.is_none() => {
-                kept.push(Kept::Verbatim(block.to_vec()));
+            Event::Start(Tag::CodeBlock(_)) if self.skipping.is_none() => {
+                self.kept.push(Kept::Verbatim(block.to_vec()));
             }
-            Event::Start(Tag::Table(_) | Tag::BlockQuote(_)) if skipping.is_none() => {
-                let events = clean_inline(block, &mut details);
+            Event::Start(Tag::Table(_) | Tag::BlockQuote(_)) if self.skipping.is_none() => {
+                let events = clean_inline(&drop_task_items(block), &mut self.details);
                 if has_words(&plain_text(&events)) {
-                    kept.push(Kept::Verbatim(events));
+                    self.kept.push(Kept::Verbatim(events));
                 }
             }
             // Thematic breaks separate; footnote definitions and anything else are not prose.
             _ => {}
         }
     }
-    Cleaned { blocks: kept }
+}
+
+/// The text of raw HTML, as Markdown source: tags and comments removed (a block-level tag
+/// ends a paragraph), and nothing inside `<details>` (whose depth carries across blocks).
+fn html_text(raw: &str, details: &mut usize) -> String {
+    static TAG: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?s)<!--.*?(?:-->|\z)|<(/?)([A-Za-z][A-Za-z0-9-]*)\b[^>]*>")
+            .expect("a valid pattern")
+    });
+    const BLOCK_TAGS: &[&str] = &[
+        "p",
+        "div",
+        "br",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "li",
+        "ul",
+        "ol",
+        "table",
+        "tr",
+        "td",
+        "th",
+        "blockquote",
+        "pre",
+        "hr",
+        "summary",
+        "details",
+        "section",
+        "dl",
+        "dt",
+        "dd",
+    ];
+    let mut out = String::new();
+    let mut at = 0;
+    for m in TAG.captures_iter(raw) {
+        let whole = m.get(0).expect("group 0");
+        if *details == 0 {
+            out.push_str(&raw[at..whole.start()]);
+        }
+        at = whole.end();
+        let Some(name) = m.get(2).map(|n| n.as_str().to_ascii_lowercase()) else {
+            continue; // a comment
+        };
+        let closing = m.get(1).is_some_and(|c| !c.as_str().is_empty());
+        if name == "details" {
+            *details = if closing {
+                details.saturating_sub(1)
+            } else {
+                *details + 1
+            };
+        }
+        if BLOCK_TAGS.contains(&name.as_str()) {
+            out.push_str("\n\n");
+        }
+        // `<h2>` opens a heading, so a template's "Summary" is a heading there too.
+        if let (false, Some(level)) = (
+            closing,
+            name.strip_prefix('h').and_then(|l| l.parse::<usize>().ok()),
+        ) {
+            if (1..=6).contains(&level) && *details == 0 {
+                out.push_str(&"#".repeat(level));
+                out.push(' ');
+            }
+        }
+    }
+    if *details == 0 {
+        out.push_str(&raw[at..]);
+    }
+    out
+}
+
+/// Every list item whose first content is a task box (`- [ ]`, `- [x]`), at any depth and in
+/// loose lists too (where the box sits inside the item's paragraph), removed whole.
+fn drop_task_items(events: &[Event<'static>]) -> Events {
+    let mut out = Vec::with_capacity(events.len());
+    let mut i = 0;
+    while i < events.len() {
+        if let Event::Start(Tag::Item) = &events[i] {
+            let first_leaf = events[i + 1..]
+                .iter()
+                .find(|e| !matches!(e, Event::Start(Tag::Paragraph)));
+            if matches!(first_leaf, Some(Event::TaskListMarker(_))) {
+                i = matching_end(events, i) + 1;
+                continue;
+            }
+        }
+        out.push(events[i].clone());
+        i += 1;
+    }
+    // A list left without items is removed too.
+    let mut cleaned: Events = Vec::with_capacity(out.len());
+    for e in out {
+        if let (Event::End(TagEnd::List(_)), Some(Event::Start(Tag::List(_)))) =
+            (&e, cleaned.last())
+        {
+            cleaned.pop();
+            continue;
+        }
+        cleaned.push(e);
+    }
+    cleaned
 }
 
 /// Whether a heading is kept (`Some(true)`), dropped on its own (`Some(false)`: a template
@@ -396,6 +563,9 @@ fn bold_heading(inner: &[Event<'static>]) -> Option<String> {
 
 /// `<details` opened minus `</details>` closed, from the depth before this HTML.
 fn details_depth(html: &str, depth: usize) -> usize {
+    if html.trim_start().starts_with("<!--") {
+        return depth; // a comment that mentions <details> opens nothing
+    }
     let lower = html.to_ascii_lowercase();
     let opened = lower.matches("<details").count();
     let closed = lower.matches("</details").count();
@@ -411,6 +581,15 @@ fn clean_inline(events: &[Event<'static>], details: &mut usize) -> Events {
     while i < events.len() {
         match &events[i] {
             Event::Html(h) | Event::InlineHtml(h) => *details = details_depth(h, *details),
+            Event::Start(Tag::HtmlBlock) => {
+                let end = matching_end(events, i);
+                for e in &events[i..=end.min(events.len() - 1)] {
+                    if let Event::Html(h) = e {
+                        *details = details_depth(h, *details);
+                    }
+                }
+                i = end;
+            }
             Event::Start(Tag::Image { .. }) => i = matching_end(events, i),
             Event::Start(tag @ Tag::Link { .. }) => {
                 let end = matching_end(events, i);
@@ -445,6 +624,10 @@ fn drop_empty_containers(events: Events) -> Events {
                 | (
                     Event::End(TagEnd::Strikethrough),
                     Some(Event::Start(Tag::Strikethrough))
+                )
+                | (
+                    Event::End(TagEnd::Paragraph),
+                    Some(Event::Start(Tag::Paragraph))
                 )
         );
         if empties {
@@ -611,7 +794,12 @@ pub(crate) fn inline_markdown(events: &[Event<'_>]) -> String {
         }
         out.push_str(&escape_text(&std::mem::take(&mut run)));
         match e {
-            Event::Code(c) => out.push_str(&code_span(c)),
+            Event::Code(c) => {
+                if out.ends_with('`') {
+                    out.push(' '); // two code spans never merge into one
+                }
+                out.push_str(&code_span(c));
+            }
             Event::SoftBreak | Event::HardBreak => out.push(' '),
             Event::End(TagEnd::Paragraph | TagEnd::Item) => out.push(' '),
             _ => {}
@@ -648,7 +836,7 @@ pub(crate) fn escape_text(text: &str) -> String {
         let prev = i.checked_sub(1).map(|p| chars[p]);
         let next = chars.get(i + 1).copied();
         let escape = match c {
-            '\\' => next.is_some_and(|n| n.is_ascii_punctuation()),
+            '\\' => next.is_none_or(|n| n.is_ascii_punctuation()),
             '`' | '*' | '[' | ']' | '<' | '~' => true,
             '_' => {
                 !(prev.is_some_and(char::is_alphanumeric)
@@ -1018,5 +1206,47 @@ mod tests {
             p.markdown,
             "Handles `a\\b` and foo_bar & \\<T> in `Vec<T>`."
         );
+    }
+
+    /// Found by review: text GitHub users write next to HTML, and what CommonMark makes of
+    /// a paragraph before a rule, must not be lost.
+    #[test]
+    fn text_beside_html_is_kept() {
+        let summary = |body: &str| {
+            crate::summary::extractive(&crate::summary::SummaryInput {
+                title: "t",
+                body: Some(body),
+                ..Default::default()
+            })
+            .text
+        };
+        assert_eq!(
+            summary("<img width=\"600\" src=\"https://github.com/user-attachments/assets/x\">\nThe dialog now remembers its size."),
+            "The dialog now remembers its size."
+        );
+        assert_eq!(
+            summary("<details><summary>Log</summary>\nnoise\n</details>\nThe real description."),
+            "The real description."
+        );
+        assert_eq!(summary("<!-- describe --> Adds retry"), "Adds retry");
+        assert_eq!(
+            summary("<h2>Summary</h2>\n<p>Adds retry.</p>"),
+            "Adds retry."
+        );
+        assert_eq!(
+            summary("<!-- Put long logs in <details> -->\n\nAdds retry."),
+            "Adds retry."
+        );
+        assert_eq!(
+            summary("Closes #412.\nAdds retry with backoff.\n---\n### Notes\nlater"),
+            "Closes #412. Adds retry with backoff."
+        );
+        assert_eq!(summary("- [x] Tests added\n\n- [x] Docs updated"), "");
+        assert_eq!(
+            summary("Adds paging.\n\n- Checks:\n  - [x] Bug fix\n  - [ ] Feature"),
+            "Adds paging."
+        );
+        let quote = md("> ![x](a.png)\n>\n> **Note:** the API changes.");
+        assert!(quote.contains("the API changes"), "{quote}");
     }
 }

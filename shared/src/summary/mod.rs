@@ -350,14 +350,14 @@ fn join_plain(lines: &[clean::Line]) -> String {
 /// without noise subjects, repeats, or the title.
 fn squash_list(paragraphs: &[clean::Paragraph], title: &str) -> String {
     let mut subjects: Vec<String> = Vec::new();
-    let mut seen: Vec<String> = vec![title.to_string()];
+    let mut seen: std::collections::HashSet<String> = [title.to_string()].into();
     for p in paragraphs.iter().take_while(|p| p.list) {
         for line in &p.lines {
             let key = comparable(&line.plain);
             if key.is_empty() || is_noise_subject(&line.plain) || seen.contains(&key) {
                 continue;
             }
-            seen.push(key);
+            seen.insert(key);
             subjects.push(line.markdown.trim_end_matches(['.', ';']).to_string());
         }
     }
@@ -459,7 +459,11 @@ pub(crate) fn cap(text: &str, max: usize) -> String {
         }
     }
     let trimmed = head.trim_end_matches(|c: char| {
-        c.is_whitespace() || matches!(c, ',' | ';' | ':' | '.' | '-' | '–' | '—' | '(' | '[' | '/')
+        c.is_whitespace()
+            || matches!(
+                c,
+                ',' | ';' | ':' | '.' | '-' | '–' | '—' | '(' | '[' | '/' | '\\'
+            )
     });
     let head = if trimmed.is_empty() { head } else { trimmed };
     format!("{head}…")
