@@ -70,7 +70,7 @@ fn summarized(
         issues: &[],
         modules: &modules,
     });
-    module_entries(repo, &row, &modules, &summary.text, config)
+    module_entries(repo, &row, &modules, &summary.text, config, None)
 }
 
 /// The module page of these entries, as the builder lays it out (all on one page here).
@@ -84,7 +84,7 @@ fn module_page(
     let facts = ModuleFacts {
         repo: repo.to_string(),
         module: module.to_string(),
-        paths: module_paths(repo, module, config),
+        paths: module_paths(repo, module, config, None),
         entry_count: entries.len() as u64,
         first_merged_at: entries.last().map(|e| e.merged_at.clone()),
         latest_merged_at: entries.first().map(|e| e.merged_at.clone()),
@@ -95,6 +95,7 @@ fn module_page(
             .first()
             .and_then(|e| shared::domain::parse_rfc3339(&e.merged_at))
             .map(|t| t + time::Duration::days(10)),
+        description: None,
     };
     commonmark(&content::module_page(&facts, &entries))
 }

@@ -387,6 +387,7 @@ async fn every_function_calls_exactly_what_its_role_grants() {
                 concurrency: 2,
                 max_paths: 500,
                 max_wait: Duration::from_secs(3600),
+                pages_table: Some(pages_table.clone()),
             },
             &sdk,
         )

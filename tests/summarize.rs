@@ -891,3 +891,52 @@ async fn the_sample_sqs_event_is_handled_by_the_worker() {
     .unwrap();
     assert_eq!(build["detail-type"], "Scheduled Event");
 }
+
+/// A repository without a config entry of its own, whose stored context declares workspace
+/// packages and CODEOWNERS: files are tagged by package (its README included), root Markdown
+/// is docs, the owner names what no package holds.
+#[tokio::test]
+async fn a_stored_workspace_context_names_modules_by_package() {
+    use shared::github::context::{Package, RepoContext};
+    let (t, _) = setup(5).await;
+    // The bundled default for repositories without an entry (this one has its own there).
+    let default =
+        ModulesConfig::from_yaml("\"*\":\n  docs: ['*.md', 'docs/**']\n  ci: ['.github/**']\n")
+            .unwrap();
+    let handler = Arc::new(t.summarizer(default, 5));
+    let context = RepoContext {
+        checked_at: "2026-12-01T00:00:00Z".into(),
+        packages: vec![Package {
+            name: "acme-api".into(),
+            dir: "crates/api".into(),
+            description: Some("The public HTTP API.".into()),
+            manifest: Some("crates/api/Cargo.toml".into()),
+        }],
+        codeowners: Some("/infra/ @acme/platform\n".into()),
+        codeowners_path: Some(".github/CODEOWNERS".into()),
+        ..RepoContext::default()
+    };
+    assert!(t.pages.contexts().put(REPO, &context, None).await.unwrap());
+    pending(&t, 4).await;
+    with_files(
+        &t,
+        4,
+        &[
+            ("crates/api/src/lib.rs", 10, 1),
+            ("crates/api/README.md", 2, 0),
+            ("README.md", 1, 0),
+            ("infra/main.tf", 1, 1),
+        ],
+    )
+    .await;
+    let r = handler
+        .handle(batch(vec![message("m", 4)]), within(30), "inv")
+        .await;
+    assert!(r.batch_item_failures.is_empty(), "{r:?}");
+    let api = t.module_entries(REPO, "acme-api").await;
+    assert_eq!(api.len(), 1);
+    assert_eq!(api[0].files_here, 2, "{:?}", api[0].files);
+    assert_eq!(entry_numbers(&t, "docs").await, [4]);
+    assert_eq!(entry_numbers(&t, "acme/platform").await, [4]);
+    assert!(entry_numbers(&t, "crates").await.is_empty());
+}

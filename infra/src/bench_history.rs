@@ -207,9 +207,14 @@ async fn one_size(
             modules: &tagged,
         })
         .text;
-        for e in
-            shared::entries::module_entries(&repo, &row, &tagged, &summary, modules.for_repo(&repo))
-        {
+        for e in shared::entries::module_entries(
+            &repo,
+            &row,
+            &tagged,
+            &summary,
+            modules.for_repo(&repo),
+            None,
+        ) {
             years.entry(e.module.clone()).or_default().insert(e.year());
             entry_items.push(entries.item(&e, 1)?);
         }

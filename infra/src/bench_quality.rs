@@ -112,6 +112,7 @@ pub fn entries(
             &modules,
             &summary.text,
             config,
+            None,
         ));
     }
     out
@@ -161,7 +162,7 @@ pub fn module_page(
     let facts = ModuleFacts {
         repo: repo.to_string(),
         module: module.to_string(),
-        paths: tagging::module_paths(repo, module, config),
+        paths: tagging::module_paths(repo, module, config, None),
         entry_count: entries.len() as u64,
         first_merged_at: entries.iter().map(|e| e.merged_at.clone()).min(),
         latest_merged_at: newest.first().map(|e| e.merged_at.clone()),

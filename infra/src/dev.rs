@@ -163,6 +163,10 @@ impl DevStack {
         // The stream event source moto lacks, emulated with the template's settings.
         let mut enrich_config = EnrichConfig::from_lookup(&lookup)?;
         enrich_config.table = config.table.clone();
+        // Repository contexts live in the pages table (created below, before any delivery).
+        enrich_config.pages_table = Some(
+            lookup(PAGES_TABLE).unwrap_or_else(|| format!("{}-pages", config.table.table_name)),
+        );
         let enrich = Arc::new(EnrichHandler::from_config(&enrich_config, &sdk).await?);
         let template = Template::bundled()?;
         let settings = EventSourceSettings::from_template(&template, "EnrichFunction", "PrStream")?;

@@ -102,6 +102,9 @@ pub struct EnrichConfig {
     pub max_paths: usize,
     /// How long a deferred row waits for GitHub's budget before it goes ahead unenriched.
     pub max_wait: std::time::Duration,
+    /// The pages table, where repository contexts are kept (`PAGES_TABLE`; unset: no context
+    /// is fetched).
+    pub pages_table: Option<String>,
 }
 
 impl EnrichConfig {
@@ -151,6 +154,7 @@ impl EnrichConfig {
                 6 * 3600,
                 "a number of seconds",
             )?),
+            pages_table: get(PAGES_TABLE).filter(|t| !t.trim().is_empty()),
         })
     }
 }

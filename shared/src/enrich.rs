@@ -314,6 +314,8 @@ const RETRY_MARGIN: Duration = Duration::from_secs(5);
 pub struct EnrichHandler {
     store: PrStore,
     github: Option<GitHubApis>,
+    /// Where repository contexts are kept; `None`: none fetched.
+    contexts: Option<crate::store::ContextStore>,
     concurrency: usize,
     max_paths: usize,
     max_wait: Duration,
@@ -329,10 +331,18 @@ impl EnrichHandler {
         EnrichHandler {
             store,
             github,
+            contexts: None,
             concurrency: concurrency.max(1),
             max_paths,
             max_wait: Duration::from_secs(6 * 3600),
         }
+    }
+
+    /// Keeps each repository's context (CODEOWNERS, workspace packages) in this store,
+    /// refreshed at most once per [`crate::github::context::DEFAULT_TTL`].
+    pub fn with_contexts(mut self, contexts: crate::store::ContextStore) -> Self {
+        self.contexts = Some(contexts);
+        self
     }
 
     /// How long a deferred row may wait for GitHub before it goes ahead unenriched.
@@ -361,11 +371,14 @@ impl EnrichHandler {
                 None
             }
         };
-        let store = PrStore::new(aws_sdk_dynamodb::Client::new(sdk), config.table.clone());
-        Ok(
-            Self::new(store, github, config.concurrency, config.max_paths)
-                .with_max_wait(config.max_wait),
-        )
+        let dynamo = aws_sdk_dynamodb::Client::new(sdk);
+        let store = PrStore::new(dynamo.clone(), config.table.clone());
+        let handler = Self::new(store, github, config.concurrency, config.max_paths)
+            .with_max_wait(config.max_wait);
+        Ok(match &config.pages_table {
+            Some(table) => handler.with_contexts(crate::store::ContextStore::new(dynamo, table)),
+            None => handler,
+        })
     }
 
     pub fn enabled(&self) -> bool {
@@ -408,6 +421,18 @@ impl EnrichHandler {
             );
             return response;
         }
+        // Each repository's context first (at most once a day each): the rows enriched below
+        // are then summarized with it.
+        let repos: std::collections::BTreeSet<RepoName> = event
+            .records
+            .iter()
+            .filter(|r| r.event_name == "INSERT")
+            .filter_map(|r| record_key(r).map(|(repo, _)| repo))
+            .collect();
+        for repo in &repos {
+            self.refresh_context(repo, OffsetDateTime::now_utc(), deadline)
+                .await;
+        }
         let records = event
             .records
             .into_iter()
@@ -441,6 +466,53 @@ impl EnrichHandler {
             response.batch_item_failures.push(failure);
         }
         response
+    }
+
+    /// Fetches `repo`'s context again if the stored one is older than a day. Never fails the
+    /// batch: whatever goes wrong is logged and the stored context stays in use. A refresh
+    /// gets at most half the time left, so the records still get theirs.
+    pub async fn refresh_context(&self, repo: &RepoName, now: OffsetDateTime, deadline: Instant) {
+        use crate::github::context;
+        let (Some(store), Some(github)) = (&self.contexts, &self.github) else {
+            return;
+        };
+        let previous = match store.get(repo.as_str()).await {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(repo = %repo, error = %e, "repository context not read; not refreshed");
+                return;
+            }
+        };
+        if previous
+            .as_ref()
+            .is_some_and(|p| p.is_fresh(now, context::DEFAULT_TTL))
+        {
+            return;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        let budget = Instant::now() + left / 2;
+        match context::refresh(&github.rest, repo, previous.as_ref(), now, budget).await {
+            Ok(fresh) => {
+                let replaces = previous.as_ref().map(|p| p.checked_at.as_str());
+                match store.put(repo.as_str(), &fresh, replaces).await {
+                    Ok(true) => tracing::info!(
+                        repo = %repo,
+                        packages = fresh.packages.len(),
+                        codeowners = fresh.codeowners_path.as_deref().unwrap_or("none"),
+                        "repository context refreshed"
+                    ),
+                    Ok(false) => {
+                        tracing::debug!(repo = %repo, "repository context refreshed by another worker")
+                    }
+                    Err(e) => {
+                        tracing::warn!(repo = %repo, error = %e, "repository context not stored")
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!(repo = %repo, error = %e, "repository context not refreshed; the stored one stays in use")
+            }
+        }
     }
 
     /// One record, logged in one line.

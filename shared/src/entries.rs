@@ -7,7 +7,7 @@ use crate::domain::{
     FileChange, ModuleCount, ModuleEntry, RepoName, ENTRY_MAX_ELSEWHERE, ENTRY_MAX_FILES,
 };
 use crate::store::PrRow;
-use crate::tagging::{file_modules, RepoModules};
+use crate::tagging::{file_modules, RepoLayout, RepoModules};
 
 /// Linked issues kept on one entry.
 pub const ENTRY_MAX_ISSUES: usize = 10;
@@ -21,12 +21,13 @@ pub fn module_entries(
     modules: &[String],
     summary: &str,
     config: Option<&RepoModules>,
+    layout: Option<&RepoLayout>,
 ) -> Vec<ModuleEntry> {
     // Each known file's modules, once.
     let tagged: Vec<(&FileChange, Vec<&str>)> = row
         .files
         .iter()
-        .map(|f| (f, file_modules(&f.path, config, None)))
+        .map(|f| (f, file_modules(&f.path, config, layout)))
         .collect();
     let mut per_module: BTreeMap<&str, u64> = BTreeMap::new();
     for (_, of_file) in &tagged {
@@ -146,7 +147,14 @@ mod tests {
             None,
         );
         assert_eq!(modules, ["api", "docs", "tools", "web"]);
-        let entries = module_entries(&repo, &r, &modules, "Adds paging.", config.for_repo(&repo));
+        let entries = module_entries(
+            &repo,
+            &r,
+            &modules,
+            "Adds paging.",
+            config.for_repo(&repo),
+            None,
+        );
         let api = &entries[0];
         assert_eq!(api.module, "api");
         let paths: Vec<&str> = api.files.iter().map(|f| f.path.as_str()).collect();
@@ -190,7 +198,7 @@ mod tests {
     fn a_pr_without_known_files_is_one_entry_of_the_repository() {
         let repo = RepoName::parse("acme/app").unwrap();
         let r = row(&[]);
-        let entries = module_entries(&repo, &r, &["acme/app".to_string()], "S.", None);
+        let entries = module_entries(&repo, &r, &["acme/app".to_string()], "S.", None, None);
         assert_eq!(entries.len(), 1);
         assert_eq!((entries[0].files_here, entries[0].files_elsewhere), (0, 0));
         assert!(entries[0].files.is_empty() && entries[0].elsewhere.is_empty());
@@ -205,7 +213,7 @@ mod tests {
         let refs: Vec<(&str, u64, u64)> =
             files.iter().map(|(p, a, d)| (p.as_str(), *a, *d)).collect();
         let r = row(&refs);
-        let entries = module_entries(&repo, &r, &["src".to_string()], "S.", None);
+        let entries = module_entries(&repo, &r, &["src".to_string()], "S.", None, None);
         assert_eq!(entries[0].files.len(), ENTRY_MAX_FILES);
         assert_eq!(entries[0].files_here, 300);
         assert_eq!(entries[0].files[0].path, "src/f299.rs");

@@ -35,3 +35,4 @@ pub mod sweeper;
 pub mod tagging;
 pub mod telemetry;
 pub mod webhook;
+pub mod workspaces;

@@ -99,6 +99,7 @@ pub const PENDING_INDEX: &str = "pending";
 pub type Item = HashMap<String, AttributeValue>;
 
 mod backfill;
+mod context;
 mod deferred;
 mod entries;
 mod meter;
@@ -106,6 +107,7 @@ mod pages;
 mod summary;
 mod sweep;
 pub use backfill::{Checkpoint, CheckpointStore};
+pub use context::{ContextCache, ContextStore, CONTEXT_MODULE};
 pub use deferred::{Deferral, DEFERRED_SHARD};
 pub use entries::{entry_attr, EntryStore};
 pub use meter::{Meter, MeterReading};

@@ -100,6 +100,8 @@ pub struct SummarizeHandler {
     max_attempts: u32,
     dead_letter: Option<(aws_sdk_sqs::Client, String)>,
     summarizer: Arc<dyn Summarizer>,
+    /// Repository contexts (workspace packages, CODEOWNERS) for tagging.
+    contexts: crate::store::ContextCache,
 }
 
 impl SummarizeHandler {
@@ -113,6 +115,7 @@ impl SummarizeHandler {
         SummarizeHandler {
             store,
             entries,
+            contexts: crate::store::ContextCache::new(pages.contexts()),
             pages,
             modules,
             max_attempts: max_attempts.max(1),
@@ -329,7 +332,16 @@ impl SummarizeHandler {
     ) -> Result<Vec<String>, SummarizeError> {
         let config = self.modules.for_repo(repo);
         let paths: Vec<&str> = row.files.iter().map(|f| f.path.as_str()).collect();
-        let modules = tagging::tag_modules(repo, &paths, config, None);
+        // The repository's own layout, once its files are known (a PR without files is
+        // tagged with the repository itself whatever the context says).
+        let layout =
+            match paths.is_empty() {
+                true => None,
+                false => self.contexts.get(repo.as_str()).await?.map(|c| {
+                    tagging::RepoLayout::from_context(&c, !self.modules.has_own_entry(repo))
+                }),
+            };
+        let modules = tagging::tag_modules(repo, &paths, config, layout.as_ref());
         let stored = row
             .summary
             .as_deref()
@@ -348,7 +360,8 @@ impl SummarizeHandler {
             return Err(SummarizeError::LeaseLost);
         }
 
-        let entries = crate::entries::module_entries(repo, row, &modules, &summary, config);
+        let entries =
+            crate::entries::module_entries(repo, row, &modules, &summary, config, layout.as_ref());
         for chunk in entries.chunks(WRITE_CONCURRENCY) {
             let written =
                 try_join_all(chunk.iter().map(|e| self.entries.put(e, row.generation))).await?;

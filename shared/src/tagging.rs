@@ -21,6 +21,7 @@ use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use serde_yaml::Value;
 
 use crate::domain::RepoName;
+use crate::github::context::RepoContext;
 
 /// Module of files at the repository root (the same name the enrich stage counts them under).
 pub const ROOT_MODULE: &str = crate::enrich::ROOT_DIRECTORY;
@@ -171,6 +172,11 @@ impl ModulesConfig {
         self.repos
             .get(&repo.as_str().to_ascii_lowercase())
             .or(self.default.as_ref())
+    }
+
+    /// Whether the repository has an entry of its own (not only the `"*"` one).
+    pub fn has_own_entry(&self, repo: &RepoName) -> bool {
+        self.repos.contains_key(&repo.as_str().to_ascii_lowercase())
     }
 
     /// Number of repositories with an entry of their own (the `"*"` entry not counted).
@@ -687,30 +693,90 @@ fn codeowners_globs(pattern: &str) -> Option<Vec<String>> {
 // Tagging
 // ---------------------------------------------------------------------------------------------
 
+/// What a repository's own files say about its layout, from its stored context: the packages
+/// its workspace manifests declare (used only for a repository without a config entry of its
+/// own) and its CODEOWNERS.
+#[derive(Debug, Clone, Default)]
+pub struct RepoLayout {
+    /// (directory, module name), deepest directories first.
+    packages: Vec<(String, String)>,
+    codeowners: Option<Codeowners>,
+}
+
+impl RepoLayout {
+    /// `use_packages`: whether workspace packages are modules (not when the repository has
+    /// its own entry in the modules config: what it configured is what it wants).
+    pub fn from_context(context: &RepoContext, use_packages: bool) -> Self {
+        let mut packages: Vec<(String, String)> = if use_packages {
+            context
+                .packages
+                .iter()
+                .map(|p| (p.dir.clone(), p.name.clone()))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        packages.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.0.cmp(&b.0)));
+        RepoLayout {
+            packages,
+            codeowners: context.codeowners.as_deref().map(Codeowners::parse),
+        }
+    }
+
+    /// Only a CODEOWNERS file (tests, callers without a stored context).
+    pub fn with_codeowners(codeowners: Codeowners) -> Self {
+        RepoLayout {
+            packages: Vec::new(),
+            codeowners: Some(codeowners),
+        }
+    }
+
+    /// The package holding `path` (the deepest).
+    fn package_of(&self, path: &str) -> Option<&str> {
+        self.packages
+            .iter()
+            .find(|(dir, _)| {
+                path.len() > dir.len()
+                    && path.starts_with(dir.as_str())
+                    && path.as_bytes()[dir.len()] == b'/'
+            })
+            .map(|(_, name)| name.as_str())
+    }
+
+    /// The directory of the package named `module`.
+    fn package_dir(&self, module: &str) -> Option<&str> {
+        self.packages
+            .iter()
+            .find(|(_, name)| name == module)
+            .map(|(dir, _)| dir.as_str())
+    }
+}
+
 /// The modules a PR touched, from its changed files (see the module docs for the precedence):
 /// sorted by name in byte order, without duplicates. No files → `[repo]`.
 pub fn tag_modules(
     repo: &RepoName,
     files: &[&str],
     config: Option<&RepoModules>,
-    codeowners: Option<&Codeowners>,
+    layout: Option<&RepoLayout>,
 ) -> Vec<String> {
     if files.is_empty() {
         return vec![repo.as_str().to_string()];
     }
     let modules: BTreeSet<&str> = files
         .iter()
-        .flat_map(|file| file_modules(file, config, codeowners))
+        .flat_map(|file| file_modules(file, config, layout))
         .collect();
     modules.into_iter().map(str::to_string).collect()
 }
 
-/// The modules one changed file belongs to: the configured modules that match it, else its
-/// CODEOWNERS owner, else its top-level directory (`(root)` at the root). Never empty.
+/// The modules one changed file belongs to: the configured modules that match it, else the
+/// workspace package that holds it, else its CODEOWNERS owner, else its top-level directory
+/// (`(root)` at the root). Never empty.
 pub fn file_modules<'a>(
     file: &'a str,
     config: Option<&'a RepoModules>,
-    codeowners: Option<&'a Codeowners>,
+    layout: Option<&'a RepoLayout>,
 ) -> Vec<&'a str> {
     if let Some(config) = config {
         let configured = config.modules_of(file);
@@ -718,18 +784,33 @@ pub fn file_modules<'a>(
             return configured;
         }
     }
-    if let Some(owner) = codeowners.and_then(|c| c.owner_of(file)) {
+    if let Some(package) = layout.and_then(|l| l.package_of(file)) {
+        return vec![package];
+    }
+    if let Some(owner) = layout
+        .and_then(|l| l.codeowners.as_ref())
+        .and_then(|c| c.owner_of(file))
+    {
         return vec![owner];
     }
     vec![crate::enrich::top_level_directory(file)]
 }
 
 /// What a module covers, as globs for its page header: the configured ones, else those of the
-/// fallback that produced the name (`src/**` for a top-level directory, `*` for the files at
-/// the root); none when the module is the repository itself (its PRs' files were not known).
-pub fn module_paths(repo: &RepoName, module: &str, config: Option<&RepoModules>) -> Vec<String> {
+/// fallback that produced the name (`crates/x/**` for a workspace package, `src/**` for a
+/// top-level directory, `*` for the files at the root); none when the module is the repository
+/// itself (its PRs' files were not known).
+pub fn module_paths(
+    repo: &RepoName,
+    module: &str,
+    config: Option<&RepoModules>,
+    layout: Option<&RepoLayout>,
+) -> Vec<String> {
     if let Some(paths) = config.and_then(|c| c.paths_of(module)) {
         return paths;
+    }
+    if let Some(dir) = layout.and_then(|l| l.package_dir(module)) {
+        return vec![format!("{dir}/**")];
     }
     if module == ROOT_MODULE {
         vec!["*".to_string()]
@@ -772,20 +853,20 @@ Codertocat/Hello-World:
         let m = sample();
         let r = repo(FIXTURE_REPO);
         assert_eq!(
-            module_paths(&r, "core", Some(&m)),
+            module_paths(&r, "core", Some(&m), None),
             ["src/**", "!src/**/*_test.rs"]
         );
         let grouped = modules(
             "Codertocat/Hello-World:\n  gen:\n    - 'x/**'\n    - all: ['gen/**', '**/*.rs']\n",
         );
         assert_eq!(
-            module_paths(&r, "gen", Some(&grouped)),
+            module_paths(&r, "gen", Some(&grouped), None),
             ["x/**", "gen/** & **/*.rs"]
         );
-        assert_eq!(module_paths(&r, "lib", Some(&m)), ["lib/**"]);
-        assert_eq!(module_paths(&r, "lib", None), ["lib/**"]);
-        assert_eq!(module_paths(&r, ROOT_MODULE, None), ["*"]);
-        assert!(module_paths(&r, FIXTURE_REPO, None).is_empty());
+        assert_eq!(module_paths(&r, "lib", Some(&m), None), ["lib/**"]);
+        assert_eq!(module_paths(&r, "lib", None, None), ["lib/**"]);
+        assert_eq!(module_paths(&r, ROOT_MODULE, None, None), ["*"]);
+        assert!(module_paths(&r, FIXTURE_REPO, None, None).is_empty());
     }
 
     #[test]
@@ -986,7 +1067,12 @@ LICENSE
             "README.md",         // config: docs
         ];
         assert_eq!(
-            tag_modules(&r, &files, Some(&m), Some(&c)),
+            tag_modules(
+                &r,
+                &files,
+                Some(&m),
+                Some(&RepoLayout::with_codeowners(c.clone()))
+            ),
             ["(root)", "core", "docs", "octo-org/lib", "scripts"]
         );
         // Without CODEOWNERS, lib falls back to its directory.
@@ -997,13 +1083,23 @@ LICENSE
         // Config wins over CODEOWNERS for the files it matches.
         let everything = Codeowners::parse("* @owner\n");
         assert_eq!(
-            tag_modules(&r, &["src/a.rs", "x/y"], Some(&m), Some(&everything)),
+            tag_modules(
+                &r,
+                &["src/a.rs", "x/y"],
+                Some(&m),
+                Some(&RepoLayout::with_codeowners(everything.clone()))
+            ),
             ["core", "owner"]
         );
         // An un-owned file falls through to its top-level directory.
         let unowned = Codeowners::parse("* @owner\n/vendor/\n");
         assert_eq!(
-            tag_modules(&r, &["vendor/lib/a.c"], None, Some(&unowned)),
+            tag_modules(
+                &r,
+                &["vendor/lib/a.c"],
+                None,
+                Some(&RepoLayout::with_codeowners(unowned.clone()))
+            ),
             ["vendor"]
         );
     }
@@ -1029,7 +1125,15 @@ LICENSE
         let m = sample();
         let c = Codeowners::parse("* @owner\n");
         assert_eq!(tag_modules(&r, &[], None, None), [FIXTURE_REPO]);
-        assert_eq!(tag_modules(&r, &[], Some(&m), Some(&c)), [FIXTURE_REPO]);
+        assert_eq!(
+            tag_modules(
+                &r,
+                &[],
+                Some(&m),
+                Some(&RepoLayout::with_codeowners(c.clone()))
+            ),
+            [FIXTURE_REPO]
+        );
     }
 
     #[test]
@@ -1049,7 +1153,12 @@ LICENSE
             "src/x_test.rs",
             "Cargo.lock",
         ];
-        let expected = tag_modules(&r, &files, Some(&m), Some(&c));
+        let expected = tag_modules(
+            &r,
+            &files,
+            Some(&m),
+            Some(&RepoLayout::with_codeowners(c.clone())),
+        );
         assert_eq!(
             expected,
             ["(root)", "core", "docs", "lib-team", "tests", "zz"]
@@ -1057,11 +1166,27 @@ LICENSE
         for _ in 0..files.len() {
             files.rotate_left(3);
             files.reverse();
-            assert_eq!(tag_modules(&r, &files, Some(&m), Some(&c)), expected);
+            assert_eq!(
+                tag_modules(
+                    &r,
+                    &files,
+                    Some(&m),
+                    Some(&RepoLayout::with_codeowners(c.clone()))
+                ),
+                expected
+            );
         }
         let mut doubled = files.clone();
         doubled.extend(files.iter().copied());
-        assert_eq!(tag_modules(&r, &doubled, Some(&m), Some(&c)), expected);
+        assert_eq!(
+            tag_modules(
+                &r,
+                &doubled,
+                Some(&m),
+                Some(&RepoLayout::with_codeowners(c.clone()))
+            ),
+            expected
+        );
         // Byte order: uppercase before lowercase, `(` before letters.
         assert_eq!(
             tag_modules(&r, &["b/x", "B/x", "a/x", "root.txt"], None, None),
@@ -1226,5 +1351,60 @@ octo-org/opted-out:
             .await
             .unwrap_err();
         assert!(matches!(err, TaggingError::File { .. }), "{err:?}");
+    }
+
+    /// A Cargo/npm workspace without a config entry of its own: each package is a module named
+    /// by its manifest, its README included; root Markdown is docs, `.github` is ci (the
+    /// bundled default), CODEOWNERS names what no package holds, top-level directories the rest.
+    #[test]
+    fn workspace_packages_are_modules_by_their_names() {
+        use crate::github::context::{Package, RepoContext};
+        let package = |name: &str, dir: &str| Package {
+            name: name.into(),
+            dir: dir.into(),
+            description: None,
+            manifest: None,
+        };
+        let context = RepoContext {
+            packages: vec![
+                package("acme-api", "crates/api"),
+                package("xtask", "tools/xtask"),
+                package("@acme/ui", "packages/ui"),
+            ],
+            codeowners: Some("/infra/ @acme/platform\n".into()),
+            ..RepoContext::default()
+        };
+        let config = ModulesConfig::from_yaml(BUNDLED_MODULES_YAML).unwrap();
+        let r = repo("acme/monorepo");
+        assert!(!config.has_own_entry(&r));
+        let layout = RepoLayout::from_context(&context, !config.has_own_entry(&r));
+        let of = |path: &str| -> Vec<String> {
+            file_modules(path, config.for_repo(&r), Some(&layout))
+                .into_iter()
+                .map(str::to_string)
+                .collect()
+        };
+        assert_eq!(of("crates/api/src/lib.rs"), ["acme-api"]);
+        assert_eq!(
+            of("crates/api/README.md"),
+            ["acme-api"],
+            "its README is its own"
+        );
+        assert_eq!(of("packages/ui/src/button.tsx"), ["@acme/ui"]);
+        assert_eq!(of("tools/xtask/src/main.rs"), ["xtask"]);
+        assert_eq!(of("README.md"), ["docs"]);
+        assert_eq!(of(".github/workflows/ci.yml"), ["ci"]);
+        assert_eq!(of("infra/main.tf"), ["acme/platform"]);
+        assert_eq!(of("scripts/run.sh"), ["scripts"]);
+        assert_eq!(
+            module_paths(&r, "acme-api", config.for_repo(&r), Some(&layout)),
+            ["crates/api/**"]
+        );
+        // A repository with its own entry keeps what it configured: packages are not modules.
+        let own = RepoLayout::from_context(&context, false);
+        assert_eq!(
+            file_modules("crates/api/src/lib.rs", None, Some(&own)),
+            ["crates"]
+        );
     }
 }

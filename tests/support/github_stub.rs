@@ -144,6 +144,8 @@ struct State {
     base_url: String,
     pulls: HashMap<(String, u64), PullSpec>,
     issues: HashMap<(String, u64), (String, String)>,
+    /// Repository files at the default branch, by (repo, path).
+    files: std::collections::BTreeMap<(String, String), String>,
     faults: Vec<(String, Fault)>,
     requests: Vec<RecordedRequest>,
     remaining: u64,
@@ -182,6 +184,7 @@ impl GitHubStub {
             base_url: format!("http://{addr}"),
             pulls: HashMap::new(),
             issues: HashMap::new(),
+            files: Default::default(),
             faults: Vec::new(),
             requests: Vec::new(),
             remaining: RATE_LIMIT,
@@ -222,6 +225,22 @@ impl GitHubStub {
             (repo.to_string(), number),
             (title.to_string(), state.to_string()),
         );
+    }
+
+    /// Puts (or replaces) a file of `repo` at `path`, served by `GET …/contents/{path}`; its
+    /// directories exist as long as a file is under them.
+    pub fn add_file(&self, repo: &str, path: &str, text: &str) {
+        check_repo(repo);
+        self.lock()
+            .files
+            .insert((repo.to_string(), path.to_string()), text.to_string());
+    }
+
+    /// Removes a file (its directory goes with its last file).
+    pub fn remove_file(&self, repo: &str, path: &str) {
+        self.lock()
+            .files
+            .remove(&(repo.to_string(), path.to_string()));
     }
 
     /// Scripts `fault` for the next request whose path starts with `path_prefix` ("/" = any),
@@ -331,6 +350,8 @@ fn epoch_secs() -> u64 {
 struct Answer {
     status: StatusCode,
     body: Value,
+    /// A body sent as is instead of `body` (a raw file), with its content type.
+    raw: Option<(String, &'static str)>,
     headers: Vec<(&'static str, String)>,
     /// `x-ratelimit-remaining: 0` and this reset instead of the counter.
     exhausted_until: Option<u64>,
@@ -341,6 +362,7 @@ impl Answer {
         Answer {
             status,
             body,
+            raw: None,
             headers: Vec::new(),
             exhausted_until: None,
         }
@@ -577,6 +599,7 @@ fn decide(
     };
     let base = st.base_url.clone();
     let answer = match &route {
+        Route::Contents { repo, path } => contents(st, headers, repo, path),
         Route::Pull { repo, number } => match st.pulls.get(&(repo.clone(), *number)) {
             Some(spec) => Answer::json(
                 StatusCode::OK,
@@ -610,7 +633,93 @@ fn decide(
             None => not_found(),
         },
     };
+    // GitHub does not count a 304 against the primary limit.
+    if answer.status == StatusCode::NOT_MODIFIED {
+        st.remaining += 1;
+    }
     (answer, None)
+}
+
+/// `GET …/contents/{path}` as GitHub answers it: a file as JSON (base64 content) or, with
+/// `Accept: application/vnd.github.raw+json`, as its bytes; a directory as a JSON array of its
+/// entries; 404 for anything else. Every answer carries an ETag, and a request whose
+/// `If-None-Match` names the current one gets 304 with no body.
+fn contents(st: &State, headers: &HeaderMap, repo: &str, path: &str) -> Answer {
+    use base64::Engine as _;
+    let accept = headers
+        .get("accept")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let raw = accept.contains("application/vnd.github.raw");
+    let if_none_match = headers.get("if-none-match").and_then(|v| v.to_str().ok());
+    let tagged = |answer: Answer, etag: String| {
+        if if_none_match == Some(etag.as_str()) {
+            let mut not_modified = Answer::json(StatusCode::NOT_MODIFIED, Value::Null);
+            not_modified.headers.push(("etag", etag));
+            return not_modified;
+        }
+        answer.header("etag", etag)
+    };
+    if let Some(text) = st.files.get(&(repo.to_string(), path.to_string())) {
+        let sha = fake_sha(text);
+        let etag = format!("W/\"{sha}\"");
+        if raw {
+            let mut answer = Answer::json(StatusCode::OK, Value::Null);
+            answer.raw = Some((
+                text.clone(),
+                "application/vnd.github.raw+json; charset=utf-8",
+            ));
+            return tagged(answer, etag);
+        }
+        let name = path.rsplit('/').next().unwrap_or(path);
+        let body = json!({
+            "type": "file",
+            "encoding": "base64",
+            "size": text.len(),
+            "name": name,
+            "path": path,
+            "sha": sha,
+            "content": base64::engine::general_purpose::STANDARD.encode(text),
+        });
+        return tagged(Answer::json(StatusCode::OK, body), etag);
+    }
+    // A directory: the direct children of `path` among the repository's files.
+    let prefix = if path.is_empty() {
+        String::new()
+    } else {
+        format!("{path}/")
+    };
+    let mut entries: std::collections::BTreeMap<String, &'static str> = Default::default();
+    for ((r, p), _) in st.files.iter() {
+        if r != repo {
+            continue;
+        }
+        if let Some(rest) = p.strip_prefix(&prefix) {
+            match rest.split_once('/') {
+                Some((dir, _)) => entries.insert(dir.to_string(), "dir"),
+                None => entries.insert(rest.to_string(), "file"),
+            };
+        }
+    }
+    if entries.is_empty() {
+        return not_found();
+    }
+    let list: Vec<Value> = entries
+        .iter()
+        .map(|(name, kind)| {
+            json!({
+                "type": kind,
+                "name": name,
+                "path": format!("{prefix}{name}"),
+                "sha": fake_sha(&format!("{repo}/{prefix}{name}")),
+            })
+        })
+        .collect();
+    let etag = format!(
+        "W/\"{}\"",
+        fake_sha(&serde_json::to_string(&list).unwrap_or_default())
+    );
+    tagged(Answer::json(StatusCode::OK, Value::Array(list)), etag)
 }
 
 fn token_matches(value: &str, token: &str) -> bool {
@@ -622,10 +731,27 @@ fn token_matches(value: &str, token: &str) -> bool {
 }
 
 enum Route {
-    Pull { repo: String, number: u64 },
-    PullFiles { repo: String, number: u64 },
-    PullCommits { repo: String, number: u64 },
-    Issue { repo: String, number: u64 },
+    /// `GET /repos/{o}/{r}/contents/{path}` (empty path: the root directory).
+    Contents {
+        repo: String,
+        path: String,
+    },
+    Pull {
+        repo: String,
+        number: u64,
+    },
+    PullFiles {
+        repo: String,
+        number: u64,
+    },
+    PullCommits {
+        repo: String,
+        number: u64,
+    },
+    Issue {
+        repo: String,
+        number: u64,
+    },
 }
 
 impl Route {
@@ -645,6 +771,18 @@ impl Route {
             s.parse().ok().filter(|n| *n > 0)
         };
         Some(match rest {
+            ["contents", path @ ..] => {
+                // No empty segment (`a//b`, a trailing `/`) and no `..`: GitHub answers 404.
+                if path.iter().any(|s| s.is_empty() || *s == "..")
+                    && !(path.len() == 1 && path[0].is_empty())
+                {
+                    return None;
+                }
+                Route::Contents {
+                    repo,
+                    path: path.join("/"),
+                }
+            }
             ["pulls", n] => Route::Pull {
                 repo,
                 number: number(n)?,
@@ -675,6 +813,7 @@ impl Route {
                 "PullRequest"
             }
             Route::Issue { .. } => "Issue",
+            Route::Contents { .. } => "Content",
         }
     }
 }
@@ -884,9 +1023,13 @@ fn respond(st: &State, answer: Answer) -> Response<Full<Bytes>> {
         Some(reset) => (0, reset),
         None => (st.remaining, st.reset_epoch),
     };
+    let content_type = answer
+        .raw
+        .as_ref()
+        .map_or("application/json; charset=utf-8", |(_, t)| *t);
     let mut builder = Response::builder()
         .status(answer.status)
-        .header("content-type", "application/json; charset=utf-8")
+        .header("content-type", content_type)
         .header("x-github-api-version-selected", API_VERSION)
         .header("x-github-media-type", "github.v3; format=json")
         .header(
@@ -901,7 +1044,12 @@ fn respond(st: &State, answer: Answer) -> Response<Full<Bytes>> {
     for (name, value) in answer.headers {
         builder = builder.header(name, value);
     }
+    let body = match (answer.status, answer.raw) {
+        (StatusCode::NOT_MODIFIED, _) => Bytes::new(),
+        (_, Some((raw, _))) => Bytes::from(raw),
+        (_, None) => Bytes::from(answer.body.to_string()),
+    };
     builder
-        .body(Full::new(Bytes::from(answer.body.to_string())))
+        .body(Full::new(body))
         .expect("the stub's responses always build")
 }

@@ -201,6 +201,76 @@ impl GitHubClient {
         path: &str,
         deadline: Instant,
     ) -> Result<(bytes::Bytes, HeaderMap), GitHubError> {
+        let (_, body, headers) = self.get_with(url, path, deadline, None, None).await?;
+        Ok((body, headers))
+    }
+
+    /// A repository file's text (`GET /repos/{o}/{r}/contents/{path}`, raw), conditional on the
+    /// ETag of the copy already held: 304 is [`Conditional::NotModified`] (and costs nothing
+    /// against the rate limit), 404 is [`Conditional::Missing`]. Text beyond `max_bytes` is cut.
+    pub async fn file(
+        &self,
+        repo: &RepoName,
+        file: &str,
+        etag: Option<&str>,
+        max_bytes: usize,
+        deadline: Instant,
+    ) -> Result<Conditional<String>, GitHubError> {
+        let path = contents_path(repo, file)?;
+        let answer = self
+            .get_with(
+                &format!("{}{path}", self.base),
+                &path,
+                deadline,
+                Some("application/vnd.github.raw+json"),
+                etag,
+            )
+            .await;
+        conditional(answer, |body| {
+            let end = body.len().min(max_bytes);
+            Ok(String::from_utf8_lossy(&body[..end]).into_owned())
+        })
+    }
+
+    /// The directories directly inside a repository directory (`GET …/contents/{dir}`), by
+    /// name, conditional like [`GitHubClient::file`]. GitHub lists at most 1,000 entries.
+    pub async fn directories(
+        &self,
+        repo: &RepoName,
+        dir: &str,
+        etag: Option<&str>,
+        deadline: Instant,
+    ) -> Result<Conditional<Vec<String>>, GitHubError> {
+        #[derive(Deserialize)]
+        struct Entry {
+            name: String,
+            #[serde(rename = "type")]
+            kind: String,
+        }
+        let path = contents_path(repo, dir)?;
+        let answer = self
+            .get_with(&format!("{}{path}", self.base), &path, deadline, None, etag)
+            .await;
+        conditional(answer, |body| {
+            // A file where a directory was expected is an object, not a list: no directories.
+            let entries: Vec<Entry> = serde_json::from_slice(body).unwrap_or_default();
+            Ok(entries
+                .into_iter()
+                .filter(|e| e.kind == "dir")
+                .map(|e| e.name)
+                .collect())
+        })
+    }
+
+    /// [`GitHubClient::get`] with an `Accept` and an `If-None-Match`; a 304 is an answer.
+    async fn get_with(
+        &self,
+        url: &str,
+        path: &str,
+        deadline: Instant,
+        accept: Option<&str>,
+        etag: Option<&str>,
+    ) -> Result<(StatusCode, bytes::Bytes, HeaderMap), GitHubError> {
         let mut attempts = 0;
         loop {
             attempts += 1;
@@ -212,13 +282,14 @@ impl GitHubClient {
                     path: path.to_string(),
                 });
             }
-            let retry = match self
-                .http
-                .get(url)
-                .timeout(left.min(self.timeout))
-                .send()
-                .await
-            {
+            let mut request = self.http.get(url).timeout(left.min(self.timeout));
+            if let Some(accept) = accept {
+                request = request.header(ACCEPT, accept);
+            }
+            if let Some(etag) = etag {
+                request = request.header(reqwest::header::IF_NONE_MATCH, etag);
+            }
+            let retry = match request.send().await {
                 Err(e) => {
                     let message = if e.is_timeout() {
                         "timed out".to_string()
@@ -237,13 +308,13 @@ impl GitHubClient {
                 Ok(response) => {
                     let status = response.status();
                     let headers = response.headers().clone();
-                    if status.is_success() {
+                    if status.is_success() || status == StatusCode::NOT_MODIFIED {
                         let body = response.bytes().await.map_err(|e| GitHubError::Transport {
                             path: path.to_string(),
                             attempts,
                             message: error_chain(&e),
                         })?;
-                        return Ok((body, headers));
+                        return Ok((status, body, headers));
                     }
                     if let Some(wait) = rate_limit_wait(status, &headers) {
                         if Instant::now() + wait + DEADLINE_MARGIN >= deadline
@@ -309,6 +380,58 @@ impl GitHubClient {
             tokio::time::sleep(retry).await;
         }
     }
+}
+
+/// What a conditional GET gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Conditional<T> {
+    /// 304: the copy held (its ETag was sent) is current.
+    NotModified,
+    /// 404 (or 410): there is no such file or directory.
+    Missing,
+    Found {
+        value: T,
+        etag: Option<String>,
+    },
+}
+
+fn conditional<T>(
+    answer: Result<(StatusCode, bytes::Bytes, HeaderMap), GitHubError>,
+    read: impl FnOnce(&[u8]) -> Result<T, GitHubError>,
+) -> Result<Conditional<T>, GitHubError> {
+    match answer {
+        Ok((StatusCode::NOT_MODIFIED, _, _)) => Ok(Conditional::NotModified),
+        Ok((_, body, headers)) => Ok(Conditional::Found {
+            value: read(&body)?,
+            etag: headers
+                .get(reqwest::header::ETAG)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string),
+        }),
+        Err(GitHubError::Gone { .. }) => Ok(Conditional::Missing),
+        Err(e) => Err(e),
+    }
+}
+
+/// `/repos/{o}/{r}/contents/{path}`, for paths made of the characters repository paths are
+/// made of in practice (others are refused rather than encoded wrongly).
+fn contents_path(repo: &RepoName, file: &str) -> Result<String, GitHubError> {
+    let file = file.trim_matches('/');
+    let plain = file
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'/' | b'.' | b'_' | b'-' | b'@' | b'+'));
+    if !plain || file.split('/').any(|s| s == "..") {
+        return Err(GitHubError::Refused {
+            status: 0,
+            path: format!("/repos/{repo}/contents/{file}"),
+            message: "not a plain repository path; not requested".into(),
+        });
+    }
+    Ok(if file.is_empty() {
+        format!("/repos/{repo}/contents")
+    } else {
+        format!("/repos/{repo}/contents/{file}")
+    })
 }
 
 fn decode<T: serde::de::DeserializeOwned>(path: &str, body: &[u8]) -> Result<T, GitHubError> {

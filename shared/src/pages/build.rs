@@ -112,6 +112,8 @@ pub struct PageBuilder {
     concurrency: usize,
     deadline_margin: Duration,
     meter: Meter,
+    /// Repository contexts: a package module's directory and description.
+    contexts: Arc<crate::store::ContextCache>,
 }
 
 impl PageBuilder {
@@ -125,6 +127,7 @@ impl PageBuilder {
     ) -> Self {
         let meter = Meter::default();
         PageBuilder {
+            contexts: Arc::new(crate::store::ContextCache::new(pages.contexts())),
             entries: entries.with_meter(meter.clone()),
             pages: pages.with_meter(meter.clone()),
             publisher,
@@ -475,10 +478,29 @@ impl PageBuilder {
     ) -> Result<(BuildResult, Published), BuildError> {
         let (repo, module) = (item.repo.as_str(), item.module.as_str());
         let repo_name = RepoName::parse(repo).map_err(|e| BuildError::Repo(e.to_string()))?;
+        let context = self.contexts.get(repo).await?;
+        let layout = context
+            .as_deref()
+            .map(|c| tagging::RepoLayout::from_context(c, !self.modules.has_own_entry(&repo_name)));
+        let package = context
+            .as_deref()
+            .filter(|_| !self.modules.has_own_entry(&repo_name))
+            .and_then(|c| c.package_named(module));
         let mut facts = ModuleFacts {
             repo: repo.to_string(),
             module: module.to_string(),
-            paths: tagging::module_paths(&repo_name, module, self.modules.for_repo(&repo_name)),
+            paths: tagging::module_paths(
+                &repo_name,
+                module,
+                self.modules.for_repo(&repo_name),
+                layout.as_ref(),
+            ),
+            description: package.and_then(|p| {
+                Some(super::content::Description {
+                    text: p.description.clone()?,
+                    source: p.manifest.clone()?,
+                })
+            }),
             archive_years: archive_years(&item.years),
             ..Default::default()
         };

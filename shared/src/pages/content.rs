@@ -45,6 +45,16 @@ pub struct ModuleFacts {
     pub years: BTreeMap<String, crate::domain::YearStats>,
     /// When the page is built (the overview's "recently" and "quiet" are relative to it).
     pub now: Option<OffsetDateTime>,
+    /// What the module says it is (a workspace package's manifest description).
+    pub description: Option<Description>,
+}
+
+/// A module's own description and the file it comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Description {
+    pub text: String,
+    /// A repository path (`crates/x/Cargo.toml`).
+    pub source: String,
 }
 
 /// `<repo> · <module>`
@@ -67,6 +77,7 @@ pub fn module_page(facts: &ModuleFacts, entries: &[ModuleEntry]) -> Document {
             years: &facts.years,
             recent: entries,
             now,
+            description: facts.description.as_ref(),
         }));
         blocks.push(Block::Heading {
             level: 2,
@@ -622,6 +633,41 @@ mod tests {
                 "Also touched: docs (3 files).",
                 "Closes: #4 Parser crash (closed).",
             ]
+        );
+    }
+
+    /// A workspace package's own description says what the module is, linked to its manifest.
+    #[test]
+    fn what_it_is_comes_from_the_manifest_description() {
+        let e = entry(12, "2024-02-10T08:00:00Z", "alice");
+        let mut years = BTreeMap::new();
+        years.insert(
+            "2024".to_string(),
+            crate::domain::YearStats {
+                count: 1,
+                first: e.merged_at.clone(),
+                last: e.merged_at.clone(),
+                digest: super::super::overview::digest(std::slice::from_ref(&e)),
+                ..Default::default()
+            },
+        );
+        let facts = ModuleFacts {
+            repo: "acme/widgets".into(),
+            module: "acme-api".into(),
+            paths: vec!["crates/api/**".into()],
+            entry_count: 1,
+            years,
+            now: crate::domain::parse_rfc3339("2024-03-01T00:00:00Z"),
+            description: Some(Description {
+                text: "The public HTTP API.".into(),
+                source: "crates/api/Cargo.toml".into(),
+            }),
+            ..Default::default()
+        };
+        let md = super::super::render::commonmark(&module_page(&facts, &[e]));
+        assert!(
+            md.contains("**What it is:** The public HTTP API ([`crates/api/Cargo.toml`](https://github.com/acme/widgets/blob/HEAD/crates/api/Cargo.toml)); it lives under `crates/api/**`"),
+            "{md}"
         );
     }
 

@@ -239,6 +239,8 @@ pub struct OverviewInput<'a> {
     /// The page's newest entries, newest first.
     pub recent: &'a [ModuleEntry],
     pub now: OffsetDateTime,
+    /// The module's own description (its manifest's), when it has one.
+    pub description: Option<&'a super::content::Description>,
 }
 
 fn days_since(at: &str, now: OffsetDateTime) -> Option<f64> {
@@ -332,7 +334,30 @@ pub fn overview(input: &OverviewInput) -> Vec<Block> {
         .iter()
         .filter(|p| !p.starts_with('!') && !is_incidental(p))
         .collect();
-    if paths.is_empty() {
+    if let Some(d) = input.description {
+        // Its own words first, with where they come from, then where it lives.
+        what.push(Span::text(format!("{} (", d.text.trim_end_matches('.'))));
+        let source = Span::code(d.source.clone());
+        what.push(match &input.repo_url {
+            Some(base) => Span {
+                link: Some(super::Link::Url(format!("{base}/blob/HEAD/{}", d.source))),
+                ..source
+            },
+            None => source,
+        });
+        what.push(Span::text(")"));
+        what.push(Span::text(if paths.is_empty() {
+            ""
+        } else {
+            "; it lives under "
+        }));
+        for (i, p) in paths.iter().take(4).enumerate() {
+            if i > 0 {
+                what.push(Span::text(", "));
+            }
+            what.push(Span::code((*p).clone()));
+        }
+    } else if paths.is_empty() {
         what.push(Span::text("the files tagged with this module"));
     } else if paths.len() == 1 && paths[0] == "*" {
         what.push(Span::text("the files at the root of the repository"));

@@ -124,6 +124,11 @@ pub struct PageStore {
 }
 
 impl PageStore {
+    /// The repository contexts, kept in this table.
+    pub fn contexts(&self) -> super::ContextStore {
+        super::ContextStore::new(self.client.clone(), self.table.clone())
+    }
+
     pub fn new(client: Client, table: impl Into<String>) -> Self {
         PageStore {
             client,
@@ -458,6 +463,10 @@ impl PageStore {
                 .map_err(|e| dynamo_error(&self.table, "Query", &e))?;
             self.meter.read(out.items().len());
             for item in out.items.unwrap_or_default() {
+                let module = item.get(a::MODULE).and_then(|v| v.as_s().ok());
+                if module.is_some_and(|m| m == super::CONTEXT_MODULE) {
+                    continue; // the repository's context, not a page
+                }
                 pages.push(self.parse(item)?);
             }
             match out.last_evaluated_key {

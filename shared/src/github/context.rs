@@ -1,0 +1,389 @@
+//! Repository context: what a repository says about its own layout, fetched from GitHub and
+//! kept per repository for a day: its CODEOWNERS (the first of `.github/`, the root, `docs/`, as
+//! GitHub reads them) and the packages its workspace manifests declare (Cargo, npm/Yarn, pnpm,
+//! Go), each with its name and description.
+//!
+//! Fetched at enrichment (never on the webhook path) with conditional requests: every file's
+//! ETag is kept, so a refresh whose files did not change costs 304s, which GitHub does not count
+//! against the rate limit. A 404 is kept too ("no such file"), until the next refresh. Tagging
+//! reads the stored context; it never fetches.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use futures::stream::{self, StreamExt};
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+
+use super::{Conditional, GitHubClient, GitHubError};
+use crate::domain::RepoName;
+use crate::workspaces::{self, Ecosystem, Members};
+
+/// Where GitHub looks for CODEOWNERS, in the order it looks.
+pub const CODEOWNERS_PATHS: [&str; 3] = [".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS"];
+/// A context younger than this is not fetched again.
+pub const DEFAULT_TTL: time::Duration = time::Duration::hours(24);
+/// The most packages kept per repository (monorepos beyond this keep the first, by path).
+pub const MAX_PACKAGES: usize = 300;
+/// The most directories listed to expand wildcard members.
+pub const MAX_LISTINGS: usize = 20;
+/// Text kept of one file: CODEOWNERS beyond this is cut (GitHub itself reads 3 MB; a stored
+/// context must stay well within DynamoDB's 400 KB item).
+pub const MAX_CODEOWNERS_BYTES: usize = 64 * 1024;
+/// A manifest beyond this is cut (and then, most likely, unparseable: no package read from it).
+pub const MAX_MANIFEST_BYTES: usize = 256 * 1024;
+/// A description kept of a package, in characters.
+pub const MAX_DESCRIPTION_CHARS: usize = 300;
+/// Requests in flight at once during a refresh.
+const CONCURRENCY: usize = 8;
+
+/// One package of a workspace: a directory, the module its files belong to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Package {
+    /// The package's name (its manifest's), else its directory's last segment.
+    pub name: String,
+    /// Relative to the repository root, without a trailing `/`.
+    pub dir: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The manifest the name and description come from (`crates/x/Cargo.toml`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manifest: Option<String>,
+}
+
+/// What was last seen of one file or directory: its ETag (to ask again conditionally) and
+/// what was read from it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Seen {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub etag: Option<String>,
+    /// `false`: GitHub answered 404.
+    pub found: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub members: Option<Members>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dirs: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// A repository's context as stored.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RepoContext {
+    /// When it was fetched (RFC 3339).
+    pub checked_at: String,
+    /// The CODEOWNERS text GitHub would use, and where it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub codeowners: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub codeowners_path: Option<String>,
+    /// Packages by directory, longest first is left to the reader.
+    #[serde(default)]
+    pub packages: Vec<Package>,
+    /// Everything requested, by `kind:path` (`file:Cargo.toml`, `dir:crates`).
+    #[serde(default)]
+    pub seen: BTreeMap<String, Seen>,
+}
+
+impl RepoContext {
+    /// Whether it was fetched within `ttl` of `now`.
+    pub fn is_fresh(&self, now: OffsetDateTime, ttl: time::Duration) -> bool {
+        crate::domain::parse_rfc3339(&self.checked_at).is_some_and(|t| now - t < ttl)
+    }
+
+    /// The package whose directory holds `path` (the deepest one).
+    pub fn package_of(&self, path: &str) -> Option<&Package> {
+        self.packages
+            .iter()
+            .filter(|p| {
+                path.len() > p.dir.len()
+                    && path.starts_with(p.dir.as_str())
+                    && path.as_bytes()[p.dir.len()] == b'/'
+            })
+            .max_by_key(|p| p.dir.len())
+    }
+
+    /// The package that is the module `name`.
+    pub fn package_named(&self, name: &str) -> Option<&Package> {
+        self.packages.iter().find(|p| p.name == name)
+    }
+}
+
+/// Why a refresh stopped: the previous context (if any) stays in use.
+#[derive(Debug, thiserror::Error)]
+pub enum ContextError {
+    #[error("fetching the repository context: {0}")]
+    GitHub(#[from] GitHubError),
+}
+
+/// Fetches `repo`'s context again, conditionally on what `previous` saw. Every request is
+/// bounded (CODEOWNERS: at most 3; manifests: 4; listings: [`MAX_LISTINGS`]; member
+/// manifests: [`MAX_PACKAGES`]); any error but a 404 stops the refresh (rate limit, 5xx after
+/// retries, out of time), and the caller keeps the previous context.
+pub async fn refresh(
+    github: &GitHubClient,
+    repo: &RepoName,
+    previous: Option<&RepoContext>,
+    now: OffsetDateTime,
+    deadline: Instant,
+) -> Result<RepoContext, ContextError> {
+    let empty = RepoContext::default();
+    let previous = previous.unwrap_or(&empty);
+    let mut seen: BTreeMap<String, Seen> = BTreeMap::new();
+    let fetcher = Fetcher {
+        github,
+        repo,
+        previous,
+        deadline,
+    };
+
+    // CODEOWNERS: the first location that has one.
+    let mut codeowners = None;
+    for path in CODEOWNERS_PATHS {
+        let s = fetcher.file(path, MAX_CODEOWNERS_BYTES).await?;
+        let found = s.found;
+        seen.insert(file_key(path), s.clone());
+        if found {
+            codeowners = Some((path.to_string(), s.text.unwrap_or_default()));
+            break;
+        }
+    }
+
+    // Root manifests → member patterns.
+    let mut declared: Vec<(Ecosystem, Members)> = Vec::new();
+    for ecosystem in Ecosystem::ALL {
+        let path = ecosystem.root_manifest();
+        let mut s = fetcher.file(path, MAX_MANIFEST_BYTES).await?;
+        if s.found && s.members.is_none() {
+            let text = s.text.take().unwrap_or_default();
+            s.members = Some(match workspaces::members(ecosystem, &text) {
+                Ok(m) => m,
+                Err(e) => {
+                    tracing::warn!(repo = %repo, error = %e, "workspace manifest ignored");
+                    Members::default()
+                }
+            });
+        }
+        s.text = None; // only what was read from it is kept
+        if let Some(m) = s.members.clone().filter(|m| !m.is_empty()) {
+            declared.push((ecosystem, m));
+        }
+        seen.insert(file_key(path), s);
+    }
+
+    // Member directories: literal ones as they are, wildcard ones from their parent's listing.
+    let mut dirs: BTreeMap<String, Ecosystem> = BTreeMap::new();
+    let mut listed = 0usize;
+    for (ecosystem, members) in &declared {
+        for pattern in &members.include {
+            match workspaces::listing_parent(pattern) {
+                None => {
+                    if members.contains(pattern) {
+                        dirs.entry(pattern.clone()).or_insert(*ecosystem);
+                    }
+                }
+                Some(parent) => {
+                    let key = format!("dir:{parent}");
+                    let listing = match seen.get(&key) {
+                        Some(s) => s.clone(),
+                        None if listed < MAX_LISTINGS => {
+                            listed += 1;
+                            let s = fetcher.directories(&parent).await?;
+                            seen.insert(key, s.clone());
+                            s
+                        }
+                        None => {
+                            tracing::warn!(repo = %repo, pattern, "too many workspace directories to list; pattern skipped");
+                            continue;
+                        }
+                    };
+                    for name in listing.dirs.unwrap_or_default() {
+                        let dir = if parent.is_empty() {
+                            name
+                        } else {
+                            format!("{parent}/{name}")
+                        };
+                        if workspaces::matches_child(pattern, &dir) && members.contains(&dir) {
+                            dirs.entry(dir).or_insert(*ecosystem);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if dirs.len() > MAX_PACKAGES {
+        tracing::warn!(repo = %repo, packages = dirs.len(), kept = MAX_PACKAGES, "more workspace packages than kept");
+    }
+    let dirs: Vec<(String, Ecosystem)> = dirs.into_iter().take(MAX_PACKAGES).collect();
+
+    // Each member's own manifest → its name and description.
+    let manifests: Vec<(String, Ecosystem, Result<Seen, GitHubError>)> = stream::iter(dirs)
+        .map(|(dir, ecosystem)| {
+            let fetcher = &fetcher;
+            async move {
+                let path = format!("{dir}/{}", ecosystem.member_manifest());
+                let result = fetcher.file(&path, MAX_MANIFEST_BYTES).await.map(|mut s| {
+                    if s.found && s.name.is_none() {
+                        let info =
+                            workspaces::package_info(ecosystem, &s.text.take().unwrap_or_default());
+                        s.name = info.name;
+                        s.description = info.description.map(|d| {
+                            crate::summary::cap(
+                                &crate::summary::collapse_whitespace(&d),
+                                MAX_DESCRIPTION_CHARS,
+                            )
+                        });
+                    }
+                    s.text = None;
+                    s
+                });
+                (dir, ecosystem, result)
+            }
+        })
+        .buffered(CONCURRENCY)
+        .collect()
+        .await;
+    let mut packages = Vec::with_capacity(manifests.len());
+    let mut names: BTreeMap<String, usize> = BTreeMap::new();
+    for (dir, ecosystem, result) in manifests {
+        let s = result?;
+        let path = format!("{dir}/{}", ecosystem.member_manifest());
+        let last = dir.rsplit('/').next().unwrap_or(&dir).to_string();
+        let name = s.name.clone().unwrap_or(last);
+        *names.entry(name.clone()).or_default() += 1;
+        packages.push(Package {
+            name,
+            dir,
+            description: s.description.clone(),
+            manifest: s.found.then_some(path.clone()),
+        });
+        seen.insert(file_key(&path), s);
+    }
+    // Two packages with one name (a Go module and a crate both called `api`): the later
+    // directories are named by their path, so modules never merge by accident.
+    for p in &mut packages {
+        if names.get(&p.name).copied().unwrap_or(0) > 1 {
+            p.name = p.dir.clone();
+        }
+    }
+
+    let (codeowners_path, codeowners) = match codeowners {
+        Some((path, text)) => (Some(path), Some(text)),
+        None => (None, None),
+    };
+    // The CODEOWNERS text is kept once, on the context, not again in `seen`.
+    if let Some(path) = &codeowners_path {
+        if let Some(s) = seen.get_mut(&file_key(path)) {
+            s.text = None;
+        }
+    }
+    Ok(RepoContext {
+        checked_at: crate::domain::rfc3339_seconds(now),
+        codeowners,
+        codeowners_path,
+        packages,
+        seen,
+    })
+}
+
+fn file_key(path: &str) -> String {
+    format!("file:{path}")
+}
+
+struct Fetcher<'a> {
+    github: &'a GitHubClient,
+    repo: &'a RepoName,
+    previous: &'a RepoContext,
+    deadline: Instant,
+}
+
+impl Fetcher<'_> {
+    /// A file, conditional on the previous ETag; a 304 keeps what was read before (and, for the
+    /// previous CODEOWNERS, its text from the context).
+    async fn file(&self, path: &str, max_bytes: usize) -> Result<Seen, GitHubError> {
+        let before = self.previous.seen.get(&file_key(path));
+        let etag = before.filter(|s| s.found).and_then(|s| s.etag.as_deref());
+        Ok(
+            match self
+                .github
+                .file(self.repo, path, etag, max_bytes, self.deadline)
+                .await?
+            {
+                Conditional::NotModified => {
+                    let mut s = before.cloned().unwrap_or_default();
+                    if self.previous.codeowners_path.as_deref() == Some(path) {
+                        s.text = self.previous.codeowners.clone();
+                    }
+                    s
+                }
+                Conditional::Missing => Seen::default(),
+                Conditional::Found { value, etag } => Seen {
+                    etag,
+                    found: true,
+                    text: Some(value),
+                    ..Seen::default()
+                },
+            },
+        )
+    }
+
+    async fn directories(&self, dir: &str) -> Result<Seen, GitHubError> {
+        let key = format!("dir:{dir}");
+        let before = self.previous.seen.get(&key);
+        let etag = before.filter(|s| s.found).and_then(|s| s.etag.as_deref());
+        Ok(
+            match self
+                .github
+                .directories(self.repo, dir, etag, self.deadline)
+                .await?
+            {
+                Conditional::NotModified => before.cloned().unwrap_or_default(),
+                Conditional::Missing => Seen::default(),
+                Conditional::Found { value, etag } => Seen {
+                    etag,
+                    found: true,
+                    dirs: Some(value),
+                    ..Seen::default()
+                },
+            },
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_deepest_package_holds_a_path() {
+        let ctx = RepoContext {
+            packages: vec![
+                Package {
+                    name: "tools".into(),
+                    dir: "tools".into(),
+                    description: None,
+                    manifest: None,
+                },
+                Package {
+                    name: "xtask".into(),
+                    dir: "tools/xtask".into(),
+                    description: None,
+                    manifest: None,
+                },
+            ],
+            ..RepoContext::default()
+        };
+        assert_eq!(
+            ctx.package_of("tools/xtask/src/main.rs").unwrap().name,
+            "xtask"
+        );
+        assert_eq!(ctx.package_of("tools/run.sh").unwrap().name, "tools");
+        assert!(ctx.package_of("toolsmith/a.rs").is_none());
+        assert!(ctx.package_of("tools").is_none());
+    }
+}

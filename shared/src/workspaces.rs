@@ -1,0 +1,430 @@
+//! Workspace manifests: which directories of a repository are packages, and what each package
+//! is called and says it is. Pure parsing; the fetching is `github::context`'s.
+//!
+//! Read as their tools read them: Cargo's `[workspace] members` and `exclude` (`Cargo.toml`,
+//! parsed with `toml`), npm's and Yarn's `workspaces` (an array, or `{ packages: [...] }`),
+//! pnpm's `pnpm-workspace.yaml` `packages` (with `!` exclusions) and Go's `go.work` `use`
+//! directives. A package's own manifest gives its name and description: `[package] name`,
+//! package.json `name`, go.mod `module` (its last path element).
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use serde::{Deserialize, Serialize};
+
+/// The manifests at a repository's root that declare a workspace, and the file each member
+/// holds its own name in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Ecosystem {
+    Cargo,
+    Npm,
+    Pnpm,
+    Go,
+}
+
+impl Ecosystem {
+    pub const ALL: [Ecosystem; 4] = [
+        Ecosystem::Cargo,
+        Ecosystem::Npm,
+        Ecosystem::Pnpm,
+        Ecosystem::Go,
+    ];
+
+    /// The root file that declares the workspace.
+    pub fn root_manifest(self) -> &'static str {
+        match self {
+            Ecosystem::Cargo => "Cargo.toml",
+            Ecosystem::Npm => "package.json",
+            Ecosystem::Pnpm => "pnpm-workspace.yaml",
+            Ecosystem::Go => "go.work",
+        }
+    }
+
+    /// The file in a member directory that names the package.
+    pub fn member_manifest(self) -> &'static str {
+        match self {
+            Ecosystem::Cargo => "Cargo.toml",
+            Ecosystem::Npm | Ecosystem::Pnpm => "package.json",
+            Ecosystem::Go => "go.mod",
+        }
+    }
+}
+
+/// What a root manifest declares: member patterns (directories, possibly with `*`), and
+/// patterns excluded from them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Members {
+    pub include: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exclude: Vec<String>,
+}
+
+impl Members {
+    pub fn is_empty(&self) -> bool {
+        self.include.is_empty()
+    }
+
+    /// Whether a directory is a member: one include pattern matches it and no exclude does.
+    pub fn contains(&self, dir: &str) -> bool {
+        let (Some(include), exclude) = (glob_set(&self.include), glob_set(&self.exclude)) else {
+            return false;
+        };
+        include.is_match(dir) && !exclude.is_some_and(|e| e.is_match(dir))
+    }
+}
+
+/// Why a manifest could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    #[error("{file} is not valid TOML: {message}")]
+    Toml { file: String, message: String },
+    #[error("{file} is not valid JSON: {message}")]
+    Json { file: String, message: String },
+    #[error("{file} is not valid YAML: {message}")]
+    Yaml { file: String, message: String },
+}
+
+/// The members a root manifest declares (empty when it declares no workspace).
+pub fn members(ecosystem: Ecosystem, text: &str) -> Result<Members, ManifestError> {
+    let file = ecosystem.root_manifest().to_string();
+    Ok(match ecosystem {
+        Ecosystem::Cargo => {
+            #[derive(Deserialize)]
+            struct Root {
+                workspace: Option<Workspace>,
+            }
+            #[derive(Deserialize)]
+            struct Workspace {
+                #[serde(default)]
+                members: Vec<String>,
+                #[serde(default)]
+                exclude: Vec<String>,
+            }
+            let root: Root = toml::from_str(text).map_err(|e| ManifestError::Toml {
+                file,
+                message: e.message().to_string(),
+            })?;
+            match root.workspace {
+                Some(w) => Members {
+                    include: clean_patterns(w.members),
+                    exclude: clean_patterns(w.exclude),
+                },
+                None => Members::default(),
+            }
+        }
+        Ecosystem::Npm => {
+            #[derive(Deserialize)]
+            #[serde(untagged)]
+            enum Workspaces {
+                List(Vec<String>),
+                Object {
+                    #[serde(default)]
+                    packages: Vec<String>,
+                },
+            }
+            #[derive(Deserialize)]
+            struct Root {
+                workspaces: Option<Workspaces>,
+            }
+            let root: Root = serde_json::from_str(text).map_err(|e| ManifestError::Json {
+                file,
+                message: e.to_string(),
+            })?;
+            let patterns = match root.workspaces {
+                Some(Workspaces::List(p)) | Some(Workspaces::Object { packages: p }) => p,
+                None => Vec::new(),
+            };
+            split_negations(patterns)
+        }
+        Ecosystem::Pnpm => {
+            #[derive(Deserialize)]
+            struct Root {
+                #[serde(default)]
+                packages: Vec<String>,
+            }
+            let root: Option<Root> =
+                serde_yaml::from_str(text).map_err(|e| ManifestError::Yaml {
+                    file,
+                    message: e.to_string(),
+                })?;
+            split_negations(root.map(|r| r.packages).unwrap_or_default())
+        }
+        Ecosystem::Go => Members {
+            include: clean_patterns(go_work_uses(text)),
+            exclude: Vec::new(),
+        },
+    })
+}
+
+/// `use ./a` and `use ( ./a \n ./b )` directives of a go.work file (comments and quotes
+/// removed). The format is Go's own, with no maintained Rust parser; it is line-based.
+fn go_work_uses(text: &str) -> Vec<String> {
+    let mut uses = Vec::new();
+    let mut in_block = false;
+    for raw in text.lines() {
+        let line = raw.split("//").next().unwrap_or("").trim();
+        if in_block {
+            if line.starts_with(')') {
+                in_block = false;
+            } else if !line.is_empty() {
+                uses.push(line.trim_matches(['"', '`']).to_string());
+            }
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("use") {
+            let rest = rest.trim();
+            if rest.starts_with('(') {
+                in_block = !rest.contains(')');
+            } else if !rest.is_empty() && rest.len() < line.len() - 2 {
+                uses.push(rest.trim_matches(['"', '`']).to_string());
+            }
+        }
+    }
+    uses
+}
+
+fn split_negations(patterns: Vec<String>) -> Members {
+    let (exclude, include): (Vec<String>, Vec<String>) = patterns
+        .into_iter()
+        .partition(|p| p.trim().starts_with('!'));
+    Members {
+        include: clean_patterns(include),
+        exclude: clean_patterns(
+            exclude
+                .into_iter()
+                .map(|p| p.trim().trim_start_matches('!').to_string())
+                .collect(),
+        ),
+    }
+}
+
+/// `./crates/*/` → `crates/*`; the root itself (`.`) and patterns leaving the repository are
+/// dropped.
+fn clean_patterns(patterns: Vec<String>) -> Vec<String> {
+    patterns
+        .into_iter()
+        .map(|p| {
+            let p = p.trim().trim_end_matches('/');
+            p.strip_prefix("./").unwrap_or(p).to_string()
+        })
+        .filter(|p| !p.is_empty() && p != "." && !p.starts_with("..") && !p.starts_with('/'))
+        .collect()
+}
+
+fn glob_set(patterns: &[String]) -> Option<GlobSet> {
+    if patterns.is_empty() {
+        return None;
+    }
+    let mut builder = GlobSetBuilder::new();
+    for p in patterns {
+        // `*` stays within a segment, as in the tools' own globs.
+        if let Ok(glob) = globset::GlobBuilder::new(p).literal_separator(true).build() {
+            builder.add(glob);
+        }
+    }
+    builder.build().ok()
+}
+
+/// Where a pattern's directories are listed from: its literal leading segments (`crates/*` →
+/// `crates`, `packages/**` → `packages`), or `None` for a pattern without a wildcard (it is a
+/// directory itself).
+pub fn listing_parent(pattern: &str) -> Option<String> {
+    if !pattern.contains(['*', '?', '[', '{']) {
+        return None;
+    }
+    let literal: Vec<&str> = pattern
+        .split('/')
+        .take_while(|s| !s.contains(['*', '?', '[', '{']))
+        .collect();
+    Some(literal.join("/"))
+}
+
+/// Whether a wildcard pattern can match a direct child of its listing parent (`crates/*`), as
+/// opposed to deeper directories, which are not listed.
+pub fn matches_child(pattern: &str, dir: &str) -> bool {
+    Glob::new(pattern)
+        .ok()
+        .and_then(|g| {
+            globset::GlobBuilder::new(g.glob())
+                .literal_separator(true)
+                .build()
+                .ok()
+        })
+        .is_some_and(|g| g.compile_matcher().is_match(dir))
+        || (pattern.ends_with("/**") && dir.starts_with(pattern.trim_end_matches("/**")))
+}
+
+/// A member's name and description from its own manifest (`None`: none given).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PackageInfo {
+    pub name: Option<String>,
+    pub description: Option<String>,
+}
+
+pub fn package_info(ecosystem: Ecosystem, text: &str) -> PackageInfo {
+    match ecosystem {
+        Ecosystem::Cargo => {
+            // `description.workspace = true` is a table, not a string: no description.
+            let value: Option<toml::Table> = toml::from_str(text).ok();
+            let package = value.as_ref().and_then(|v| v.get("package"));
+            let text_of = |key: &str| {
+                package
+                    .and_then(|p| p.get(key))
+                    .and_then(|v| v.as_str())
+                    .map(|s| s.trim().to_string())
+                    .filter(|s| !s.is_empty())
+            };
+            PackageInfo {
+                name: text_of("name"),
+                description: text_of("description"),
+            }
+        }
+        Ecosystem::Npm | Ecosystem::Pnpm => {
+            let value: Option<serde_json::Value> = serde_json::from_str(text).ok();
+            let text_of = |key: &str| {
+                value
+                    .as_ref()
+                    .and_then(|v| v.get(key))
+                    .and_then(|v| v.as_str())
+                    .map(|s| s.trim().to_string())
+                    .filter(|s| !s.is_empty())
+            };
+            PackageInfo {
+                name: text_of("name"),
+                description: text_of("description"),
+            }
+        }
+        Ecosystem::Go => PackageInfo {
+            name: text
+                .lines()
+                .map(|l| l.split("//").next().unwrap_or("").trim())
+                .find_map(|l| l.strip_prefix("module "))
+                .map(|m| m.trim().trim_matches('"'))
+                .and_then(|m| {
+                    // `…/api/v2`: the major-version suffix is not the name.
+                    let mut parts = m.rsplit('/');
+                    let last = parts.next()?;
+                    let major = last.len() > 1
+                        && last.starts_with('v')
+                        && last[1..].bytes().all(|b| b.is_ascii_digit());
+                    if major {
+                        parts.next()
+                    } else {
+                        Some(last)
+                    }
+                })
+                .filter(|n| !n.is_empty())
+                .map(str::to_string),
+            description: None,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cargo_members_and_excludes() {
+        let m = members(
+            Ecosystem::Cargo,
+            r#"
+[workspace]
+resolver = "2"
+members = ["lambda-runtime", "lambda-events", "./examples/*/", "."]
+exclude = ["examples/old"]
+"#,
+        )
+        .unwrap();
+        assert_eq!(m.include, ["lambda-runtime", "lambda-events", "examples/*"]);
+        assert_eq!(m.exclude, ["examples/old"]);
+        assert!(m.contains("examples/basic"));
+        assert!(!m.contains("examples/old"));
+        assert!(
+            !m.contains("examples/basic/nested"),
+            "* stays in one segment"
+        );
+        assert!(members(Ecosystem::Cargo, "[package]\nname = \"x\"\n")
+            .unwrap()
+            .is_empty());
+        assert!(matches!(
+            members(Ecosystem::Cargo, "[workspace\n"),
+            Err(ManifestError::Toml { .. })
+        ));
+    }
+
+    #[test]
+    fn npm_and_yarn_workspaces_and_pnpm_packages() {
+        let npm = members(
+            Ecosystem::Npm,
+            r#"{"name":"root","workspaces":["packages/*","apps/web"]}"#,
+        )
+        .unwrap();
+        assert_eq!(npm.include, ["packages/*", "apps/web"]);
+        let yarn = members(
+            Ecosystem::Npm,
+            r#"{"workspaces":{"packages":["packages/*"],"nohoist":["**/react"]}}"#,
+        )
+        .unwrap();
+        assert_eq!(yarn.include, ["packages/*"]);
+        assert!(members(Ecosystem::Npm, r#"{"name":"x"}"#)
+            .unwrap()
+            .is_empty());
+        let pnpm = members(
+            Ecosystem::Pnpm,
+            "packages:\n  - 'packages/*'\n  - 'components/**'\n  - '!**/test/**'\n",
+        )
+        .unwrap();
+        assert_eq!(pnpm.include, ["packages/*", "components/**"]);
+        assert_eq!(pnpm.exclude, ["**/test/**"]);
+        assert!(pnpm.contains("components/ui/button"));
+        assert!(!pnpm.contains("components/test/x"));
+        assert!(members(Ecosystem::Pnpm, "").unwrap().is_empty());
+    }
+
+    #[test]
+    fn go_work_uses() {
+        let m = members(
+            Ecosystem::Go,
+            "go 1.22\n\nuse ./cmd/tool // the CLI\n\nuse (\n\t./api\n\t\"./internal/store\"\n)\n",
+        )
+        .unwrap();
+        assert_eq!(m.include, ["cmd/tool", "api", "internal/store"]);
+    }
+
+    #[test]
+    fn member_names_and_descriptions() {
+        let cargo = package_info(
+            Ecosystem::Cargo,
+            "[package]\nname = \"lambda_runtime\"\ndescription = \"AWS Lambda Runtime\"\nversion.workspace = true\n",
+        );
+        assert_eq!(cargo.name.as_deref(), Some("lambda_runtime"));
+        assert_eq!(cargo.description.as_deref(), Some("AWS Lambda Runtime"));
+        let inherited = package_info(
+            Ecosystem::Cargo,
+            "[package]\nname = \"x\"\ndescription.workspace = true\n",
+        );
+        assert_eq!(inherited.description, None);
+        let npm = package_info(
+            Ecosystem::Npm,
+            r#"{"name":"@acme/ui","description":"Buttons"}"#,
+        );
+        assert_eq!(npm.name.as_deref(), Some("@acme/ui"));
+        let go = package_info(Ecosystem::Go, "module github.com/acme/api/v2\n\ngo 1.22\n");
+        assert_eq!(go.name.as_deref(), Some("api"));
+        assert_eq!(
+            package_info(Ecosystem::Npm, "not json"),
+            PackageInfo::default()
+        );
+    }
+
+    #[test]
+    fn listing_parents() {
+        assert_eq!(listing_parent("crates/*").as_deref(), Some("crates"));
+        assert_eq!(listing_parent("packages/**").as_deref(), Some("packages"));
+        assert_eq!(listing_parent("*").as_deref(), Some(""));
+        assert_eq!(listing_parent("tools/xtask"), None);
+        assert!(matches_child("crates/*", "crates/a"));
+        assert!(!matches_child("crates/*", "other/a"));
+        assert!(matches_child("packages/**", "packages/a"));
+    }
+}

@@ -1,0 +1,267 @@
+//! Repository context (CODEOWNERS, workspace manifests) fetched through the strict GitHub REST
+//! stand-in: conditional requests (ETag, 304), 404s kept as "no such file", failures that keep
+//! the stored context, and the stored item's conditional write against the emulator.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use shared::domain::RepoName;
+use shared::enrich::{EnrichHandler, GitHubApis};
+use shared::github::context::{refresh, RepoContext};
+use shared::github::graphql::GraphQlClient;
+use shared::github::GitHubClient;
+use shared::secret::Secret;
+use shared::store::ContextStore;
+use support::github_stub::{Fault, GitHubStub};
+use support::*;
+use time::OffsetDateTime;
+
+const TOKEN: &str = "ghp_context_test_token";
+const REPO: &str = "acme/monorepo";
+
+fn client(stub: &GitHubStub) -> GitHubClient {
+    GitHubClient::new(&stub.url(), &Secret::new(TOKEN), Duration::from_secs(2), 1).unwrap()
+}
+
+fn repo() -> RepoName {
+    RepoName::parse(REPO).unwrap()
+}
+
+/// A Cargo workspace (a wildcard and a literal member, one excluded), an npm workspace beside
+/// it, CODEOWNERS in `.github/`, no pnpm or Go workspace.
+async fn monorepo() -> GitHubStub {
+    let stub = GitHubStub::start(TOKEN).await;
+    let files = [
+        (".github/CODEOWNERS", "# owners\n/infra/ @acme/platform\n"),
+        (
+            "Cargo.toml",
+            "[workspace]\nmembers = [\"crates/*\", \"tools/xtask\"]\nexclude = [\"crates/old\"]\n",
+        ),
+        (
+            "crates/api/Cargo.toml",
+            "[package]\nname = \"acme-api\"\ndescription = \"The public HTTP API.\"\n",
+        ),
+        ("crates/api/src/lib.rs", "pub fn api() {}\n"),
+        ("crates/web/Cargo.toml", "[package]\nname = \"acme-web\"\n"),
+        ("crates/old/Cargo.toml", "[package]\nname = \"old\"\n"),
+        ("crates/README.md", "not a crate\n"),
+        ("tools/xtask/Cargo.toml", "[package]\nname = \"xtask\"\n"),
+        (
+            "package.json",
+            "{\"private\":true,\"workspaces\":[\"packages/*\"]}",
+        ),
+        (
+            "packages/ui/package.json",
+            "{\"name\":\"@acme/ui\",\"description\":\"Buttons and dialogs\"}",
+        ),
+        ("packages/docs-site/README.md", "no manifest here\n"),
+    ];
+    for (path, text) in files {
+        stub.add_file(REPO, path, text);
+    }
+    stub
+}
+
+fn names(c: &RepoContext) -> Vec<(&str, &str)> {
+    c.packages
+        .iter()
+        .map(|p| (p.name.as_str(), p.dir.as_str()))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_workspace_is_read_once_then_asked_again_conditionally() {
+    let stub = monorepo().await;
+    let github = client(&stub);
+    let now = OffsetDateTime::now_utc();
+    let first = refresh(&github, &repo(), None, now, within(10))
+        .await
+        .unwrap();
+    assert_eq!(
+        names(&first),
+        [
+            ("acme-api", "crates/api"),
+            ("acme-web", "crates/web"),
+            ("docs-site", "packages/docs-site"),
+            ("@acme/ui", "packages/ui"),
+            ("xtask", "tools/xtask"),
+        ],
+        "crates/old is excluded; a member without a manifest is named by its directory"
+    );
+    let api = first.package_named("acme-api").unwrap();
+    assert_eq!(api.description.as_deref(), Some("The public HTTP API."));
+    assert_eq!(api.manifest.as_deref(), Some("crates/api/Cargo.toml"));
+    assert_eq!(first.codeowners_path.as_deref(), Some(".github/CODEOWNERS"));
+    assert!(first
+        .codeowners
+        .as_deref()
+        .unwrap()
+        .contains("@acme/platform"));
+    // CODEOWNERS found at the first place GitHub looks: the other two are not asked for.
+    assert_eq!(
+        stub.count_matching("/repos/acme/monorepo/contents/CODEOWNERS"),
+        0
+    );
+    let first_requests = stub.request_count();
+    let first_served = stub.served_count();
+
+    // A day later nothing changed: every file and listing found before is asked for with its
+    // ETag and answers 304 (nothing served); the 404s are asked again.
+    let later = now + time::Duration::hours(25);
+    let second = refresh(&github, &repo(), Some(&first), later, within(10))
+        .await
+        .unwrap();
+    assert_eq!(names(&second), names(&first));
+    assert_eq!(second.packages, first.packages);
+    assert_eq!(second.codeowners, first.codeowners);
+    assert_eq!(
+        stub.served_count(),
+        first_served,
+        "every found file answered 304"
+    );
+    let conditional = stub.requests()[first_requests..]
+        .iter()
+        .filter(|r| r.headers.contains_key("if-none-match"))
+        .count();
+    let missing = [
+        "pnpm-workspace.yaml",
+        "go.work",
+        "packages/docs-site/package.json",
+    ];
+    assert_eq!(
+        stub.request_count() - first_requests,
+        conditional + missing.len(),
+        "found ones conditionally, the three 404s again"
+    );
+
+    // One manifest changes, CODEOWNERS moves to the root: only those are served again.
+    stub.add_file(
+        REPO,
+        "crates/web/Cargo.toml",
+        "[package]\nname = \"acme-web\"\ndescription = \"The web UI\"\n",
+    );
+    stub.remove_file(REPO, ".github/CODEOWNERS");
+    stub.add_file(REPO, "CODEOWNERS", "* @acme/core\n");
+    let served = stub.served_count();
+    let third = refresh(&github, &repo(), Some(&second), later, within(10))
+        .await
+        .unwrap();
+    assert_eq!(
+        third
+            .package_named("acme-web")
+            .unwrap()
+            .description
+            .as_deref(),
+        Some("The web UI")
+    );
+    assert_eq!(third.codeowners_path.as_deref(), Some("CODEOWNERS"));
+    assert_eq!(third.codeowners.as_deref(), Some("* @acme/core\n"));
+    assert_eq!(
+        stub.served_count() - served,
+        2,
+        "the changed manifest and the new CODEOWNERS"
+    );
+}
+
+#[tokio::test]
+async fn a_repository_without_any_of_it_has_an_empty_context_and_failures_keep_the_old_one() {
+    let stub = GitHubStub::start(TOKEN).await;
+    stub.add_file(REPO, "src/main.rs", "fn main() {}\n");
+    let github = client(&stub);
+    let now = OffsetDateTime::now_utc();
+    let empty = refresh(&github, &repo(), None, now, within(10))
+        .await
+        .unwrap();
+    assert!(empty.packages.is_empty());
+    assert_eq!(empty.codeowners, None);
+    assert_eq!(
+        stub.request_count(),
+        3 + 4,
+        "three CODEOWNERS places, four manifests"
+    );
+
+    // A 5xx that outlasts the retries, or a rate limit, is an error: the caller keeps the
+    // context it has.
+    stub.fail_next(
+        "/repos/acme/monorepo/contents/Cargo.toml",
+        Fault::ServerError,
+    );
+    stub.fail_next(
+        "/repos/acme/monorepo/contents/Cargo.toml",
+        Fault::ServerError,
+    );
+    let err = refresh(&github, &repo(), Some(&empty), now, within(10))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("500"), "{err}");
+    stub.fail_next(
+        "/repos/acme/monorepo/contents/.github",
+        Fault::RateLimitExhausted { reset_in_secs: 600 },
+    );
+    let err = refresh(&github, &repo(), Some(&empty), now, within(10))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("rate limit"), "{err}");
+}
+
+#[tokio::test]
+async fn enrichment_stores_the_context_once_a_day_and_concurrent_refreshes_store_one() {
+    let sdk = sdk().await;
+    let t = fresh_tables(&sdk).await;
+    let stub = monorepo().await;
+    let contexts = t.pages.contexts();
+    let token = Secret::new(TOKEN);
+    let apis = GitHubApis {
+        graphql: GraphQlClient::new(&stub.url(), &token, Duration::from_secs(2)).unwrap(),
+        rest: client(&stub),
+        max_retries: 1,
+    };
+    let enrich = Arc::new(
+        EnrichHandler::new(t.prs.clone(), Some(apis.clone()), 4, 500)
+            .with_contexts(contexts.clone()),
+    );
+    let now = OffsetDateTime::now_utc();
+    enrich.refresh_context(&repo(), now, within(10)).await;
+    let stored = contexts.get(REPO).await.unwrap().expect("stored");
+    assert_eq!(stored.packages.len(), 5);
+    // The pages table's index build does not take the context for a page.
+    let pages = t.pages.repo_pages(REPO).await.unwrap();
+    assert!(pages.is_empty(), "{pages:?}");
+
+    // Fresh: no request at all.
+    let before = stub.request_count();
+    enrich
+        .refresh_context(&repo(), now + time::Duration::hours(23), within(10))
+        .await;
+    assert_eq!(stub.request_count(), before);
+
+    // Stale, refreshed by two workers at once: both finish, one context is stored.
+    let other = Arc::new(
+        EnrichHandler::new(t.prs.clone(), Some(apis), 4, 500).with_contexts(contexts.clone()),
+    );
+    let later = now + time::Duration::hours(25);
+    let (a, b) = (enrich.clone(), other.clone());
+    let r = repo();
+    let r2 = repo();
+    let (x, y) = tokio::join!(
+        tokio::spawn(async move { a.refresh_context(&r, later, within(10)).await }),
+        tokio::spawn(async move { b.refresh_context(&r2, later, within(10)).await }),
+    );
+    x.unwrap();
+    y.unwrap();
+    let after = contexts.get(REPO).await.unwrap().unwrap();
+    assert_eq!(after.checked_at, shared::domain::rfc3339_seconds(later));
+    assert_eq!(after.packages, stored.packages);
+
+    // A conditional write on a stale `checkedAt` is refused.
+    assert!(!contexts
+        .put(REPO, &after, Some(&stored.checked_at))
+        .await
+        .unwrap());
+    assert!(!contexts.put(REPO, &after, None).await.unwrap());
+    // No token: no context, quietly.
+    let disabled = EnrichHandler::new(t.prs.clone(), None, 4, 500).with_contexts(
+        ContextStore::new(aws_sdk_dynamodb::Client::new(&sdk), "no-such-table"),
+    );
+    disabled.refresh_context(&repo(), later, within(10)).await;
+}
