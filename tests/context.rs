@@ -42,6 +42,10 @@ async fn monorepo() -> GitHubStub {
             "[package]\nname = \"acme-api\"\ndescription = \"The public HTTP API.\"\n",
         ),
         ("crates/api/src/lib.rs", "pub fn api() {}\n"),
+        (
+            "crates/api/README.md",
+            "# acme-api\n\n[![CI](https://img.shields.io/badge/ci-ok-green)](https://ci)\n\nThe public HTTP API: routes, auth and paging.\n\n## Usage\n\nRun it.\n",
+        ),
         ("crates/web/Cargo.toml", "[package]\nname = \"acme-web\"\n"),
         ("crates/old/Cargo.toml", "[package]\nname = \"old\"\n"),
         ("crates/README.md", "not a crate\n"),
@@ -55,6 +59,10 @@ async fn monorepo() -> GitHubStub {
             "{\"name\":\"@acme/ui\",\"description\":\"Buttons and dialogs\"}",
         ),
         ("packages/docs-site/README.md", "no manifest here\n"),
+        (
+            "packages/web app/package.json",
+            "{\"name\":\"@acme/ui\",\"description\":\"A second package of one name\"}",
+        ),
     ];
     for (path, text) in files {
         stub.add_file(REPO, path, text);
@@ -82,16 +90,28 @@ async fn a_workspace_is_read_once_then_asked_again_conditionally() {
         [
             ("acme-api", "crates/api"),
             ("acme-web", "crates/web"),
-            ("docs-site", "packages/docs-site"),
             ("@acme/ui", "packages/ui"),
+            ("packages/web app", "packages/web app"),
             ("xtask", "tools/xtask"),
         ],
-        "crates/old is excluded; a member without a manifest is named by its directory"
+        "crates/old is excluded; a member without a manifest (packages/docs-site) is not a \
+         package; of two packages called @acme/ui the first by directory keeps the name; a \
+         directory with a space is asked for percent-encoded"
     );
     let api = first.package_named("acme-api").unwrap();
     assert_eq!(api.description.as_deref(), Some("The public HTTP API."));
     assert_eq!(api.manifest.as_deref(), Some("crates/api/Cargo.toml"));
     assert_eq!(first.codeowners_path.as_deref(), Some(".github/CODEOWNERS"));
+    // READMEs: a package's lead paragraph (title and badges skipped), a top-level directory's.
+    let about = &first.about["crates/api"];
+    assert_eq!(about.text, "The public HTTP API: routes, auth and paging.");
+    assert_eq!(about.source, "crates/api/README.md");
+    assert_eq!(first.about["crates"].text, "not a crate");
+    assert_eq!(first.about.len(), 2, "{:?}", first.about);
+    assert_eq!(
+        first.top_level.as_deref().unwrap(),
+        [".github", "crates", "packages", "tools"]
+    );
     assert!(first
         .codeowners
         .as_deref()
@@ -124,14 +144,24 @@ async fn a_workspace_is_read_once_then_asked_again_conditionally() {
         .filter(|r| r.headers.contains_key("if-none-match"))
         .count();
     let missing = [
-        "pnpm-workspace.yaml",
-        "go.work",
-        "packages/docs-site/package.json",
+        "contents/pnpm-workspace.yaml",
+        "contents/go.work",
+        "contents/packages/docs-site/package.json",
+        "readme/crates/web",
+        "readme/packages/web%20app",
+        "readme/packages/ui",
+        "readme/tools/xtask",
+        "readme/packages",
+        "readme/tools",
     ];
     assert_eq!(
         stub.request_count() - first_requests,
         conditional + missing.len(),
-        "found ones conditionally, the three 404s again"
+        "found ones conditionally, the 404s again"
+    );
+    assert_eq!(
+        second.about, first.about,
+        "a 304 keeps what the README said"
     );
 
     // One manifest changes, CODEOWNERS moves to the root: only those are served again.
@@ -158,8 +188,13 @@ async fn a_workspace_is_read_once_then_asked_again_conditionally() {
     assert_eq!(third.codeowners.as_deref(), Some("* @acme/core\n"));
     assert_eq!(
         stub.served_count() - served,
-        2,
-        "the changed manifest and the new CODEOWNERS"
+        3,
+        "the changed manifest, the new CODEOWNERS and the root listing"
+    );
+    assert_eq!(
+        third.top_level.as_deref().unwrap(),
+        ["crates", "packages", "tools"],
+        ".github went with its last file"
     );
 }
 
@@ -176,9 +211,10 @@ async fn a_repository_without_any_of_it_has_an_empty_context_and_failures_keep_t
     assert_eq!(empty.codeowners, None);
     assert_eq!(
         stub.request_count(),
-        3 + 4,
-        "three CODEOWNERS places, four manifests"
+        3 + 1 + 4 + 1,
+        "three CODEOWNERS places, the root listing, four manifests, src's README"
     );
+    assert_eq!(empty.top_level.as_deref().unwrap(), ["src"]);
 
     // A 5xx that outlasts the retries, or a rate limit, is an error: the caller keeps the
     // context it has.
@@ -224,6 +260,7 @@ async fn enrichment_stores_the_context_once_a_day_and_concurrent_refreshes_store
     enrich.refresh_context(&repo(), now, within(10)).await;
     let stored = contexts.get(REPO).await.unwrap().expect("stored");
     assert_eq!(stored.packages.len(), 5);
+    assert_eq!(stored.version, shared::github::context::CONTEXT_VERSION);
     // The pages table's index build does not take the context for a page.
     let pages = t.pages.repo_pages(REPO).await.unwrap();
     assert!(pages.is_empty(), "{pages:?}");
@@ -259,6 +296,42 @@ async fn enrichment_stores_the_context_once_a_day_and_concurrent_refreshes_store
         .await
         .unwrap());
     assert!(!contexts.put(REPO, &after, None).await.unwrap());
+    // A context another version stored, unreadable to this one, is replaced (conditional on
+    // the checkedAt it has), not left in place while every batch refetches.
+    t.pages
+        .contexts()
+        .put(REPO, &after, Some(&after.checked_at))
+        .await
+        .unwrap();
+    aws_sdk_dynamodb::Client::new(&sdk)
+        .update_item()
+        .table_name(t.pages.table_name())
+        .key("repo", av_s(REPO))
+        .key("module", av_s("#context"))
+        .update_expression("SET #c = :c, #v = :v")
+        .expression_attribute_names("#c", "context")
+        .expression_attribute_names("#v", "contextVersion")
+        .expression_attribute_values(":c", av_s("{\"an older shape\": true"))
+        .expression_attribute_values(":v", aws_sdk_dynamodb::types::AttributeValue::N("0".into()))
+        .send()
+        .await
+        .unwrap();
+    assert!(contexts.get(REPO).await.unwrap().is_none(), "unreadable");
+    enrich.refresh_context(&repo(), later, within(10)).await;
+    let replaced = contexts.get(REPO).await.unwrap().expect("replaced");
+    assert_eq!(replaced.packages, stored.packages);
+
+    // A refresh that fails is not tried again by the same process for ten minutes.
+    stub.fail_next("/repos/acme/monorepo/contents/.github", Fault::ServerError);
+    stub.fail_next("/repos/acme/monorepo/contents/.github", Fault::ServerError);
+    let much_later = later + time::Duration::days(2);
+    let before = stub.request_count();
+    other.refresh_context(&repo(), much_later, within(10)).await;
+    let failed_at = stub.request_count();
+    assert!(failed_at > before);
+    other.refresh_context(&repo(), much_later, within(10)).await;
+    assert_eq!(stub.request_count(), failed_at, "not retried at once");
+
     // No token: no context, quietly.
     let disabled = EnrichHandler::new(t.prs.clone(), None, 4, 500).with_contexts(
         ContextStore::new(aws_sdk_dynamodb::Client::new(&sdk), "no-such-table"),

@@ -96,6 +96,7 @@ fn module_page(
             .and_then(|e| shared::domain::parse_rfc3339(&e.merged_at))
             .map(|t| t + time::Duration::days(10)),
         description: None,
+        gone: None,
     };
     commonmark(&content::module_page(&facts, &entries))
 }
@@ -620,6 +621,8 @@ fn a_synthetic_history_a_busy_module_a_removed_one_and_a_dependency_heavy_one() 
         config.for_repo(&repo),
     );
     let now = spec.end + time::Duration::days(1);
+    // What enrichment would have read of the repository: READMEs, the removed directory gone.
+    let context = infra::synthetic::context(&spec);
     for (module, golden) in [
         ("api", "synthetic-busy-module.md"),
         ("core", "synthetic-removed-module.md"),
@@ -629,7 +632,14 @@ fn a_synthetic_history_a_busy_module_a_removed_one_and_a_dependency_heavy_one() 
         assert!(!of_module.is_empty(), "{module}");
         check(
             golden,
-            &module_page(&repo, module, &of_module, config.for_repo(&repo), now),
+            &module_page(
+                &repo,
+                module,
+                &of_module,
+                config.for_repo(&repo),
+                Some(&context),
+                now,
+            ),
         );
     }
 }

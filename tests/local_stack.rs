@@ -66,9 +66,9 @@ async fn a_delivery_posted_to_the_local_stack_is_enriched_from_the_stream() {
     let stats = github.stats();
     assert_eq!(
         (stats.graphql_requests, stats.rest_requests),
-        (1, 7),
-        "one GraphQL query, once; the repository's context once (three CODEOWNERS places and \
-         four workspace manifests over REST, each a 404 on this stand-in)"
+        (1, 8),
+        "one GraphQL query, once; the repository's context once (three CODEOWNERS places, the \
+         root listing and four workspace manifests over REST, each a 404 on this stand-in)"
     );
     stack.shutdown().await;
 }

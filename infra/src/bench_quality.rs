@@ -42,6 +42,10 @@ pub struct QualityFigures {
     pub folded_entries: usize,
     /// Modules whose overview says "quiet".
     pub quiet_modules: Vec<String>,
+    /// Modules whose overview says "gone" (their directory is not at HEAD).
+    pub gone_modules: Vec<String>,
+    /// Modules whose "What it is" quotes their README.
+    pub described_modules: usize,
     /// The largest module page, in bytes, and its module.
     pub largest_page: (usize, String),
 }
@@ -154,6 +158,7 @@ pub fn module_page(
     module: &str,
     entries: &[&ModuleEntry],
     config: Option<&RepoModules>,
+    context: Option<&shared::github::context::RepoContext>,
     now: OffsetDateTime,
 ) -> String {
     let mut newest: Vec<ModuleEntry> = entries.iter().map(|e| (*e).clone()).collect();
@@ -172,6 +177,9 @@ pub fn module_page(
         ..Default::default()
     };
     let mut facts = facts;
+    let layout = context.map(|c| tagging::RepoLayout::from_context(c, true, config));
+    (facts.description, facts.gone) =
+        content::what_it_is(context, module, &facts.paths, layout.as_ref());
     let shown = layout::main_count(&facts, &newest);
     // The older entries' years, as the builder lists its archive pages.
     let cutoff = newest
@@ -227,10 +235,17 @@ pub fn measure(spec: &HistorySpec, config: &ModulesConfig) -> QualityFigures {
     }
     figures.modules = by_module.len();
     let now = spec.end + time::Duration::days(1);
+    let context = crate::synthetic::context(spec);
     for (module, entries) in &by_module {
-        let page = module_page(&repo, module, entries, repo_config, now);
+        let page = module_page(&repo, module, entries, repo_config, Some(&context), now);
         if page.contains("**Status:** quiet") {
             figures.quiet_modules.push(module.to_string());
+        }
+        if page.contains("**Status:** gone") {
+            figures.gone_modules.push(module.to_string());
+        }
+        if page.contains(" crate of the platform") {
+            figures.described_modules += 1;
         }
         if page.len() > figures.largest_page.0 {
             figures.largest_page = (page.len(), module.to_string());
@@ -299,6 +314,14 @@ pub fn run_bench(prs: usize, modules: usize, seed: u64) -> anyhow::Result<()> {
         new.quiet_modules
     );
     println!(
+        "  modules shown as gone                   {:?}",
+        new.gone_modules
+    );
+    println!(
+        "  modules described by their README       {}",
+        new.described_modules
+    );
+    println!(
         "  largest module page                     {} bytes ({}; the layout's bound is {})",
         new.largest_page.0,
         new.largest_page.1,
@@ -329,8 +352,11 @@ mod tests {
         let old = measure(&spec, &ModulesConfig::from_yaml(OLD_DEFAULT).unwrap());
         assert!(f.docs_entries < old.docs_entries, "{f:?} vs {old:?}");
         assert!(f.folded_entries > 0);
-        // The module removed 60% of the way through reads as quiet, and only it.
-        assert_eq!(f.quiet_modules, ["core"], "{f:?}");
+        // The module removed 60% of the way through reads as gone (its directory is not at
+        // HEAD), and only it; every module with a README says what it is in its words.
+        assert_eq!(f.gone_modules, ["core"], "{f:?}");
+        assert!(f.quiet_modules.is_empty(), "{f:?}");
+        assert_eq!(f.described_modules, 11, "{f:?}");
         assert!(f.largest_page.0 <= layout::MAX_PAGE_BYTES, "{f:?}");
     }
 }

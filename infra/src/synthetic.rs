@@ -129,6 +129,50 @@ const DEPS: &[&str] = &[
     "serde", "tokio", "reqwest", "clap", "axum", "tracing", "hyper",
 ];
 
+/// What the synthetic repository's files say of it at the end of its history, as enrichment
+/// would have fetched it: its top-level directories (the removed module's is gone) and each
+/// module directory's README lead.
+pub fn context(spec: &HistorySpec) -> shared::github::context::RepoContext {
+    use shared::github::context::{About, RepoContext};
+    let modules: Vec<String> = (0..spec.modules)
+        .map(|i| match MODULE_NAMES.get(i) {
+            Some(name) => name.to_string(),
+            None => format!("module{i}"),
+        })
+        .collect();
+    let live: Vec<String> = modules
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !(*i == 2 && modules.len() > 5))
+        .map(|(_, m)| m.clone())
+        .collect();
+    let mut top_level: Vec<String> = live.clone();
+    top_level.extend([".github".to_string(), "docs".to_string()]);
+    top_level.sort();
+    top_level.dedup();
+    let about = live
+        .iter()
+        .map(|m| {
+            (
+                m.clone(),
+                About {
+                    text: format!(
+                        "The `{m}` crate of the platform: what it serves, how its requests are \
+                         validated and retried, and the errors it returns."
+                    ),
+                    source: format!("{m}/README.md"),
+                },
+            )
+        })
+        .collect();
+    RepoContext {
+        checked_at: shared::domain::rfc3339_seconds(spec.end),
+        top_level: Some(top_level),
+        about,
+        ..RepoContext::default()
+    }
+}
+
 /// A history of `spec.prs` merged PRs, oldest first, numbered from 1.
 pub fn history(spec: &HistorySpec) -> Vec<SyntheticPr> {
     let mut rng = Rng::new(spec.seed);

@@ -306,6 +306,9 @@ enum Fetched {
     Defer(OffsetDateTime),
 }
 
+/// A repository whose context refresh failed is not tried again by this process before this.
+const CONTEXT_RETRY_AFTER: Duration = Duration::from_secs(600);
+
 /// Rows read per page of the deferred partition.
 const RETRY_PAGE: i32 = 100;
 /// Time kept back from the deadline by the retry run.
@@ -316,6 +319,8 @@ pub struct EnrichHandler {
     github: Option<GitHubApis>,
     /// Where repository contexts are kept; `None`: none fetched.
     contexts: Option<crate::store::ContextStore>,
+    /// When a refresh of a repository's context last failed in this process.
+    context_failures: std::sync::Mutex<std::collections::HashMap<String, Instant>>,
     concurrency: usize,
     max_paths: usize,
     max_wait: Duration,
@@ -332,6 +337,7 @@ impl EnrichHandler {
             store,
             github,
             contexts: None,
+            context_failures: Default::default(),
             concurrency: concurrency.max(1),
             max_paths,
             max_wait: Duration::from_secs(6 * 3600),
@@ -476,6 +482,34 @@ impl EnrichHandler {
         let (Some(store), Some(github)) = (&self.contexts, &self.github) else {
             return;
         };
+        // The stored `checkedAt` alone first: a fresh context costs one small read.
+        let checked = match store.checked(repo.as_str()).await {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!(repo = %repo, error = %e, "repository context not read; not refreshed");
+                return;
+            }
+        };
+        let fresh = checked.as_ref().is_some_and(|(at, version)| {
+            *version == context::CONTEXT_VERSION
+                && crate::domain::parse_rfc3339(at).is_some_and(|t| now - t < context::DEFAULT_TTL)
+        });
+        if fresh {
+            return;
+        }
+        // A refresh that failed here lately is not retried on every batch.
+        if let Some(at) = self
+            .context_failures
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(repo.as_str())
+        {
+            if at.elapsed() < CONTEXT_RETRY_AFTER {
+                return;
+            }
+        }
+        // An unreadable stored context (another version's) is replaced, conditional on the
+        // `checkedAt` read above, and fetched without its ETags.
         let previous = match store.get(repo.as_str()).await {
             Ok(p) => p,
             Err(e) => {
@@ -483,17 +517,15 @@ impl EnrichHandler {
                 return;
             }
         };
-        if previous
-            .as_ref()
-            .is_some_and(|p| p.is_fresh(now, context::DEFAULT_TTL))
-        {
-            return;
-        }
         let left = deadline.saturating_duration_since(Instant::now());
         let budget = Instant::now() + left / 2;
         match context::refresh(&github.rest, repo, previous.as_ref(), now, budget).await {
             Ok(fresh) => {
-                let replaces = previous.as_ref().map(|p| p.checked_at.as_str());
+                self.context_failures
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(repo.as_str());
+                let replaces = checked.as_ref().map(|(at, _)| at.as_str());
                 match store.put(repo.as_str(), &fresh, replaces).await {
                     Ok(true) => tracing::info!(
                         repo = %repo,
@@ -510,7 +542,16 @@ impl EnrichHandler {
                 }
             }
             Err(e) => {
-                tracing::warn!(repo = %repo, error = %e, "repository context not refreshed; the stored one stays in use")
+                self.context_failures
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(repo.as_str().to_string(), Instant::now());
+                tracing::warn!(
+                    repo = %repo,
+                    error = %e,
+                    retry_after_s = CONTEXT_RETRY_AFTER.as_secs(),
+                    "repository context not refreshed; the stored one stays in use"
+                )
             }
         }
     }

@@ -334,13 +334,12 @@ impl SummarizeHandler {
         let paths: Vec<&str> = row.files.iter().map(|f| f.path.as_str()).collect();
         // The repository's own layout, once its files are known (a PR without files is
         // tagged with the repository itself whatever the context says).
-        let layout =
-            match paths.is_empty() {
-                true => None,
-                false => self.contexts.get(repo.as_str()).await?.map(|c| {
-                    tagging::RepoLayout::from_context(&c, !self.modules.has_own_entry(repo))
-                }),
-            };
+        let layout = match paths.is_empty() {
+            true => None,
+            false => self.contexts.get(repo.as_str()).await?.map(|c| {
+                tagging::RepoLayout::from_context(&c, !self.modules.has_own_entry(repo), config)
+            }),
+        };
         let modules = tagging::tag_modules(repo, &paths, config, layout.as_ref());
         let stored = row
             .summary

@@ -587,6 +587,8 @@ pub struct Codeowners {
     /// The module of each kept line, in file order: its first owner without the leading `@`;
     /// `None` for an un-owning line.
     lines: Vec<Option<String>>,
+    /// Whether each kept line matches everything (`* @org/maintainers`).
+    catch_all: Vec<bool>,
 }
 
 impl Codeowners {
@@ -594,6 +596,7 @@ impl Codeowners {
         let mut builder = GlobSetBuilder::new();
         let mut line_of_glob = Vec::new();
         let mut lines = Vec::new();
+        let mut catch_all = Vec::new();
         for (number, raw) in text.lines().enumerate() {
             let mut words = raw.split_whitespace().take_while(|w| !w.starts_with('#'));
             let Some(pattern) = words.next() else {
@@ -623,6 +626,10 @@ impl Codeowners {
                 line_of_glob.push(lines.len());
             }
             lines.push(owner);
+            catch_all.push(matches!(
+                pattern.trim_start_matches('/'),
+                "*" | "**" | "**/*" | "*/**"
+            ));
         }
         // Each glob compiled on its own; a set of valid globs builds. Keep the empty set otherwise.
         let set = builder.build().unwrap_or_else(|e| {
@@ -634,6 +641,7 @@ impl Codeowners {
             set,
             line_of_glob,
             lines,
+            catch_all,
         }
     }
 
@@ -647,6 +655,21 @@ impl Codeowners {
             .matches(path)
             .into_iter()
             .map(|g| self.line_of_glob[g])
+            .max()?;
+        self.lines[last].as_deref()
+    }
+
+    /// The module CODEOWNERS gives `path`: [`Codeowners::owner_of`] without the catch-all
+    /// lines (`* @org/maintainers` reviews everything; as a module it would swallow every file
+    /// outside a package).
+    pub fn module_of(&self, path: &str) -> Option<&str> {
+        let path = path.trim_start_matches('/');
+        let last = self
+            .set
+            .matches(path)
+            .into_iter()
+            .map(|g| self.line_of_glob[g])
+            .filter(|&line| !self.catch_all[line])
             .max()?;
         self.lines[last].as_deref()
     }
@@ -705,13 +728,34 @@ pub struct RepoLayout {
 
 impl RepoLayout {
     /// `use_packages`: whether workspace packages are modules (not when the repository has
-    /// its own entry in the modules config: what it configured is what it wants).
-    pub fn from_context(context: &RepoContext, use_packages: bool) -> Self {
+    /// its own entry in the modules config: what it configured is what it wants). A package
+    /// whose name is already a module (a configured one such as `docs`, or another top-level
+    /// directory) is named by its directory instead, so two modules never merge.
+    pub fn from_context(
+        context: &RepoContext,
+        use_packages: bool,
+        config: Option<&RepoModules>,
+    ) -> Self {
+        let taken = |name: &str, dir: &str| {
+            config.is_some_and(|c| c.module_names().any(|m| m == name))
+                || (name != dir
+                    && context
+                        .top_level
+                        .as_ref()
+                        .is_some_and(|t| t.iter().any(|d| d == name)))
+        };
         let mut packages: Vec<(String, String)> = if use_packages {
             context
                 .packages
                 .iter()
-                .map(|p| (p.dir.clone(), p.name.clone()))
+                .map(|p| {
+                    let name = if taken(&p.name, &p.dir) {
+                        p.dir.clone()
+                    } else {
+                        p.name.clone()
+                    };
+                    (p.dir.clone(), name)
+                })
                 .collect()
         } else {
             Vec::new()
@@ -743,8 +787,8 @@ impl RepoLayout {
             .map(|(_, name)| name.as_str())
     }
 
-    /// The directory of the package named `module`.
-    fn package_dir(&self, module: &str) -> Option<&str> {
+    /// The directory of the package that is the module `module`.
+    pub fn package_dir(&self, module: &str) -> Option<&str> {
         self.packages
             .iter()
             .find(|(_, name)| name == module)
@@ -789,7 +833,7 @@ pub fn file_modules<'a>(
     }
     if let Some(owner) = layout
         .and_then(|l| l.codeowners.as_ref())
-        .and_then(|c| c.owner_of(file))
+        .and_then(|c| c.module_of(file))
     {
         return vec![owner];
     }
@@ -1081,7 +1125,7 @@ LICENSE
             ["(root)", "core", "docs", "lib", "scripts"]
         );
         // Config wins over CODEOWNERS for the files it matches.
-        let everything = Codeowners::parse("* @owner\n");
+        let everything = Codeowners::parse("/src/ @owner\n/x/ @owner\n");
         assert_eq!(
             tag_modules(
                 &r,
@@ -1371,13 +1415,14 @@ octo-org/opted-out:
                 package("xtask", "tools/xtask"),
                 package("@acme/ui", "packages/ui"),
             ],
-            codeowners: Some("/infra/ @acme/platform\n".into()),
+            codeowners: Some("* @acme/maintainers\n/infra/ @acme/platform\n".into()),
             ..RepoContext::default()
         };
         let config = ModulesConfig::from_yaml(BUNDLED_MODULES_YAML).unwrap();
         let r = repo("acme/monorepo");
         assert!(!config.has_own_entry(&r));
-        let layout = RepoLayout::from_context(&context, !config.has_own_entry(&r));
+        let layout =
+            RepoLayout::from_context(&context, !config.has_own_entry(&r), config.for_repo(&r));
         let of = |path: &str| -> Vec<String> {
             file_modules(path, config.for_repo(&r), Some(&layout))
                 .into_iter()
@@ -1395,13 +1440,40 @@ octo-org/opted-out:
         assert_eq!(of("README.md"), ["docs"]);
         assert_eq!(of(".github/workflows/ci.yml"), ["ci"]);
         assert_eq!(of("infra/main.tf"), ["acme/platform"]);
-        assert_eq!(of("scripts/run.sh"), ["scripts"]);
+        assert_eq!(
+            of("scripts/run.sh"),
+            ["scripts"],
+            "a catch-all CODEOWNERS line is not a module"
+        );
+        // A package named like a configured module, or like another top-level directory, is
+        // named by its directory: modules never merge.
+        let clashing = RepoContext {
+            packages: vec![
+                package("docs", "apps/docs"),
+                package("scripts", "tools/scripts"),
+            ],
+            top_level: Some(vec!["apps".into(), "scripts".into(), "tools".into()]),
+            ..RepoContext::default()
+        };
+        let clash = RepoLayout::from_context(&clashing, true, config.for_repo(&r));
+        assert_eq!(
+            file_modules("apps/docs/index.md", config.for_repo(&r), Some(&clash)),
+            ["apps/docs"]
+        );
+        assert_eq!(
+            file_modules("tools/scripts/a.sh", config.for_repo(&r), Some(&clash)),
+            ["tools/scripts"]
+        );
+        assert_eq!(
+            file_modules("scripts/b.sh", config.for_repo(&r), Some(&clash)),
+            ["scripts"]
+        );
         assert_eq!(
             module_paths(&r, "acme-api", config.for_repo(&r), Some(&layout)),
             ["crates/api/**"]
         );
         // A repository with its own entry keeps what it configured: packages are not modules.
-        let own = RepoLayout::from_context(&context, false);
+        let own = RepoLayout::from_context(&context, false, None);
         assert_eq!(
             file_modules("crates/api/src/lib.rs", None, Some(&own)),
             ["crates"]

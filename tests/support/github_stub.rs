@@ -600,6 +600,30 @@ fn decide(
     let base = st.base_url.clone();
     let answer = match &route {
         Route::Contents { repo, path } => contents(st, headers, repo, path),
+        Route::Readme { repo, dir } => {
+            // GitHub's choice: a file directly in the directory whose name starts with
+            // "readme", case-insensitively; answered like contents (JSON, base64).
+            let prefix = if dir.is_empty() {
+                String::new()
+            } else {
+                format!("{dir}/")
+            };
+            let readme = st.files.keys().find(|(r, p)| {
+                r == repo
+                    && p.strip_prefix(&prefix).is_some_and(|name| {
+                        !name.contains('/') && name.to_ascii_lowercase().starts_with("readme")
+                    })
+            });
+            match readme {
+                Some((_, path)) => {
+                    let path = path.clone();
+                    let mut json_only = headers.clone();
+                    json_only.remove("accept");
+                    contents(st, &json_only, repo, &path)
+                }
+                None => not_found(),
+            }
+        }
         Route::Pull { repo, number } => match st.pulls.get(&(repo.clone(), *number)) {
             Some(spec) => Answer::json(
                 StatusCode::OK,
@@ -662,7 +686,8 @@ fn contents(st: &State, headers: &HeaderMap, repo: &str, path: &str) -> Answer {
     };
     if let Some(text) = st.files.get(&(repo.to_string(), path.to_string())) {
         let sha = fake_sha(text);
-        let etag = format!("W/\"{sha}\"");
+        // One ETag per representation, as GitHub varies them.
+        let etag = format!("W/\"{}{sha}\"", if raw { "raw-" } else { "" });
         if raw {
             let mut answer = Answer::json(StatusCode::OK, Value::Null);
             answer.raw = Some((
@@ -704,8 +729,10 @@ fn contents(st: &State, headers: &HeaderMap, repo: &str, path: &str) -> Answer {
     if entries.is_empty() {
         return not_found();
     }
+    // GitHub lists at most 1,000 entries of a directory.
     let list: Vec<Value> = entries
         .iter()
+        .take(1000)
         .map(|(name, kind)| {
             json!({
                 "type": kind,
@@ -722,6 +749,26 @@ fn contents(st: &State, headers: &HeaderMap, repo: &str, path: &str) -> Answer {
     tagged(Answer::json(StatusCode::OK, Value::Array(list)), etag)
 }
 
+/// `%20` → ` ` in one path segment (UTF-8 sequences included).
+fn percent_decode(segment: &str) -> String {
+    let bytes = segment.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("");
+            if let Ok(b) = u8::from_str_radix(hex, 16) {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 fn token_matches(value: &str, token: &str) -> bool {
     let Some((scheme, credential)) = value.split_once(' ') else {
         return false;
@@ -735,6 +782,11 @@ enum Route {
     Contents {
         repo: String,
         path: String,
+    },
+    /// `GET /repos/{o}/{r}/readme/{dir}` (empty: the repository's README).
+    Readme {
+        repo: String,
+        dir: String,
     },
     Pull {
         repo: String,
@@ -772,6 +824,8 @@ impl Route {
         };
         Some(match rest {
             ["contents", path @ ..] => {
+                let path: Vec<String> = path.iter().map(|s| percent_decode(s)).collect();
+                let path: Vec<&str> = path.iter().map(String::as_str).collect();
                 // No empty segment (`a//b`, a trailing `/`) and no `..`: GitHub answers 404.
                 if path.iter().any(|s| s.is_empty() || *s == "..")
                     && !(path.len() == 1 && path[0].is_empty())
@@ -781,6 +835,17 @@ impl Route {
                 Route::Contents {
                     repo,
                     path: path.join("/"),
+                }
+            }
+            ["readme", dir @ ..] => {
+                let dir: Vec<String> = dir.iter().map(|s| percent_decode(s)).collect();
+                let dir: Vec<&str> = dir.iter().map(String::as_str).collect();
+                if dir.iter().any(|s| s.is_empty() || *s == "..") {
+                    return None;
+                }
+                Route::Readme {
+                    repo,
+                    dir: dir.join("/"),
                 }
             }
             ["pulls", n] => Route::Pull {
@@ -813,7 +878,7 @@ impl Route {
                 "PullRequest"
             }
             Route::Issue { .. } => "Issue",
-            Route::Contents { .. } => "Content",
+            Route::Contents { .. } | Route::Readme { .. } => "Content",
         }
     }
 }

@@ -34,6 +34,10 @@ pub const MAX_CODEOWNERS_BYTES: usize = 64 * 1024;
 pub const MAX_MANIFEST_BYTES: usize = 256 * 1024;
 /// A description kept of a package, in characters.
 pub const MAX_DESCRIPTION_CHARS: usize = 300;
+/// Top-level directories whose README is read (beyond these, none).
+pub const MAX_READMES: usize = 100;
+/// A README's lead paragraph kept, in characters.
+pub const MAX_ABOUT_CHARS: usize = 400;
 /// Requests in flight at once during a refresh.
 const CONCURRENCY: usize = 8;
 
@@ -71,10 +75,18 @@ pub struct Seen {
     pub description: Option<String>,
 }
 
+/// The shape of what is read from the files: a context stored by another version is fetched
+/// again without its ETags (what was parsed from a 304'd file would otherwise stay as the
+/// older parser read it).
+pub const CONTEXT_VERSION: u32 = 1;
+
 /// A repository's context as stored.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RepoContext {
+    /// [`CONTEXT_VERSION`] when it was read.
+    #[serde(default)]
+    pub version: u32,
     /// When it was fetched (RFC 3339).
     pub checked_at: String,
     /// The CODEOWNERS text GitHub would use, and where it is.
@@ -85,15 +97,30 @@ pub struct RepoContext {
     /// Packages by directory, longest first is left to the reader.
     #[serde(default)]
     pub packages: Vec<Package>,
-    /// Everything requested, by `kind:path` (`file:Cargo.toml`, `dir:crates`).
+    /// The directories at the root of the default branch (`None`: not known).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_level: Option<Vec<String>>,
+    /// What a directory's README says first, by directory (packages and top-level ones).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub about: BTreeMap<String, About>,
+    /// Everything requested, by `kind:path` (`file:Cargo.toml`, `dir:crates`, `readme:api`).
     #[serde(default)]
     pub seen: BTreeMap<String, Seen>,
 }
 
+/// A README's lead paragraph and where it is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct About {
+    pub text: String,
+    /// The README's path (`crates/api/README.md`).
+    pub source: String,
+}
+
 impl RepoContext {
-    /// Whether it was fetched within `ttl` of `now`.
+    /// Whether it was fetched within `ttl` of `now`, by this version.
     pub fn is_fresh(&self, now: OffsetDateTime, ttl: time::Duration) -> bool {
-        crate::domain::parse_rfc3339(&self.checked_at).is_some_and(|t| now - t < ttl)
+        self.version == CONTEXT_VERSION
+            && crate::domain::parse_rfc3339(&self.checked_at).is_some_and(|t| now - t < ttl)
     }
 
     /// The package whose directory holds `path` (the deepest one).
@@ -133,7 +160,9 @@ pub async fn refresh(
     deadline: Instant,
 ) -> Result<RepoContext, ContextError> {
     let empty = RepoContext::default();
-    let previous = previous.unwrap_or(&empty);
+    let previous = previous
+        .filter(|p| p.version == CONTEXT_VERSION)
+        .unwrap_or(&empty);
     let mut seen: BTreeMap<String, Seen> = BTreeMap::new();
     let fetcher = Fetcher {
         github,
@@ -153,6 +182,11 @@ pub async fn refresh(
             break;
         }
     }
+
+    // The root's directories: which top-level modules still exist.
+    let root = fetcher.directories("").await?;
+    let top_level = root.found.then(|| root.dirs.clone().unwrap_or_default());
+    seen.insert("dir:".to_string(), root);
 
     // Root manifests → member patterns.
     let mut declared: Vec<(Ecosystem, Members)> = Vec::new();
@@ -228,9 +262,9 @@ pub async fn refresh(
             async move {
                 let path = format!("{dir}/{}", ecosystem.member_manifest());
                 let result = fetcher.file(&path, MAX_MANIFEST_BYTES).await.map(|mut s| {
-                    if s.found && s.name.is_none() {
-                        let info =
-                            workspaces::package_info(ecosystem, &s.text.take().unwrap_or_default());
+                    // Parsed only when served: a 304 keeps what was read before.
+                    if let Some(text) = s.text.take() {
+                        let info = workspaces::package_info(ecosystem, &text);
                         s.name = info.name;
                         s.description = info.description.map(|d| {
                             crate::summary::cap(
@@ -248,28 +282,61 @@ pub async fn refresh(
         .buffered(CONCURRENCY)
         .collect()
         .await;
-    let mut packages = Vec::with_capacity(manifests.len());
-    let mut names: BTreeMap<String, usize> = BTreeMap::new();
+    let mut packages: Vec<Package> = Vec::with_capacity(manifests.len());
+    let mut names: std::collections::HashSet<String> = Default::default();
     for (dir, ecosystem, result) in manifests {
         let s = result?;
         let path = format!("{dir}/{}", ecosystem.member_manifest());
-        let last = dir.rsplit('/').next().unwrap_or(&dir).to_string();
-        let name = s.name.clone().unwrap_or(last);
-        *names.entry(name.clone()).or_default() += 1;
-        packages.push(Package {
-            name,
-            dir,
-            description: s.description.clone(),
-            manifest: s.found.then_some(path.clone()),
-        });
+        // A directory without its manifest is not a package (the tools skip or refuse it).
+        if s.found {
+            let last = dir.rsplit('/').next().unwrap_or(&dir).to_string();
+            let mut name = s.name.clone().unwrap_or(last);
+            // Two packages with one name (a Go module and a crate both called `api`): the
+            // first by directory keeps it, the others are named by their path, so modules
+            // never merge by accident.
+            if !names.insert(name.clone()) {
+                name = dir.clone();
+            }
+            packages.push(Package {
+                name,
+                dir,
+                description: s.description.clone(),
+                manifest: Some(path.clone()),
+            });
+        }
         seen.insert(file_key(&path), s);
     }
-    // Two packages with one name (a Go module and a crate both called `api`): the later
-    // directories are named by their path, so modules never merge by accident.
-    for p in &mut packages {
-        if names.get(&p.name).copied().unwrap_or(0) > 1 {
-            p.name = p.dir.clone();
+
+    // READMEs: each package's, each top-level directory's (dot-directories aside).
+    let mut readme_dirs: Vec<String> = packages.iter().map(|p| p.dir.clone()).collect();
+    readme_dirs.extend(
+        top_level
+            .iter()
+            .flatten()
+            .filter(|d| !d.starts_with('.'))
+            .take(MAX_READMES)
+            .cloned(),
+    );
+    readme_dirs.sort();
+    readme_dirs.dedup();
+    let readmes: Vec<(String, ReadmeAnswer)> = stream::iter(readme_dirs)
+        .map(|dir| {
+            let fetcher = &fetcher;
+            async move {
+                let result = fetcher.readme(&dir).await;
+                (dir, result)
+            }
+        })
+        .buffered(CONCURRENCY)
+        .collect()
+        .await;
+    let mut about = BTreeMap::new();
+    for (dir, result) in readmes {
+        let (s, lead) = result?;
+        if let Some(lead) = lead {
+            about.insert(dir.clone(), lead);
         }
+        seen.insert(format!("readme:{dir}"), s);
     }
 
     let (codeowners_path, codeowners) = match codeowners {
@@ -283,13 +350,19 @@ pub async fn refresh(
         }
     }
     Ok(RepoContext {
+        version: CONTEXT_VERSION,
         checked_at: crate::domain::rfc3339_seconds(now),
         codeowners,
         codeowners_path,
         packages,
+        top_level,
+        about,
         seen,
     })
 }
+
+/// What asking for one README gave.
+type ReadmeAnswer = Result<(Seen, Option<About>), GitHubError>;
 
 fn file_key(path: &str) -> String {
     format!("file:{path}")
@@ -328,6 +401,39 @@ impl Fetcher<'_> {
                     text: Some(value),
                     ..Seen::default()
                 },
+            },
+        )
+    }
+
+    /// A directory's README: what was seen (its ETag) and its lead paragraph; a 304 keeps the
+    /// paragraph read before.
+    async fn readme(&self, dir: &str) -> Result<(Seen, Option<About>), GitHubError> {
+        let key = format!("readme:{dir}");
+        let before = self.previous.seen.get(&key);
+        let etag = before.filter(|s| s.found).and_then(|s| s.etag.as_deref());
+        Ok(
+            match self
+                .github
+                .readme(self.repo, dir, etag, MAX_MANIFEST_BYTES, self.deadline)
+                .await?
+            {
+                Conditional::NotModified => (
+                    before.cloned().unwrap_or_default(),
+                    self.previous.about.get(dir).cloned(),
+                ),
+                Conditional::Missing => (Seen::default(), None),
+                Conditional::Found {
+                    value: (path, text),
+                    etag,
+                } => (
+                    Seen {
+                        etag,
+                        found: true,
+                        ..Seen::default()
+                    },
+                    crate::summary::lead_paragraph(&text, MAX_ABOUT_CHARS)
+                        .map(|text| About { text, source: path }),
+                ),
             },
         )
     }

@@ -262,6 +262,51 @@ impl GitHubClient {
         })
     }
 
+    /// A directory's README (`GET /repos/{o}/{r}/readme/{dir}`, the one GitHub shows for it):
+    /// its path and text (cut at `max_bytes`), conditional like [`GitHubClient::file`].
+    pub async fn readme(
+        &self,
+        repo: &RepoName,
+        dir: &str,
+        etag: Option<&str>,
+        max_bytes: usize,
+        deadline: Instant,
+    ) -> Result<Conditional<(String, String)>, GitHubError> {
+        #[derive(Deserialize)]
+        struct Readme {
+            path: String,
+            #[serde(default)]
+            content: String,
+            #[serde(default)]
+            encoding: String,
+        }
+        let contents = contents_path(repo, dir)?;
+        let path = contents.replacen("/contents", "/readme", 1);
+        let answer = self
+            .get_with(&format!("{}{path}", self.base), &path, deadline, None, etag)
+            .await;
+        conditional(answer, |body| {
+            let readme: Readme = decode(&path, body)?;
+            let bytes = if readme.encoding == "base64" {
+                use base64::Engine as _;
+                let compact: String = readme.content.split_whitespace().collect();
+                base64::engine::general_purpose::STANDARD
+                    .decode(compact)
+                    .map_err(|e| GitHubError::Decode {
+                        path: path.clone(),
+                        message: e.to_string(),
+                    })?
+            } else {
+                readme.content.into_bytes()
+            };
+            let end = bytes.len().min(max_bytes);
+            Ok((
+                readme.path,
+                String::from_utf8_lossy(&bytes[..end]).into_owned(),
+            ))
+        })
+    }
+
     /// [`GitHubClient::get`] with an `Accept` and an `If-None-Match`; a 304 is an answer.
     async fn get_with(
         &self,
@@ -413,25 +458,31 @@ fn conditional<T>(
     }
 }
 
-/// `/repos/{o}/{r}/contents/{path}`, for paths made of the characters repository paths are
-/// made of in practice (others are refused rather than encoded wrongly).
+/// `/repos/{o}/{r}/contents/{path}`, each segment percent-encoded (`my app` → `my%20app`).
+/// A `..` segment is refused: it never names a repository file.
 fn contents_path(repo: &RepoName, file: &str) -> Result<String, GitHubError> {
     let file = file.trim_matches('/');
-    let plain = file
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'/' | b'.' | b'_' | b'-' | b'@' | b'+'));
-    if !plain || file.split('/').any(|s| s == "..") {
+    if file.split('/').any(|s| s == "..") {
         return Err(GitHubError::Refused {
             status: 0,
             path: format!("/repos/{repo}/contents/{file}"),
-            message: "not a plain repository path; not requested".into(),
+            message: "a path leaving the repository; not requested".into(),
         });
     }
-    Ok(if file.is_empty() {
-        format!("/repos/{repo}/contents")
-    } else {
-        format!("/repos/{repo}/contents/{file}")
-    })
+    let mut url = reqwest::Url::parse("http://chronicle.invalid/").expect("a valid URL");
+    {
+        let mut segments = url.path_segments_mut().map_err(|_| GitHubError::Refused {
+            status: 0,
+            path: file.to_string(),
+            message: "cannot build the request path".into(),
+        })?;
+        segments.pop_if_empty();
+        segments.extend(["repos", repo.owner(), repo.name(), "contents"]);
+        if !file.is_empty() {
+            segments.extend(file.split('/'));
+        }
+    }
+    Ok(url.path().to_string())
 }
 
 fn decode<T: serde::de::DeserializeOwned>(path: &str, body: &[u8]) -> Result<T, GitHubError> {

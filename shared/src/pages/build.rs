@@ -479,28 +479,27 @@ impl PageBuilder {
         let (repo, module) = (item.repo.as_str(), item.module.as_str());
         let repo_name = RepoName::parse(repo).map_err(|e| BuildError::Repo(e.to_string()))?;
         let context = self.contexts.get(repo).await?;
-        let layout = context
-            .as_deref()
-            .map(|c| tagging::RepoLayout::from_context(c, !self.modules.has_own_entry(&repo_name)));
-        let package = context
-            .as_deref()
-            .filter(|_| !self.modules.has_own_entry(&repo_name))
-            .and_then(|c| c.package_named(module));
+        let layout = context.as_deref().map(|c| {
+            tagging::RepoLayout::from_context(
+                c,
+                !self.modules.has_own_entry(&repo_name),
+                self.modules.for_repo(&repo_name),
+            )
+        });
+        let paths = tagging::module_paths(
+            &repo_name,
+            module,
+            self.modules.for_repo(&repo_name),
+            layout.as_ref(),
+        );
+        let (description, gone) =
+            super::content::what_it_is(context.as_deref(), module, &paths, layout.as_ref());
         let mut facts = ModuleFacts {
             repo: repo.to_string(),
             module: module.to_string(),
-            paths: tagging::module_paths(
-                &repo_name,
-                module,
-                self.modules.for_repo(&repo_name),
-                layout.as_ref(),
-            ),
-            description: package.and_then(|p| {
-                Some(super::content::Description {
-                    text: p.description.clone()?,
-                    source: p.manifest.clone()?,
-                })
-            }),
+            paths,
+            description,
+            gone,
             archive_years: archive_years(&item.years),
             ..Default::default()
         };

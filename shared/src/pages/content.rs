@@ -45,8 +45,52 @@ pub struct ModuleFacts {
     pub years: BTreeMap<String, crate::domain::YearStats>,
     /// When the page is built (the overview's "recently" and "quiet" are relative to it).
     pub now: Option<OffsetDateTime>,
-    /// What the module says it is (a workspace package's manifest description).
+    /// What the module says it is (its README's lead, else its manifest's description).
     pub description: Option<Description>,
+    /// The directory the module stands for, when it no longer exists on the default branch.
+    pub gone: Option<String>,
+}
+
+/// What a repository's context says of one module: its description (the README's lead of
+/// the directory it is, else its package manifest's) and, for a module named after a top-level
+/// directory that is no longer on the default branch, that directory (it is gone).
+/// `layout`: the repository's layout as tagging sees it (which packages are which modules).
+pub fn what_it_is(
+    context: Option<&crate::github::context::RepoContext>,
+    module: &str,
+    paths: &[String],
+    layout: Option<&crate::tagging::RepoLayout>,
+) -> (Option<Description>, Option<String>) {
+    let Some(context) = context else {
+        return (None, None);
+    };
+    let package = layout
+        .and_then(|l| l.package_dir(module))
+        .and_then(|dir| context.packages.iter().find(|p| p.dir == dir));
+    let top_level =
+        (package.is_none() && paths == [format!("{module}/**")] && !module.contains('/'))
+            .then(|| module.to_string());
+    let dir = package.map(|p| p.dir.clone()).or(top_level.clone());
+    let readme = dir.as_ref().and_then(|d| context.about.get(d));
+    let description = match (readme, package) {
+        (Some(about), _) => Some(Description {
+            text: about.text.clone(),
+            source: about.source.clone(),
+        }),
+        (None, Some(p)) => p
+            .description
+            .clone()
+            .zip(p.manifest.clone())
+            .map(|(text, source)| Description { text, source }),
+        (None, None) => None,
+    };
+    let gone = top_level.filter(|d| {
+        context
+            .top_level
+            .as_ref()
+            .is_some_and(|dirs| !dirs.contains(d))
+    });
+    (description, gone)
 }
 
 /// A module's own description and the file it comes from.
@@ -78,6 +122,7 @@ pub fn module_page(facts: &ModuleFacts, entries: &[ModuleEntry]) -> Document {
             recent: entries,
             now,
             description: facts.description.as_ref(),
+            gone: facts.gone.as_deref(),
         }));
         blocks.push(Block::Heading {
             level: 2,
@@ -667,6 +712,38 @@ mod tests {
         let md = super::super::render::commonmark(&module_page(&facts, &[e]));
         assert!(
             md.contains("**What it is:** The public HTTP API ([`crates/api/Cargo.toml`](https://github.com/acme/widgets/blob/HEAD/crates/api/Cargo.toml)); it lives under `crates/api/**`"),
+            "{md}"
+        );
+    }
+
+    /// A top-level module whose directory is no longer on the default branch says so.
+    #[test]
+    fn a_removed_directory_is_gone() {
+        let e = entry(12, "2024-02-10T08:00:00Z", "alice");
+        let mut years = BTreeMap::new();
+        years.insert(
+            "2024".to_string(),
+            crate::domain::YearStats {
+                count: 1,
+                first: e.merged_at.clone(),
+                last: e.merged_at.clone(),
+                digest: super::super::overview::digest(std::slice::from_ref(&e)),
+                ..Default::default()
+            },
+        );
+        let facts = ModuleFacts {
+            repo: "acme/widgets".into(),
+            module: "core".into(),
+            paths: vec!["core/**".into()],
+            entry_count: 1,
+            years,
+            now: crate::domain::parse_rfc3339("2024-03-01T00:00:00Z"),
+            gone: Some("core".into()),
+            ..Default::default()
+        };
+        let md = super::super::render::commonmark(&module_page(&facts, &[e]));
+        assert!(
+            md.contains("**Status:** gone — its directory `core/` no longer exists on the default branch; the last change was on 2024-02-10."),
             "{md}"
         );
     }

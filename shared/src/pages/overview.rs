@@ -239,8 +239,10 @@ pub struct OverviewInput<'a> {
     /// The page's newest entries, newest first.
     pub recent: &'a [ModuleEntry],
     pub now: OffsetDateTime,
-    /// The module's own description (its manifest's), when it has one.
+    /// The module's own description (its README's lead or its manifest's), when it has one.
     pub description: Option<&'a super::content::Description>,
+    /// The directory it stands for, when that no longer exists on the default branch.
+    pub gone: Option<&'a str>,
 }
 
 fn days_since(at: &str, now: OffsetDateTime) -> Option<f64> {
@@ -336,7 +338,9 @@ pub fn overview(input: &OverviewInput) -> Vec<Block> {
         .collect();
     if let Some(d) = input.description {
         // Its own words first, with where they come from, then where it lives.
-        what.push(Span::text(format!("{} (", d.text.trim_end_matches('.'))));
+        // A README's lead is inline Markdown (code spans, links); a manifest's is text.
+        what.extend(super::blocks::inline_spans(d.text.trim_end_matches('.')));
+        what.push(Span::text(" ("));
         let source = Span::code(d.source.clone());
         what.push(match &input.repo_url {
             Some(base) => Span {
@@ -385,6 +389,10 @@ pub fn overview(input: &OverviewInput) -> Vec<Block> {
 
     // Status.
     let status = match latest.as_deref() {
+        Some(at) if input.gone.is_some() => format!(
+            "gone — its directory no longer exists on the default branch; the last change was on {}.",
+            date(at)
+        ),
         None => "no merged pull requests yet.".to_string(),
         Some(at) => match days_since(at, input.now) {
             Some(d) if d as i64 > QUIET_DAYS => {
@@ -396,10 +404,21 @@ pub fn overview(input: &OverviewInput) -> Vec<Block> {
             _ => format!("active — last changed on {}.", date(at)),
         },
     };
-    blocks.push(Block::Paragraph(vec![
-        Span::bold("Status:"),
-        Span::text(format!(" {status}")),
-    ]));
+    let mut spans = vec![Span::bold("Status:"), Span::text(format!(" {status}"))];
+    if let Some(dir) = input.gone {
+        // Name the directory: "gone — its directory (`core/`) no longer exists …".
+        spans = vec![
+            Span::bold("Status:"),
+            Span::text(" gone — its directory "),
+            Span::code(format!("{dir}/")),
+            Span::text(
+                status
+                    .trim_start_matches("gone — its directory")
+                    .to_string(),
+            ),
+        ];
+    }
+    blocks.push(Block::Paragraph(spans));
 
     // Start here.
     let files = start_files(years, input.now);

@@ -13,6 +13,7 @@ use crate::github::context::RepoContext;
 pub const CONTEXT_MODULE: &str = "#context";
 const CONTEXT: &str = "context";
 const CHECKED_AT: &str = "checkedAt";
+const VERSION: &str = "contextVersion";
 
 #[derive(Clone, Debug)]
 pub struct ContextStore {
@@ -58,6 +59,37 @@ impl ContextStore {
         }
     }
 
+    /// When the stored context was checked, and by which version (`None`: none stored), read
+    /// without the context itself: what enrichment asks on every batch.
+    pub async fn checked(&self, repo: &str) -> Result<Option<(String, u32)>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("repo", AttributeValue::S(repo.to_string()))
+            .key("module", AttributeValue::S(CONTEXT_MODULE.to_string()))
+            .projection_expression("#checked, #version")
+            .expression_attribute_names("#checked", CHECKED_AT)
+            .expression_attribute_names("#version", VERSION)
+            .send()
+            .await
+            .map_err(|e| dynamo_error(&self.table, "GetItem", &e))?;
+        let Some(item) = out.item else {
+            return Ok(None);
+        };
+        let checked = item
+            .get(CHECKED_AT)
+            .and_then(|v| v.as_s().ok())
+            .cloned()
+            .unwrap_or_default();
+        let version = item
+            .get(VERSION)
+            .and_then(|v| v.as_n().ok())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        Ok(Some((checked, version)))
+    }
+
     /// Stores `context` if the stored one is still the one checked at `replaces` (`None`: none
     /// stored). `false`: another refresh stored first.
     pub async fn put(
@@ -78,6 +110,7 @@ impl ContextStore {
             .item("repo", AttributeValue::S(repo.to_string()))
             .item("module", AttributeValue::S(CONTEXT_MODULE.to_string()))
             .item(CHECKED_AT, AttributeValue::S(context.checked_at.clone()))
+            .item(VERSION, AttributeValue::N(context.version.to_string()))
             .item(CONTEXT, AttributeValue::S(json));
         put = match replaces {
             None => put
@@ -96,8 +129,8 @@ impl ContextStore {
 pub const MAX_CONTEXT_BYTES: usize = 350_000;
 
 /// The context as JSON within [`MAX_CONTEXT_BYTES`]: what is least needed goes first (the
-/// ETags of what was seen, so the next refresh asks unconditionally; then descriptions; then
-/// packages beyond what fits; then CODEOWNERS).
+/// ETags of what was seen, so the next refresh asks unconditionally; then descriptions and
+/// README leads; then packages beyond what fits; then CODEOWNERS).
 fn fit(context: &RepoContext) -> Result<String, serde_json::Error> {
     let mut context = std::borrow::Cow::Borrowed(context);
     let mut json = serde_json::to_string(&*context)?;
@@ -106,12 +139,21 @@ fn fit(context: &RepoContext) -> Result<String, serde_json::Error> {
         let c = context.to_mut();
         match step {
             0 => c.seen.clear(),
-            1 => c.packages.iter_mut().for_each(|p| p.description = None),
-            2 => c.packages.truncate(c.packages.len() / 2),
+            1 => {
+                c.packages.iter_mut().for_each(|p| p.description = None);
+                c.about
+                    .values_mut()
+                    .for_each(|a| a.text = crate::summary::cap(&a.text, 120));
+            }
+            2 => c.about.clear(),
+            _ if !c.packages.is_empty() => c.packages.truncate(c.packages.len() / 2),
             _ => {
                 c.codeowners = None;
-                c.packages.clear();
+                c.top_level = None;
             }
+        }
+        if step > 64 {
+            break; // nothing left to cut: what remains is a few fields
         }
         step += 1;
         json = serde_json::to_string(&*context)?;
@@ -176,12 +218,13 @@ impl ContextCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::github::context::{Package, Seen};
+    use crate::github::context::{About, Package, Seen, MAX_ABOUT_CHARS, MAX_READMES};
 
     #[test]
     fn the_largest_context_fits_one_item() {
         let description = "d".repeat(crate::github::context::MAX_DESCRIPTION_CHARS);
         let context = RepoContext {
+            version: crate::github::context::CONTEXT_VERSION,
             checked_at: "2026-12-03T00:00:00Z".into(),
             codeowners: Some("x".repeat(crate::github::context::MAX_CODEOWNERS_BYTES)),
             codeowners_path: Some(".github/CODEOWNERS".into()),
@@ -201,6 +244,22 @@ mod tests {
                             etag: Some(format!("W/\"{}\"", "e".repeat(64))),
                             found: true,
                             ..Seen::default()
+                        },
+                    )
+                })
+                .collect(),
+            top_level: Some(
+                (0..MAX_READMES)
+                    .map(|i| format!("{}{i}", "t".repeat(100)))
+                    .collect(),
+            ),
+            about: (0..crate::github::context::MAX_PACKAGES + MAX_READMES)
+                .map(|i| {
+                    (
+                        format!("{}/{i}", "d".repeat(250)),
+                        About {
+                            text: "a".repeat(MAX_ABOUT_CHARS),
+                            source: format!("{}/{i}/README.md", "d".repeat(250)),
                         },
                     )
                 })

@@ -239,6 +239,13 @@ pub fn extractive(input: &SummaryInput) -> Summary {
     }
 }
 
+/// A document's lead: its first meaningful paragraph (a README's "what this is" after its
+/// title and badges), capped at `max` characters; `None` when it has none.
+pub fn lead_paragraph(markdown: &str, max: usize) -> Option<String> {
+    let text = body_summary(&clean::clean(markdown), "");
+    (!text.is_empty()).then(|| cap(&text, max))
+}
+
 /// Most paths a files sentence names.
 const FILES_NAMED: usize = 3;
 /// Most commit subjects a squash-merge list keeps.
