@@ -338,3 +338,51 @@ async fn enrichment_stores_the_context_once_a_day_and_concurrent_refreshes_store
     );
     disabled.refresh_context(&repo(), later, within(10)).await;
 }
+
+/// What backfill calls before its first page: stored once, then fresh; a concurrent store
+/// first is reported as such.
+#[tokio::test]
+async fn backfill_stores_the_context_before_importing() {
+    use shared::enrich::{refresh_repo_context, ContextRefresh};
+    let sdk = sdk().await;
+    let t = fresh_tables(&sdk).await;
+    let stub = monorepo().await;
+    let contexts = t.pages.contexts();
+    let now = OffsetDateTime::now_utc();
+    let first = refresh_repo_context(&contexts, &client(&stub), &repo(), now, within(10))
+        .await
+        .unwrap();
+    assert_eq!(
+        first,
+        ContextRefresh::Stored {
+            packages: 5,
+            codeowners: Some(".github/CODEOWNERS".into())
+        }
+    );
+    let again = refresh_repo_context(&contexts, &client(&stub), &repo(), now, within(10))
+        .await
+        .unwrap();
+    assert_eq!(again, ContextRefresh::Fresh);
+    // A stale one replaced by another writer between this one's read and its write.
+    let later = now + time::Duration::hours(30);
+    let stored = contexts.get(REPO).await.unwrap().unwrap();
+    let mut other = stored.clone();
+    other.checked_at = shared::domain::rfc3339_seconds(later);
+    let (github, r) = (client(&stub), repo());
+    let (a, b) = tokio::join!(
+        refresh_repo_context(&contexts, &github, &r, later, within(10)),
+        async {
+            // Lands while the first is fetching (it read the old checkedAt already).
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            contexts
+                .put(REPO, &other, Some(&stored.checked_at))
+                .await
+                .unwrap()
+        }
+    );
+    match a.unwrap() {
+        ContextRefresh::StoredByAnother => assert!(b),
+        ContextRefresh::Stored { .. } => assert!(!b, "exactly one of the two stored"),
+        ContextRefresh::Fresh => panic!("the stored context was stale"),
+    }
+}

@@ -174,6 +174,48 @@ pub async fn target(stack: Option<&str>) -> Result<Target, UsageError> {
 }
 
 /// Runs the backfill against `target`, printing progress to stderr and the summary to stdout.
+/// Refreshes the repository's stored context before an import; a failure is reported and the
+/// import goes on (its PRs are then tagged without the context, by top-level directory).
+async fn context_first(
+    target: &Target,
+    token: &shared::secret::Secret,
+    repo: &shared::domain::RepoName,
+    client: aws_sdk_dynamodb::Client,
+) {
+    let contexts = shared::store::ContextStore::new(client, target.pages_table.clone());
+    let rest =
+        match shared::github::GitHubClient::new(&target.api_url, token, Duration::from_secs(30), 3)
+        {
+            Ok(rest) => rest,
+            Err(e) => {
+                eprintln!("repository context: not read (building the HTTP client failed: {e})");
+                return;
+            }
+        };
+    let deadline = std::time::Instant::now() + Duration::from_secs(300);
+    match shared::enrich::refresh_repo_context(
+        &contexts,
+        &rest,
+        repo,
+        time::OffsetDateTime::now_utc(),
+        deadline,
+    )
+    .await
+    {
+        Ok(shared::enrich::ContextRefresh::Stored {
+            packages,
+            codeowners,
+        }) => eprintln!(
+            "repository context: {packages} workspace packages, CODEOWNERS {}",
+            codeowners.as_deref().unwrap_or("none")
+        ),
+        Ok(_) => {}
+        Err(e) => eprintln!(
+            "repository context: not refreshed ({e}); PRs are tagged without it (by top-level directory)"
+        ),
+    }
+}
+
 pub async fn run_with(
     args: &BackfillArgs,
     target: &Target,
@@ -192,7 +234,10 @@ pub async fn run_with(
         .with_wait_notice(Arc::new(move |wait, why| notice.waiting(wait, why)));
     let client = aws_sdk_dynamodb::Client::new(&target.sdk);
     let store = PrStore::new(client.clone(), target.table.clone());
-    let checkpoints = CheckpointStore::new(client, target.pages_table.clone());
+    let checkpoints = CheckpointStore::new(client.clone(), target.pages_table.clone());
+    // The repository's context first (CODEOWNERS, workspace packages, READMEs): the imported
+    // history is then tagged with it from its first PR, as new PRs will be.
+    context_first(target, token, &options.repo, client.clone()).await;
     let backfill = Backfill {
         github: &github,
         store: &store,

@@ -478,25 +478,9 @@ impl EnrichHandler {
     /// batch: whatever goes wrong is logged and the stored context stays in use. A refresh
     /// gets at most half the time left, so the records still get theirs.
     pub async fn refresh_context(&self, repo: &RepoName, now: OffsetDateTime, deadline: Instant) {
-        use crate::github::context;
         let (Some(store), Some(github)) = (&self.contexts, &self.github) else {
             return;
         };
-        // The stored `checkedAt` alone first: a fresh context costs one small read.
-        let checked = match store.checked(repo.as_str()).await {
-            Ok(c) => c,
-            Err(e) => {
-                tracing::warn!(repo = %repo, error = %e, "repository context not read; not refreshed");
-                return;
-            }
-        };
-        let fresh = checked.as_ref().is_some_and(|(at, version)| {
-            *version == context::CONTEXT_VERSION
-                && crate::domain::parse_rfc3339(at).is_some_and(|t| now - t < context::DEFAULT_TTL)
-        });
-        if fresh {
-            return;
-        }
         // A refresh that failed here lately is not retried on every batch.
         if let Some(at) = self
             .context_failures
@@ -508,44 +492,19 @@ impl EnrichHandler {
                 return;
             }
         }
-        // An unreadable stored context (another version's) is replaced, conditional on the
-        // `checkedAt` read above, and fetched without its ETags.
-        let previous = match store.get(repo.as_str()).await {
-            Ok(p) => p,
-            Err(e) => {
-                tracing::warn!(repo = %repo, error = %e, "repository context not read; not refreshed");
-                return;
-            }
-        };
         let left = deadline.saturating_duration_since(Instant::now());
         let budget = Instant::now() + left / 2;
-        match context::refresh(&github.rest, repo, previous.as_ref(), now, budget).await {
-            Ok(fresh) => {
-                self.context_failures
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .remove(repo.as_str());
-                let replaces = checked.as_ref().map(|(at, _)| at.as_str());
-                match store.put(repo.as_str(), &fresh, replaces).await {
-                    Ok(true) => tracing::info!(
-                        repo = %repo,
-                        packages = fresh.packages.len(),
-                        codeowners = fresh.codeowners_path.as_deref().unwrap_or("none"),
-                        "repository context refreshed"
-                    ),
-                    Ok(false) => {
-                        tracing::debug!(repo = %repo, "repository context refreshed by another worker")
-                    }
-                    Err(e) => {
-                        tracing::warn!(repo = %repo, error = %e, "repository context not stored")
-                    }
-                }
+        let outcome = refresh_repo_context(store, &github.rest, repo, now, budget).await;
+        let mut failures = self
+            .context_failures
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        match outcome {
+            Ok(_) => {
+                failures.remove(repo.as_str());
             }
             Err(e) => {
-                self.context_failures
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(repo.as_str().to_string(), Instant::now());
+                failures.insert(repo.as_str().to_string(), Instant::now());
                 tracing::warn!(
                     repo = %repo,
                     error = %e,
@@ -805,6 +764,71 @@ impl EnrichHandler {
                 RetryOutcome::Failed
             }
         }
+    }
+}
+
+/// What [`refresh_repo_context`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ContextRefresh {
+    /// The stored context is younger than a day (and of this version): nothing asked.
+    Fresh,
+    /// Fetched and stored: how many packages, and where CODEOWNERS was found.
+    Stored {
+        packages: usize,
+        codeowners: Option<String>,
+    },
+    /// Fetched, but another worker stored one first (either is right).
+    StoredByAnother,
+}
+
+/// Why a repository's context was not refreshed (the stored one stays in use).
+#[derive(Debug, thiserror::Error)]
+pub enum ContextRefreshError {
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    #[error(transparent)]
+    GitHub(#[from] crate::github::context::ContextError),
+}
+
+/// Refreshes `repo`'s stored context when it is older than a day (or another version's):
+/// reads the stored `checkedAt` alone first (a fresh context costs one small read), then the
+/// context for its ETags, fetches conditionally until `deadline`, and stores the result
+/// conditional on the `checkedAt` it read, so an unreadable context is replaced and two
+/// refreshes at once store one. Used by enrichment (each batch) and by backfill (before the
+/// first page, so an imported history is tagged with the context from its first PR).
+pub async fn refresh_repo_context(
+    store: &crate::store::ContextStore,
+    github: &GitHubClient,
+    repo: &RepoName,
+    now: OffsetDateTime,
+    deadline: Instant,
+) -> Result<ContextRefresh, ContextRefreshError> {
+    use crate::github::context;
+    let checked = store.checked(repo.as_str()).await?;
+    let fresh = checked.as_ref().is_some_and(|(at, version)| {
+        *version == context::CONTEXT_VERSION
+            && crate::domain::parse_rfc3339(at).is_some_and(|t| now - t < context::DEFAULT_TTL)
+    });
+    if fresh {
+        return Ok(ContextRefresh::Fresh);
+    }
+    let previous = store.get(repo.as_str()).await?;
+    let fetched = context::refresh(github, repo, previous.as_ref(), now, deadline).await?;
+    let replaces = checked.as_ref().map(|(at, _)| at.as_str());
+    if store.put(repo.as_str(), &fetched, replaces).await? {
+        tracing::info!(
+            repo = %repo,
+            packages = fetched.packages.len(),
+            codeowners = fetched.codeowners_path.as_deref().unwrap_or("none"),
+            "repository context refreshed"
+        );
+        Ok(ContextRefresh::Stored {
+            packages: fetched.packages.len(),
+            codeowners: fetched.codeowners_path,
+        })
+    } else {
+        tracing::debug!(repo = %repo, "repository context refreshed by another worker");
+        Ok(ContextRefresh::StoredByAnother)
     }
 }
 
