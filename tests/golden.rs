@@ -97,6 +97,7 @@ fn module_page(
             .map(|t| t + time::Duration::days(10)),
         description: None,
         gone: None,
+        owners: vec![],
     };
     commonmark(&content::module_page(&facts, &entries))
 }

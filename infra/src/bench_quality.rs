@@ -180,6 +180,12 @@ pub fn module_page(
     let layout = context.map(|c| tagging::RepoLayout::from_context(c, true, config));
     (facts.description, facts.gone) =
         content::what_it_is(context, module, &facts.paths, layout.as_ref());
+    if let Some(codeowners) = layout.as_ref().and_then(|l| l.codeowners()) {
+        facts.owners = content::owners_of(
+            codeowners,
+            &shared::pages::overview::start_files(&facts.years, now),
+        );
+    }
     let shown = layout::main_count(&facts, &newest);
     // The older entries' years, as the builder lists its archive pages.
     let cutoff = newest

@@ -167,6 +167,8 @@ pub fn context(spec: &HistorySpec) -> shared::github::context::RepoContext {
         .collect();
     RepoContext {
         checked_at: shared::domain::rfc3339_seconds(spec.end),
+        codeowners: Some("* @acme/maintainers\n/api/ @acme/api-team @dev00\n".into()),
+        codeowners_path: Some(".github/CODEOWNERS".into()),
         top_level: Some(top_level),
         about,
         ..RepoContext::default()

@@ -589,6 +589,8 @@ pub struct Codeowners {
     lines: Vec<Option<String>>,
     /// Whether each kept line matches everything (`* @org/maintainers`).
     catch_all: Vec<bool>,
+    /// Every owner of each kept line, as written (`@octo-org/payments`, `docs@example.com`).
+    all_owners: Vec<Vec<String>>,
 }
 
 impl Codeowners {
@@ -597,6 +599,7 @@ impl Codeowners {
         let mut line_of_glob = Vec::new();
         let mut lines = Vec::new();
         let mut catch_all = Vec::new();
+        let mut all_owners: Vec<Vec<String>> = Vec::new();
         for (number, raw) in text.lines().enumerate() {
             let mut words = raw.split_whitespace().take_while(|w| !w.starts_with('#'));
             let Some(pattern) = words.next() else {
@@ -626,6 +629,13 @@ impl Codeowners {
                 line_of_glob.push(lines.len());
             }
             lines.push(owner);
+            all_owners.push(
+                raw.split_whitespace()
+                    .take_while(|w| !w.starts_with('#'))
+                    .skip(1)
+                    .map(str::to_string)
+                    .collect(),
+            );
             catch_all.push(matches!(
                 pattern.trim_start_matches('/'),
                 "*" | "**" | "**/*" | "*/**"
@@ -642,6 +652,7 @@ impl Codeowners {
             line_of_glob,
             lines,
             catch_all,
+            all_owners,
         }
     }
 
@@ -657,6 +668,17 @@ impl Codeowners {
             .map(|g| self.line_of_glob[g])
             .max()?;
         self.lines[last].as_deref()
+    }
+
+    /// Every owner of `path`, as written, by GitHub's rule (the last matching line's).
+    pub fn owners_of(&self, path: &str) -> &[String] {
+        let path = path.trim_start_matches('/');
+        self.set
+            .matches(path)
+            .into_iter()
+            .map(|g| self.line_of_glob[g])
+            .max()
+            .map_or(&[], |line| self.all_owners[line].as_slice())
     }
 
     /// The module CODEOWNERS gives `path`: [`Codeowners::owner_of`] without the catch-all
@@ -785,6 +807,11 @@ impl RepoLayout {
                     && path.as_bytes()[dir.len()] == b'/'
             })
             .map(|(_, name)| name.as_str())
+    }
+
+    /// The repository's CODEOWNERS, when it has one.
+    pub fn codeowners(&self) -> Option<&Codeowners> {
+        self.codeowners.as_ref()
     }
 
     /// The directory of the package that is the module `module`.

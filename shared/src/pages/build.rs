@@ -588,6 +588,13 @@ impl PageBuilder {
         facts.archive_years = archive_years(&years);
         facts.years = years.clone();
         facts.now = Some(OffsetDateTime::now_utc());
+        // Who owns it by CODEOWNERS: the owners of the files a newcomer starts with.
+        if let Some(codeowners) = layout.as_ref().and_then(|l| l.codeowners()) {
+            facts.owners = super::content::owners_of(
+                codeowners,
+                &super::overview::start_files(&facts.years, OffsetDateTime::now_utc()),
+            );
+        }
         let mut all_docs = vec![content::module_page(&facts, main)];
         all_docs.extend(docs);
         // The index lists this module (and, in Notion, holds its page): its item must exist.

@@ -49,6 +49,8 @@ pub struct ModuleFacts {
     pub description: Option<Description>,
     /// The directory the module stands for, when it no longer exists on the default branch.
     pub gone: Option<String>,
+    /// Its CODEOWNERS owners: those of its start-here files, as written (`@org/team`).
+    pub owners: Vec<String>,
 }
 
 /// What a repository's context says of one module: its description (the README's lead of
@@ -93,6 +95,19 @@ pub fn what_it_is(
     (description, gone)
 }
 
+/// Owners CODEOWNERS gives these files, each once, in order (at most five).
+pub fn owners_of(codeowners: &crate::tagging::Codeowners, files: &[String]) -> Vec<String> {
+    let mut owners: Vec<String> = Vec::new();
+    for f in files {
+        for o in codeowners.owners_of(f) {
+            if !owners.contains(o) && owners.len() < 5 {
+                owners.push(o.clone());
+            }
+        }
+    }
+    owners
+}
+
 /// A module's own description and the file it comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Description {
@@ -123,6 +138,7 @@ pub fn module_page(facts: &ModuleFacts, entries: &[ModuleEntry]) -> Document {
             now,
             description: facts.description.as_ref(),
             gone: facts.gone.as_deref(),
+            owners: &facts.owners,
         }));
         blocks.push(Block::Heading {
             level: 2,
@@ -707,9 +723,18 @@ mod tests {
                 text: "The public HTTP API.".into(),
                 source: "crates/api/Cargo.toml".into(),
             }),
+            owners: owners_of(
+                &crate::tagging::Codeowners::parse("* @all\n/crates/api/ @acme/api @bob\n"),
+                &["crates/api/src/lib.rs".into(), "README.md".into()],
+            ),
             ..Default::default()
         };
+        assert_eq!(facts.owners, ["@acme/api", "@bob", "@all"]);
         let md = super::super::render::commonmark(&module_page(&facts, &[e]));
+        assert!(
+            md.contains("**Who knows it:** @alice (last active 2024-02-10); owners in CODEOWNERS: @acme/api, @bob, @all."),
+            "{md}"
+        );
         assert!(
             md.contains("**What it is:** The public HTTP API ([`crates/api/Cargo.toml`](https://github.com/acme/widgets/blob/HEAD/crates/api/Cargo.toml)); it lives under `crates/api/**`"),
             "{md}"

@@ -243,6 +243,8 @@ pub struct OverviewInput<'a> {
     pub description: Option<&'a super::content::Description>,
     /// The directory it stands for, when that no longer exists on the default branch.
     pub gone: Option<&'a str>,
+    /// Its CODEOWNERS owners (of its start-here files).
+    pub owners: &'a [String],
 }
 
 fn days_since(at: &str, now: OffsetDateTime) -> Option<f64> {
@@ -445,15 +447,25 @@ pub fn overview(input: &OverviewInput) -> Vec<Block> {
 
     // Who knows it.
     let experts = experts(years, input.now);
-    if !experts.is_empty() {
+    if !experts.is_empty() || !input.owners.is_empty() {
         let list: Vec<String> = experts
             .iter()
             .map(|(login, _, last)| format!("@{login} (last active {})", date(last)))
             .collect();
+        let mut text = list.join(", ");
+        if !input.owners.is_empty() {
+            if !text.is_empty() {
+                text.push_str("; ");
+            }
+            text.push_str(&format!(
+                "owners in CODEOWNERS: {}",
+                input.owners.join(", ")
+            ));
+        }
         blocks.push(Block::Paragraph(vec![
             Span::bold("Who knows it:"),
             Span::text(" "),
-            Span::text(format!("{}.", list.join(", "))),
+            Span::text(format!("{text}.")),
         ]));
     }
 
