@@ -12,6 +12,7 @@ pub mod dev;
 pub mod emulator;
 pub mod github_standin;
 pub mod http_server;
+pub mod ops_cli;
 pub mod queues;
 pub mod replay;
 pub mod samples;

@@ -49,6 +49,34 @@ enum Command {
         #[arg(long, default_value_t = 5)]
         sweep_interval: u64,
     },
+    /// The pipeline at a glance: pending backlog per shard and its oldest row, deferred and
+    /// given-up rows, queue and DLQ depths, stale and failing pages (exit 1: needs attention).
+    Status {
+        /// A deployed stack (names from its CloudFormation outputs). Without it: the local
+        /// stack at AWS_ENDPOINT_URL.
+        #[arg(long)]
+        stack: Option<String>,
+        /// Also this repository's backfill checkpoint (OWNER/REPO).
+        #[arg(long)]
+        repo: Option<String>,
+        /// JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The given-up rows (failedReason, attempts, lastError, when), newest first, from the
+    /// sparse failed index (never a Scan).
+    Failed {
+        /// A deployed stack (names from its CloudFormation outputs). Without it: the local
+        /// stack at AWS_ENDPOINT_URL.
+        #[arg(long)]
+        stack: Option<String>,
+        /// Only this repository's (OWNER/REPO).
+        #[arg(long)]
+        repo: Option<String>,
+        /// JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
     /// Import a repository's merged pull requests from before the install (GitHub GraphQL),
     /// through the webhook's own upsert, already enriched. Resumable: run it again after a stop.
     Backfill {
@@ -229,6 +257,14 @@ async fn main() -> anyhow::Result<()> {
                 _ = term.recv() => {}
             }
             Ok(())
+        }
+        Command::Status { stack, repo, json } => {
+            let code = infra::ops_cli::run_status(stack.as_deref(), repo.as_deref(), json).await;
+            std::process::exit(i32::from(code));
+        }
+        Command::Failed { stack, repo, json } => {
+            let code = infra::ops_cli::run_failed(stack.as_deref(), repo.as_deref(), json).await;
+            std::process::exit(i32::from(code));
         }
         Command::Backfill {
             repo,

@@ -231,7 +231,7 @@ fn key_schema(keys: &[KeyDef]) -> Result<Vec<KeySchemaElement>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shared::store::{attr, PENDING_INDEX};
+    use shared::store::{attr, FAILED_INDEX, PENDING_INDEX};
 
     #[test]
     fn bundled_table_matches_the_store_contract() {
@@ -253,6 +253,17 @@ mod tests {
             .map(|k| k.attribute_name.as_str())
             .collect();
         assert_eq!(keys, [attr::PENDING_SHARD, attr::MERGED_AT]);
+        let failed = table
+            .global_secondary_indexes
+            .iter()
+            .find(|i| i.index_name == FAILED_INDEX)
+            .unwrap();
+        let keys: Vec<_> = failed
+            .key_schema
+            .iter()
+            .map(|k| k.attribute_name.as_str())
+            .collect();
+        assert_eq!(keys, [attr::FAILED_SHARD, attr::FAILED_AT]);
         assert_eq!(table.billing_mode, "PAY_PER_REQUEST");
         assert_eq!(
             table.stream_specification.unwrap().stream_view_type,

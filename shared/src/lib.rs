@@ -28,6 +28,7 @@ pub mod payload;
 pub mod publish;
 pub mod secret;
 pub mod signature;
+pub mod status;
 pub mod store;
 pub mod summarize;
 pub mod summary;

@@ -40,6 +40,8 @@ pub mod attr {
     pub const ENRICHED_AT: &str = "enrichedAt";
     pub const SUMMARIZED_AT: &str = "summarizedAt";
     pub const FAILED_AT: &str = "failedAt";
+    /// The sparse "given up" marker (always [`super::FAILED_MARK`]): the failed index's key.
+    pub const FAILED_SHARD: &str = "failedShard";
     pub const FAILED_REASON: &str = "failedReason";
     pub const ATTEMPTS: &str = "attempts";
     pub const LEASE_OWNER: &str = "leaseOwner";
@@ -82,6 +84,7 @@ pub mod attr {
         ENRICHED_AT,
         SUMMARIZED_AT,
         FAILED_AT,
+        FAILED_SHARD,
         FAILED_REASON,
         ATTEMPTS,
         LEASE_OWNER,
@@ -95,6 +98,10 @@ pub mod attr {
 
 /// The sparse GSI over rows awaiting a summary (hash `pendingShard`, range `mergedAt`).
 pub const PENDING_INDEX: &str = "pending";
+/// The sparse GSI over given-up rows (hash `failedShard`, range `failedAt`).
+pub const FAILED_INDEX: &str = "failed";
+/// The one value of `failedShard`: given-up rows are few, one partition holds them.
+pub const FAILED_MARK: &str = "1";
 
 pub type Item = HashMap<String, AttributeValue>;
 
@@ -102,6 +109,7 @@ mod backfill;
 mod context;
 mod deferred;
 mod entries;
+mod failed;
 mod meter;
 mod pages;
 mod summary;
@@ -110,6 +118,7 @@ pub use backfill::{Checkpoint, CheckpointStore};
 pub use context::{ContextCache, ContextStore, CONTEXT_MODULE};
 pub use deferred::{Deferral, DEFERRED_SHARD};
 pub use entries::{entry_attr, EntryStore};
+pub use failed::FailedRow;
 pub use meter::{Meter, MeterReading};
 pub use pages::{
     page_attr, BuildClaim, BuildCompletion, BuildResult, CreateClaim, PageStore, StalePage,
@@ -197,6 +206,11 @@ impl PrStore {
 
     pub fn table_name(&self) -> &str {
         &self.table.table_name
+    }
+
+    /// `PENDING_SHARDS`: rows go to shards `"0"`..`"N-1"`.
+    pub fn pending_shards(&self) -> u32 {
+        u32::from(self.table.pending_shards)
     }
 
     pub fn client(&self) -> &Client {

@@ -253,6 +253,10 @@ impl PrStore {
     ) -> Result<bool, StoreError> {
         let mut update = Update::default();
         update.set(attr::FAILED_AT, AttributeValue::S(at.to_string()));
+        update.set(
+            attr::FAILED_SHARD,
+            AttributeValue::S(super::FAILED_MARK.to_string()),
+        );
         update.set(attr::FAILED_REASON, AttributeValue::S(reason.to_string()));
         for gone in [
             attr::PENDING_SHARD,
@@ -277,7 +281,12 @@ impl PrStore {
         failed_at: &str,
     ) -> Result<bool, StoreError> {
         let mut update = Update::default();
-        for gone in [attr::FAILED_AT, attr::FAILED_REASON, attr::ATTEMPTS] {
+        for gone in [
+            attr::FAILED_AT,
+            attr::FAILED_SHARD,
+            attr::FAILED_REASON,
+            attr::ATTEMPTS,
+        ] {
             update.remove(gone);
         }
         update.set(

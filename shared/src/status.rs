@@ -1,0 +1,338 @@
+//! The pipeline at a glance, for `chronicle status`: the pending backlog per shard and its
+//! oldest row, rows deferred for enrichment, given-up rows, queue and DLQ depths, stale pages
+//! and the ones whose last build failed (with its advice), and a repository's backfill
+//! checkpoint. Every figure comes from an index (`Select=COUNT` on the sparse GSIs) or a queue
+//! attribute: never a Scan, so it costs the backlog, not the history.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use time::OffsetDateTime;
+
+use crate::domain::{parse_rfc3339, RepoName};
+use crate::store::{CheckpointStore, PageStore, PrStore, StoreError, DEFERRED_SHARD};
+
+/// A pending row received longer ago than this needs attention (the sweeper runs every minute).
+pub const PENDING_ATTENTION_SECONDS: i64 = 3600;
+/// The most shards `PENDING_SHARDS` allows.
+const MAX_SHARDS: u32 = 32;
+/// Stale pages whose items are read for a failed build, at most.
+pub const PAGES_INSPECTED: usize = 200;
+
+/// A queue the report names, by its role.
+#[derive(Debug, Clone)]
+pub struct QueueRef {
+    pub name: String,
+    pub url: String,
+    pub dead_letter: bool,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct OldestPending {
+    pub repo: String,
+    pub number: u64,
+    pub merged_at: String,
+    pub received_at: Option<String>,
+    /// Since it was received.
+    pub age_seconds: Option<i64>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueDepth {
+    pub name: String,
+    pub dead_letter: bool,
+    /// `ApproximateNumberOfMessages`.
+    pub visible: u64,
+    /// `ApproximateNumberOfMessagesNotVisible`.
+    pub in_flight: u64,
+    /// `ApproximateNumberOfMessagesDelayed`.
+    pub delayed: u64,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct FailingPage {
+    pub repo: String,
+    pub module: String,
+    pub last_error: String,
+    pub advice: Option<String>,
+    pub at: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct BackfillProgress {
+    pub repo: String,
+    pub imported: u64,
+    pub updated: u64,
+    pub unchanged: u64,
+    pub pages: u64,
+    pub updated_at: String,
+    pub finished_at: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusReport {
+    /// Rows awaiting their summary, per shard (`"0"`…).
+    pub pending: BTreeMap<String, u64>,
+    pub pending_total: u64,
+    pub oldest_pending: Option<OldestPending>,
+    /// Rows parked until GitHub's rate limit resets.
+    pub deferred: u64,
+    /// Rows given up (`chronicle failed` lists them).
+    pub failed: u64,
+    pub queues: Vec<QueueDepth>,
+    pub stale_pages: u64,
+    /// Stale pages whose last build failed (of the first [`PAGES_INSPECTED`]).
+    pub failing_pages: Vec<FailingPage>,
+    pub backfill: Option<BackfillProgress>,
+    /// Why it needs attention (empty: all is well); the CLI exits 1 when not empty.
+    pub attention: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StatusError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("SQS GetQueueAttributes on {queue} failed: {message}")]
+    Queue { queue: String, message: String },
+}
+
+/// What `status` reads from.
+pub struct StatusSources<'a> {
+    pub prs: &'a PrStore,
+    pub pages: &'a PageStore,
+    pub checkpoints: &'a CheckpointStore,
+    pub sqs: &'a aws_sdk_sqs::Client,
+    pub queues: &'a [QueueRef],
+}
+
+/// Gathers the report. `repo`: also that repository's backfill checkpoint.
+pub async fn gather(
+    sources: &StatusSources<'_>,
+    repo: Option<&RepoName>,
+    now: OffsetDateTime,
+) -> Result<StatusReport, StatusError> {
+    let mut report = StatusReport::default();
+    // Every shard the parameter allows: rows left in shards above a lowered PENDING_SHARDS
+    // are still pending (the sweeper drains them), and are shown when there are any.
+    for shard in 0..MAX_SHARDS {
+        let in_use = shard < sources.prs.pending_shards();
+        let shard = shard.to_string();
+        let count = sources.prs.count_pending(&shard).await?;
+        if !in_use && count == 0 {
+            continue;
+        }
+        report.pending_total += count;
+        if count > 0 {
+            // The index is sorted by merge time: its first row is the oldest merge.
+            if let Some(row) = sources
+                .prs
+                .pending_page(&shard, None, 1)
+                .await?
+                .rows
+                .into_iter()
+                .next()
+            {
+                let older = report
+                    .oldest_pending
+                    .as_ref()
+                    .is_none_or(|o| row.merged_at < o.merged_at);
+                if older {
+                    let age = row
+                        .received_at
+                        .as_deref()
+                        .and_then(parse_rfc3339)
+                        .map(|t| (now - t).whole_seconds());
+                    report.oldest_pending = Some(OldestPending {
+                        repo: row.repo.to_string(),
+                        number: row.number,
+                        merged_at: row.merged_at,
+                        received_at: row.received_at,
+                        age_seconds: age,
+                    });
+                }
+            }
+        }
+        report.pending.insert(shard, count);
+    }
+    report.deferred = sources.prs.count_pending(DEFERRED_SHARD).await?;
+    report.failed = sources.prs.count_failed().await?;
+
+    for q in sources.queues {
+        let out = sources
+            .sqs
+            .get_queue_attributes()
+            .queue_url(&q.url)
+            .attribute_names(aws_sdk_sqs::types::QueueAttributeName::All)
+            .send()
+            .await
+            .map_err(|e| StatusError::Queue {
+                queue: q.name.clone(),
+                message: crate::aws::error_message(&e),
+            })?;
+        let attribute = |name: aws_sdk_sqs::types::QueueAttributeName| {
+            out.attributes()
+                .and_then(|a| a.get(&name))
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        use aws_sdk_sqs::types::QueueAttributeName as A;
+        report.queues.push(QueueDepth {
+            name: q.name.clone(),
+            dead_letter: q.dead_letter,
+            visible: attribute(A::ApproximateNumberOfMessages),
+            in_flight: attribute(A::ApproximateNumberOfMessagesNotVisible),
+            delayed: attribute(A::ApproximateNumberOfMessagesDelayed),
+        });
+    }
+
+    let stale = sources.pages.stale_pages().await?;
+    report.stale_pages = stale.len() as u64;
+    for page in stale.iter().take(PAGES_INSPECTED) {
+        if let Some(item) = sources.pages.get(&page.repo, &page.module).await? {
+            if let Some(error) = item.last_error {
+                report.failing_pages.push(FailingPage {
+                    repo: page.repo.clone(),
+                    module: page.module.clone(),
+                    last_error: error,
+                    advice: item.advice,
+                    at: item.last_error_at,
+                });
+            }
+        }
+    }
+
+    if let Some(repo) = repo {
+        report.backfill = sources
+            .checkpoints
+            .get(repo)
+            .await?
+            .map(|c| BackfillProgress {
+                repo: c.repository,
+                imported: c.imported,
+                updated: c.updated,
+                unchanged: c.unchanged,
+                pages: c.pages,
+                updated_at: c.updated_at,
+                finished_at: c.finished_at,
+            });
+    }
+
+    report.attention = attention(&report);
+    Ok(report)
+}
+
+/// What needs a person: given-up rows, messages in a DLQ, pages whose build fails, a pending
+/// row waiting for more than an hour.
+fn attention(r: &StatusReport) -> Vec<String> {
+    let mut out = Vec::new();
+    if r.failed > 0 {
+        out.push(format!(
+            "{} rows given up: `chronicle failed` lists them, `chronicle reprocess --failed` retries them",
+            r.failed
+        ));
+    }
+    for q in r.queues.iter().filter(|q| q.dead_letter && q.visible > 0) {
+        out.push(format!("{} messages in {}", q.visible, q.name));
+    }
+    if !r.failing_pages.is_empty() {
+        out.push(format!(
+            "{} pages whose last build failed (see their advice)",
+            r.failing_pages.len()
+        ));
+    }
+    if let Some(o) = &r.oldest_pending {
+        if o.age_seconds.is_some_and(|a| a > PENDING_ATTENTION_SECONDS) {
+            out.push(format!(
+                "the oldest pending row ({}#{}) was received {} minutes ago",
+                o.repo,
+                o.number,
+                o.age_seconds.unwrap_or(0) / 60
+            ));
+        }
+    }
+    out
+}
+
+/// The report as a terminal table.
+pub fn render(r: &StatusReport) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let shards: Vec<String> = r.pending.iter().map(|(k, v)| format!("{k}:{v}")).collect();
+    let _ = writeln!(
+        s,
+        "pending summaries   {:>8}   (per shard {})",
+        r.pending_total,
+        shards.join(" ")
+    );
+    match &r.oldest_pending {
+        Some(o) => {
+            let _ = writeln!(
+                s,
+                "oldest pending      {}#{}   merged {}, received {}",
+                o.repo,
+                o.number,
+                o.merged_at,
+                o.received_at.as_deref().unwrap_or("?")
+            );
+        }
+        None => {
+            let _ = writeln!(s, "oldest pending      -");
+        }
+    }
+    let _ = writeln!(s, "deferred (GitHub)   {:>8}", r.deferred);
+    let _ = writeln!(s, "given up            {:>8}", r.failed);
+    for q in &r.queues {
+        let _ = writeln!(
+            s,
+            "queue {:<30} {:>6} visible {:>6} in flight {:>6} delayed{}",
+            q.name,
+            q.visible,
+            q.in_flight,
+            q.delayed,
+            if q.dead_letter { "   (DLQ)" } else { "" }
+        );
+    }
+    let _ = writeln!(s, "stale pages         {:>8}", r.stale_pages);
+    for p in &r.failing_pages {
+        let _ = writeln!(
+            s,
+            "page failing        {} · {}: {}{}",
+            p.repo,
+            p.module,
+            p.last_error,
+            p.advice
+                .as_deref()
+                .map(|a| format!(" — {a}"))
+                .unwrap_or_default()
+        );
+    }
+    if let Some(b) = &r.backfill {
+        let _ = writeln!(
+            s,
+            "backfill            {}: {} imported, {} updated, {} unchanged, {} pages; {}",
+            b.repo,
+            b.imported,
+            b.updated,
+            b.unchanged,
+            b.pages,
+            match &b.finished_at {
+                Some(at) => format!("finished {at}"),
+                None => format!("last page {} (not finished)", b.updated_at),
+            }
+        );
+    }
+    if r.attention.is_empty() {
+        let _ = writeln!(s, "\nall well");
+    } else {
+        let _ = writeln!(s, "\nneeds attention:");
+        for a in &r.attention {
+            let _ = writeln!(s, "  - {a}");
+        }
+    }
+    s
+}

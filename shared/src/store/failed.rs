@@ -1,0 +1,108 @@
+//! What an operator asks of the PR table: counts per pending shard, the oldest pending row,
+//! and the given-up rows, always through the sparse indexes (`Select=COUNT` for counts), never
+//! a Scan: the cost is the backlog or the failures, not the history.
+
+use aws_sdk_dynamodb::types::{AttributeValue, Select};
+use serde::Serialize;
+
+use super::{attr, Item, PrStore, StoreError, FAILED_INDEX, FAILED_MARK, PENDING_INDEX};
+
+/// A given-up row, as the failed index holds it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FailedRow {
+    pub repo: String,
+    pub number: u64,
+    pub failed_at: String,
+    pub failed_reason: Option<String>,
+    pub attempts: u64,
+    pub last_error: Option<String>,
+}
+
+impl PrStore {
+    /// Rows in one partition of the pending index (`"0"`..`"N-1"`, or `deferred`), counted by
+    /// DynamoDB (`Select=COUNT`), page by page.
+    pub async fn count_pending(&self, shard: &str) -> Result<u64, StoreError> {
+        self.count(PENDING_INDEX, attr::PENDING_SHARD, shard).await
+    }
+
+    /// Rows given up (the failed index).
+    pub async fn count_failed(&self) -> Result<u64, StoreError> {
+        self.count(FAILED_INDEX, attr::FAILED_SHARD, FAILED_MARK)
+            .await
+    }
+
+    async fn count(&self, index: &str, key: &str, value: &str) -> Result<u64, StoreError> {
+        let mut total = 0u64;
+        let mut start: Option<Item> = None;
+        loop {
+            let out = self
+                .client
+                .query()
+                .table_name(self.table_name())
+                .index_name(index)
+                .key_condition_expression("#k = :v")
+                .expression_attribute_names("#k", key)
+                .expression_attribute_values(":v", AttributeValue::S(value.to_string()))
+                .select(Select::Count)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(|e| self.dynamo_error("Query", &e))?;
+            total += out.count().max(0) as u64;
+            match out.last_evaluated_key {
+                Some(next) => start = Some(next),
+                None => return Ok(total),
+            }
+        }
+    }
+
+    /// The given-up rows, newest first, of one repository or all (the failed index; the
+    /// repository is a filter on that index, whose rows are few).
+    pub async fn failed_rows(&self, repo: Option<&str>) -> Result<Vec<FailedRow>, StoreError> {
+        let mut rows = Vec::new();
+        let mut start: Option<Item> = None;
+        loop {
+            let mut query = self
+                .client
+                .query()
+                .table_name(self.table_name())
+                .index_name(FAILED_INDEX)
+                .key_condition_expression("#k = :v")
+                .expression_attribute_names("#k", attr::FAILED_SHARD)
+                .expression_attribute_values(":v", AttributeValue::S(FAILED_MARK.to_string()))
+                .scan_index_forward(false)
+                .set_exclusive_start_key(start);
+            if let Some(repo) = repo {
+                query = query
+                    .filter_expression("#repo = :repo")
+                    .expression_attribute_names("#repo", attr::REPO)
+                    .expression_attribute_values(":repo", AttributeValue::S(repo.to_string()));
+            }
+            let out = query
+                .send()
+                .await
+                .map_err(|e| self.dynamo_error("Query", &e))?;
+            for item in out.items() {
+                let text = |name: &str| item.get(name).and_then(|v| v.as_s().ok()).cloned();
+                let number = |name: &str| {
+                    item.get(name)
+                        .and_then(|v| v.as_n().ok())
+                        .and_then(|n| n.parse::<u64>().ok())
+                };
+                rows.push(FailedRow {
+                    repo: text(attr::REPO).unwrap_or_default(),
+                    number: number(attr::PR_NUMBER).unwrap_or_default(),
+                    failed_at: text(attr::FAILED_AT).unwrap_or_default(),
+                    failed_reason: text(attr::FAILED_REASON),
+                    attempts: number(attr::ATTEMPTS).unwrap_or_default(),
+                    last_error: text(attr::LAST_ERROR),
+                });
+            }
+            match out.last_evaluated_key {
+                Some(next) => start = Some(next),
+                None => return Ok(rows),
+            }
+        }
+    }
+}

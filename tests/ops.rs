@@ -1,0 +1,220 @@
+//! `chronicle status` and `chronicle failed` against the emulator: figures equal a hand-counted
+//! fixture, the JSON parses, given-up rows come from the sparse failed index (no Scan is ever
+//! sent: every request goes through a recording proxy), bad input exits 2.
+
+use shared::domain::RepoName;
+use shared::status::QueueRef;
+use support::audit_proxy::AuditProxy;
+use support::*;
+use time::{Duration, OffsetDateTime};
+
+const REPO: &str = "Codertocat/Hello-World";
+
+async fn merged(t: &Tables, number: u64, received_at: OffsetDateTime) {
+    let mut payload = merged_payload();
+    payload["pull_request"]["number"] = serde_json::json!(number);
+    // Merged in number order: the pending index sorts by merge time.
+    payload["pull_request"]["merged_at"] =
+        serde_json::json!(format!("2024-01-{number:02}T00:00:00Z"));
+    store_merged(&t.prs, &payload, received_at).await;
+}
+
+/// Gives a row up the way the summarize worker does: claim (an attempt), then give up.
+async fn given_up(t: &Tables, number: u64, reason: &str, at: &str) {
+    let repo = RepoName::parse(REPO).unwrap();
+    let now = OffsetDateTime::now_utc();
+    let owner = format!("test-{number}");
+    t.prs
+        .claim_summary(&repo, number, &owner, now, now + Duration::minutes(5))
+        .await
+        .unwrap();
+    assert!(t
+        .prs
+        .give_up_summary(&repo, number, &owner, reason, at)
+        .await
+        .unwrap());
+}
+
+#[tokio::test]
+async fn status_and_failed_count_what_the_fixture_holds_without_a_scan() {
+    let sdk = sdk().await;
+    let t = fresh_tables(&sdk).await;
+    let now = OffsetDateTime::now_utc();
+    // Five pending rows, the first received two hours ago; two given up.
+    merged(&t, 1, now - Duration::hours(2)).await;
+    for n in 2..=7 {
+        merged(&t, n, now).await;
+    }
+    given_up(
+        &t,
+        6,
+        "summarize failed 5 times",
+        "2026-12-01T10:00:00.000Z",
+    )
+    .await;
+    given_up(&t, 7, "the row is unreadable", "2026-12-02T10:00:00.000Z").await;
+    // Queues named as the local stack names them; two messages in the summarize DLQ.
+    let sqs = aws_sdk_sqs::Client::new(&sdk);
+    let table = t.prs.table_name().to_string();
+    let mut queues = Vec::new();
+    for (suffix, dead_letter) in [("summarize", false), ("summarize-dlq", true)] {
+        let name = format!("{table}-{suffix}");
+        let url = sqs
+            .create_queue()
+            .queue_name(&name)
+            .send()
+            .await
+            .unwrap()
+            .queue_url
+            .unwrap();
+        queues.push(QueueRef {
+            name,
+            url,
+            dead_letter,
+        });
+    }
+    for i in 0..2 {
+        sqs.send_message()
+            .queue_url(&queues[1].url)
+            .message_body(format!("{{\"repo\":\"{REPO}\",\"prNumber\":{}}}", 6 + i))
+            .send()
+            .await
+            .unwrap();
+    }
+    // Two stale pages, one whose last build failed.
+    for module in ["api", "web"] {
+        t.pages
+            .mark_stale(REPO, module, &[2024], now)
+            .await
+            .unwrap();
+    }
+    let claimed = t
+        .pages
+        .claim_build(REPO, "web", "b", now, now + Duration::minutes(1), now)
+        .await
+        .unwrap();
+    assert!(matches!(claimed, shared::store::BuildClaim::Claimed(_)));
+    assert!(t
+        .pages
+        .record_build_failure(
+            REPO,
+            "web",
+            "b",
+            "Notion answered 403",
+            Some("share the parent page with the integration"),
+            now
+        )
+        .await
+        .unwrap());
+
+    // Every request of the subcommands through a recording proxy.
+    let proxy = AuditProxy::start(endpoint()).await;
+    let target = infra::ops_cli::OpsTarget {
+        sdk: proxy.sdk().await,
+        table: shared::config::TableConfig {
+            table_name: table.clone(),
+            pending_shards: 4,
+        },
+        pages_table: t.pages.table_name().to_string(),
+        queues,
+    };
+    let (report, code) = infra::ops_cli::status(&target, Some(REPO)).await.unwrap();
+    assert_eq!(code, 1, "needs attention");
+    // The JSON the CLI prints, parsed.
+    let json: serde_json::Value =
+        serde_json::from_str(&serde_json::to_string_pretty(&report).unwrap()).unwrap();
+    let mut shards = std::collections::BTreeMap::new();
+    for n in 1..=5u64 {
+        *shards
+            .entry(shared::store::pending_shard(n, 4))
+            .or_insert(0u64) += 1;
+    }
+    for shard in ["0", "1", "2", "3"] {
+        assert_eq!(
+            json["pending"][shard].as_u64().unwrap(),
+            shards.get(shard).copied().unwrap_or(0),
+            "shard {shard}: {json}"
+        );
+    }
+    assert_eq!(json["pendingTotal"], 5);
+    assert_eq!(json["oldestPending"]["number"], 1);
+    assert!(json["oldestPending"]["ageSeconds"].as_i64().unwrap() >= 7_190);
+    assert_eq!(json["deferred"], 0);
+    assert_eq!(json["failed"], 2);
+    let dlq = &json["queues"][1];
+    assert_eq!(
+        (dlq["visible"].as_u64(), dlq["deadLetter"].as_bool()),
+        (Some(2), Some(true))
+    );
+    assert_eq!(json["queues"][0]["visible"], 0);
+    assert_eq!(json["stalePages"], 2);
+    assert_eq!(json["failingPages"][0]["module"], "web");
+    assert_eq!(
+        json["failingPages"][0]["advice"],
+        "share the parent page with the integration"
+    );
+    assert_eq!(
+        json["backfill"],
+        serde_json::Value::Null,
+        "no checkpoint yet"
+    );
+    assert_eq!(json["attention"].as_array().unwrap().len(), 4, "{json}");
+    assert!(shared::status::render(&report).contains("needs attention:"));
+
+    // `failed`: exactly the two given-up rows, newest first, with why and how many attempts.
+    let rows = infra::ops_cli::failed(&target, None).await.unwrap();
+    let listed: Vec<(u64, &str, u64)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r.number,
+                r.failed_reason.as_deref().unwrap_or(""),
+                r.attempts,
+            )
+        })
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            (7, "the row is unreadable", 1),
+            (6, "summarize failed 5 times", 1)
+        ]
+    );
+    assert!(infra::ops_cli::failed(&target, Some("acme/other"))
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(infra::ops_cli::render_failed(&rows).contains("Codertocat/Hello-World#7"));
+
+    let calls = proxy.calls();
+    assert!(!calls.is_empty());
+    assert!(
+        calls.iter().all(|c| c.action != "dynamodb:Scan"),
+        "never a Scan: {calls:?}"
+    );
+    assert!(calls
+        .iter()
+        .any(|c| c.action == "dynamodb:Query" && c.resource.ends_with("/index/failed")));
+
+    // Bad input: a malformed repository, exit 2 and nothing read.
+    let before = proxy.calls().len();
+    let (code, message) = infra::ops_cli::status(&target, Some("not-a-repo"))
+        .await
+        .unwrap_err();
+    assert_eq!(code, 2);
+    assert!(message.contains("OWNER/REPO"), "{message}");
+    let (code, _) = infra::ops_cli::failed(&target, Some("a/b/c"))
+        .await
+        .unwrap_err();
+    assert_eq!(code, 2);
+    assert_eq!(proxy.calls().len(), before, "nothing read on bad input");
+}
+
+#[tokio::test]
+async fn an_unknown_stack_is_a_usage_error() {
+    let _ = sdk().await; // the emulator's endpoint in the environment
+    let code = infra::ops_cli::run_status(Some("no-such-chronicle-stack"), None, true).await;
+    assert_eq!(code, 2);
+    let code = infra::ops_cli::run_failed(Some("no-such-chronicle-stack"), None, false).await;
+    assert_eq!(code, 2);
+}
