@@ -218,3 +218,242 @@ async fn an_unknown_stack_is_a_usage_error() {
     let code = infra::ops_cli::run_failed(Some("no-such-chronicle-stack"), None, false).await;
     assert_eq!(code, 2);
 }
+
+fn ops_target(t: &Tables, sdk: aws_config::SdkConfig) -> infra::ops_cli::OpsTarget {
+    infra::ops_cli::OpsTarget {
+        sdk,
+        table: shared::config::TableConfig {
+            table_name: t.prs.table_name().to_string(),
+            pending_shards: 4,
+        },
+        pages_table: t.pages.table_name().to_string(),
+        queues: vec![],
+    }
+}
+
+async fn summarize(handler: &std::sync::Arc<shared::summarize::SummarizeHandler>, number: u64) {
+    let r = handler
+        .handle(
+            sqs_batch(vec![summarize_message(
+                &format!("m-{number}"),
+                REPO,
+                number,
+            )]),
+            within(30),
+            "inv",
+        )
+        .await;
+    assert!(r.batch_item_failures.is_empty(), "{r:?}");
+}
+
+/// `reprocess` of a summarized PR: summarized again, its entry rewritten in place (still one),
+/// its page marked stale again; a dry run and bad input change nothing; a leased row is busy;
+/// `--failed` revives the given-up rows.
+#[tokio::test]
+async fn reprocess_summarizes_again_without_duplicating_and_bad_input_changes_nothing() {
+    let sdk = sdk().await;
+    let t = fresh_tables(&sdk).await;
+    let handler = std::sync::Arc::new(t.summarizer(shared::tagging::ModulesConfig::empty(), 5));
+    let now = OffsetDateTime::now_utc();
+    for n in [3, 4, 5] {
+        merged(&t, n, now).await;
+    }
+    summarize(&handler, 3).await;
+    let repo = RepoName::parse(REPO).unwrap();
+    let entries_before = t.module_entries(REPO, REPO).await;
+    assert_eq!(entries_before.len(), 1);
+    let version_before = t.pages.get(REPO, REPO).await.unwrap().unwrap().version;
+    let target = ops_target(&t, sdk.clone());
+
+    // Bad input first: nothing changes.
+    let (code, message) = infra::ops_cli::reprocess(
+        &target,
+        &[format!("{REPO}#3"), format!("{REPO}#999")],
+        false,
+        None,
+        None,
+        false,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(code, 2);
+    assert!(message.contains("#999 is not in the table"), "{message}");
+    for bad in ["nope#x", "a/b", "a/b#0", "#3"] {
+        let (code, _) = infra::ops_cli::reprocess(&target, &[bad.into()], false, None, None, false)
+            .await
+            .unwrap_err();
+        assert_eq!(code, 2, "{bad}");
+    }
+    let (code, _) = infra::ops_cli::reprocess(&target, &[], false, None, None, false)
+        .await
+        .unwrap_err();
+    assert_eq!(code, 2, "neither PRs nor --failed");
+    let row = stored_row(&t.prs, REPO, 3).await;
+    assert!(
+        row.contains_key(shared::store::attr::SUMMARIZED_AT),
+        "unchanged"
+    );
+
+    // A dry run says what it would do.
+    let lines = infra::ops_cli::reprocess(&target, &[format!("{REPO}#3")], false, None, None, true)
+        .await
+        .unwrap();
+    assert_eq!(lines[0].outcome, "wouldReprocess");
+    assert!(stored_row(&t.prs, REPO, 3)
+        .await
+        .contains_key(shared::store::attr::SUMMARIZED_AT));
+
+    // For real: pending again, then summarized again with one entry, its page stale again.
+    let lines =
+        infra::ops_cli::reprocess(&target, &[format!("{REPO}#3")], false, None, None, false)
+            .await
+            .unwrap();
+    assert_eq!(lines[0].outcome, "pending");
+    let row = stored_row(&t.prs, REPO, 3).await;
+    assert!(!row.contains_key(shared::store::attr::SUMMARIZED_AT));
+    assert!(row.contains_key(shared::store::attr::PENDING_SHARD));
+    summarize(&handler, 3).await;
+    let entries_after = t.module_entries(REPO, REPO).await;
+    assert_eq!(entries_after.len(), 1, "rewritten, never appended");
+    assert_eq!(entries_after[0].number, 3);
+    let page = t.pages.get(REPO, REPO).await.unwrap().unwrap();
+    assert!(
+        page.version > version_before,
+        "its page is marked stale again"
+    );
+    assert!(page.stale.is_some());
+
+    // A row a worker holds is left alone.
+    t.prs
+        .claim_summary(&repo, 5, "worker", now, now + Duration::minutes(5))
+        .await
+        .unwrap();
+    let lines =
+        infra::ops_cli::reprocess(&target, &[format!("{REPO}#5")], false, None, None, false)
+            .await
+            .unwrap();
+    assert_eq!(lines[0].outcome, "busy");
+
+    // --failed: the given-up row is pending again and out of the failed index.
+    given_up(
+        &t,
+        4,
+        "summarize failed 5 times",
+        "2026-12-01T10:00:00.000Z",
+    )
+    .await;
+    let lines =
+        infra::ops_cli::reprocess(&target, &[], true, Some(REPO), Some("2026-11-30"), false)
+            .await
+            .unwrap();
+    assert_eq!(
+        lines
+            .iter()
+            .map(|l| (l.number, l.outcome.as_str()))
+            .collect::<Vec<_>>(),
+        [(4, "pending")]
+    );
+    assert_eq!(t.prs.count_failed().await.unwrap(), 0);
+    let row = stored_row(&t.prs, REPO, 4).await;
+    assert!(!row.contains_key(shared::store::attr::FAILED_SHARD));
+    assert!(!row.contains_key(shared::store::attr::FAILED_AT));
+    assert!(!row.contains_key(shared::store::attr::ATTEMPTS));
+    summarize(&handler, 4).await;
+    assert!(stored_row(&t.prs, REPO, 4)
+        .await
+        .contains_key(shared::store::attr::SUMMARIZED_AT));
+}
+
+/// `rebuild --module` marks that module's page only; an unknown module changes nothing.
+#[tokio::test]
+async fn rebuild_of_one_module_marks_only_that_module() {
+    use shared::publish::MarkdownPublisher;
+    let sdk = sdk().await;
+    let t = fresh_tables(&sdk).await;
+    let now = OffsetDateTime::now_utc();
+    for module in ["api", "web"] {
+        let number = if module == "api" { 1 } else { 2 };
+        let e = shared::domain::ModuleEntry {
+            repo: REPO.into(),
+            module: module.into(),
+            number,
+            title: format!("Change to {module}"),
+            url: format!("https://github.com/{REPO}/pull/{number}"),
+            author: "octocat".into(),
+            merged_at: "2024-06-01T10:00:00Z".into(),
+            kind: Some("feat".into()),
+            breaking: false,
+            labels: vec![],
+            summary: "Why it changed.".into(),
+            linked_issues: vec![],
+            additions: 3,
+            deletions: 1,
+            files: vec![shared::domain::FileChange {
+                path: format!("{module}/src/lib.rs"),
+                additions: 3,
+                deletions: 1,
+            }],
+            files_here: 1,
+            elsewhere: vec![],
+            files_elsewhere: 0,
+        };
+        t.put_entry(&e).await;
+    }
+    let dir = std::env::temp_dir().join(format!("chronicle-ops-{}", uuid::Uuid::new_v4().simple()));
+    let builder = t.builder(
+        std::sync::Arc::new(MarkdownPublisher::new(&dir)),
+        shared::tagging::ModulesConfig::empty(),
+        std::time::Duration::ZERO,
+    );
+    for _ in 0..20 {
+        builder
+            .tick(
+                now,
+                within(60),
+                &format!("tick-{}", uuid::Uuid::new_v4().simple()),
+            )
+            .await
+            .unwrap();
+        if t.pages.stale_pages().await.unwrap().is_empty() {
+            break;
+        }
+    }
+    assert!(t.pages.stale_pages().await.unwrap().is_empty(), "built");
+    let target = ops_target(&t, sdk.clone());
+
+    let (code, message) = infra::ops_cli::rebuild(&target, REPO, Some("nope"), false)
+        .await
+        .unwrap_err();
+    assert_eq!(code, 2);
+    assert!(message.contains("no page for module"), "{message}");
+    let (code, _) = infra::ops_cli::rebuild(&target, "not a repo", None, false)
+        .await
+        .unwrap_err();
+    assert_eq!(code, 2);
+    assert_eq!(
+        infra::ops_cli::rebuild(&target, REPO, Some("api"), true)
+            .await
+            .unwrap(),
+        ["api"],
+        "dry run"
+    );
+    assert!(
+        t.pages.stale_pages().await.unwrap().is_empty(),
+        "a dry run marks nothing"
+    );
+
+    let marked = infra::ops_cli::rebuild(&target, REPO, Some("api"), false)
+        .await
+        .unwrap();
+    assert_eq!(marked, ["api"]);
+    let stale: Vec<String> = t
+        .pages
+        .stale_pages()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| p.module)
+        .collect();
+    assert_eq!(stale, ["api"], "only that module");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -77,6 +77,41 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Summarize PRs again (OWNER/REPO#N …, or the given-up ones with --failed): their entries
+    /// are rewritten in place and their pages rebuilt, never appended.
+    Reprocess {
+        /// OWNER/REPO#NUMBER, one or more.
+        prs: Vec<String>,
+        /// The given-up rows instead (of --repo, given up since --since).
+        #[arg(long)]
+        failed: bool,
+        #[arg(long)]
+        repo: Option<String>,
+        /// With --failed: only rows given up at or after this date (YYYY-MM-DD or RFC 3339).
+        #[arg(long)]
+        since: Option<String>,
+        /// Show what would change; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        #[arg(long)]
+        stack: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Mark a repository's module pages (or one module's) for a full rebuild.
+    Rebuild {
+        /// OWNER/REPO.
+        #[arg(long)]
+        repo: String,
+        #[arg(long)]
+        module: Option<String>,
+        #[arg(long)]
+        dry_run: bool,
+        #[arg(long)]
+        stack: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Import a repository's merged pull requests from before the install (GitHub GraphQL),
     /// through the webhook's own upsert, already enriched. Resumable: run it again after a stop.
     Backfill {
@@ -257,6 +292,44 @@ async fn main() -> anyhow::Result<()> {
                 _ = term.recv() => {}
             }
             Ok(())
+        }
+        Command::Reprocess {
+            prs,
+            failed,
+            repo,
+            since,
+            dry_run,
+            stack,
+            json,
+        } => {
+            let code = infra::ops_cli::run_reprocess(
+                stack.as_deref(),
+                &prs,
+                failed,
+                repo.as_deref(),
+                since.as_deref(),
+                dry_run,
+                json,
+            )
+            .await;
+            std::process::exit(i32::from(code));
+        }
+        Command::Rebuild {
+            repo,
+            module,
+            dry_run,
+            stack,
+            json,
+        } => {
+            let code = infra::ops_cli::run_rebuild(
+                stack.as_deref(),
+                &repo,
+                module.as_deref(),
+                dry_run,
+                json,
+            )
+            .await;
+            std::process::exit(i32::from(code));
         }
         Command::Status { stack, repo, json } => {
             let code = infra::ops_cli::run_status(stack.as_deref(), repo.as_deref(), json).await;

@@ -118,7 +118,7 @@ pub use backfill::{Checkpoint, CheckpointStore};
 pub use context::{ContextCache, ContextStore, CONTEXT_MODULE};
 pub use deferred::{Deferral, DEFERRED_SHARD};
 pub use entries::{entry_attr, EntryStore};
-pub use failed::FailedRow;
+pub use failed::{FailedRow, Reprocessed};
 pub use meter::{Meter, MeterReading};
 pub use pages::{
     page_attr, BuildClaim, BuildCompletion, BuildResult, CreateClaim, PageStore, StalePage,

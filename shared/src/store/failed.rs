@@ -4,8 +4,26 @@
 
 use aws_sdk_dynamodb::types::{AttributeValue, Select};
 use serde::Serialize;
+use time::OffsetDateTime;
 
-use super::{attr, Item, PrStore, StoreError, FAILED_INDEX, FAILED_MARK, PENDING_INDEX};
+use super::{
+    attr, pending_shard, Item, PrStore, StoreError, Update, FAILED_INDEX, FAILED_MARK,
+    PENDING_INDEX,
+};
+use crate::domain::{rfc3339_millis, RepoName};
+
+/// What asking to reprocess a row did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Reprocessed {
+    /// Pending again: the next sweep sends it to be summarized (its entries rewritten in
+    /// place, its pages rebuilt).
+    Pending,
+    /// A worker holds its lease right now: left alone (ask again once it is done).
+    Busy,
+    /// No such row.
+    Missing,
+}
 
 /// A given-up row, as the failed index holds it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -55,6 +73,49 @@ impl PrStore {
                 None => return Ok(total),
             }
         }
+    }
+
+    /// Puts a row back to be summarized again: `summarizedAt`, `failedAt` (and its index
+    /// marker), `failedReason`, `attempts` and any sweep claim removed, the pending marker set,
+    /// only if the row exists and no worker holds its lease. Its entries are rewritten by the
+    /// summarize worker under a new generation (one per module, never appended), which marks
+    /// its pages stale.
+    pub async fn reprocess(
+        &self,
+        repo: &RepoName,
+        number: u64,
+        now: OffsetDateTime,
+    ) -> Result<Reprocessed, StoreError> {
+        let mut update = Update::default();
+        for gone in [
+            attr::SUMMARIZED_AT,
+            attr::FAILED_AT,
+            attr::FAILED_SHARD,
+            attr::FAILED_REASON,
+            attr::ATTEMPTS,
+            attr::ENQUEUED_UNTIL,
+            attr::LAST_ERROR,
+        ] {
+            update.remove(gone);
+        }
+        update.set(
+            attr::PENDING_SHARD,
+            AttributeValue::S(pending_shard(number, self.table.pending_shards)),
+        );
+        let condition = format!(
+            "attribute_exists({repo}) AND (attribute_not_exists({lease}) OR {lease} < {now})",
+            repo = update.name(attr::REPO),
+            lease = update.name(attr::LEASE_UNTIL),
+            now = update.value("now", Some(AttributeValue::S(rfc3339_millis(now)))),
+        );
+        if self.update_if(repo, number, update, condition).await? {
+            return Ok(Reprocessed::Pending);
+        }
+        // Refused: absent, or leased (read to tell which).
+        Ok(match self.get(repo, number).await? {
+            None => Reprocessed::Missing,
+            Some(_) => Reprocessed::Busy,
+        })
     }
 
     /// The given-up rows, newest first, of one repository or all (the failed index; the
