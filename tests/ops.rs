@@ -457,3 +457,149 @@ async fn rebuild_of_one_module_marks_only_that_module() {
     assert_eq!(stale, ["api"], "only that module");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `redrive summarize` on the local stack (whose emulator lacks StartMessageMoveTask): every
+/// DLQ message moves to the summarize queue once, body and attributes kept, and a given-up
+/// row whose message is redriven is summarized again; a dry run moves nothing.
+#[tokio::test]
+async fn redrive_moves_every_dlq_message_once_and_a_redriven_given_up_row_is_summarized() {
+    use aws_sdk_sqs::types::MessageAttributeValue;
+    use infra::ops_cli::{redrive, RedriveQueue};
+    let sdk = sdk().await;
+    let t = fresh_tables(&sdk).await;
+    let sqs = aws_sdk_sqs::Client::new(&sdk);
+    let table = t.prs.table_name().to_string();
+    let mut queues = Vec::new();
+    for (suffix, dead_letter) in [("summarize", false), ("summarize-dlq", true)] {
+        let name = format!("{table}-{suffix}");
+        let url = sqs
+            .create_queue()
+            .queue_name(&name)
+            .send()
+            .await
+            .unwrap()
+            .queue_url
+            .unwrap();
+        queues.push(QueueRef {
+            name,
+            url,
+            dead_letter,
+        });
+    }
+    let (queue, dlq) = (queues[0].url.clone(), queues[1].url.clone());
+    // A given-up row, its message in the DLQ as the summarize worker sends it.
+    let now = OffsetDateTime::now_utc();
+    merged(&t, 8, now).await;
+    let failed_at = "2026-12-02T09:00:00.000Z";
+    given_up(&t, 8, "summarize failed 5 times", failed_at).await;
+    let attribute = |v: &str| {
+        MessageAttributeValue::builder()
+            .data_type("String")
+            .string_value(v)
+            .build()
+            .unwrap()
+    };
+    sqs.send_message()
+        .queue_url(&dlq)
+        .message_body(format!("{{\"repo\":\"{REPO}\",\"prNumber\":8}}"))
+        .message_attributes(
+            shared::summarize::GIVEN_UP_AT_ATTRIBUTE,
+            attribute(failed_at),
+        )
+        .send()
+        .await
+        .unwrap();
+    // And 24 more (rows that do not exist: they are finished when summarized).
+    for n in 100..124 {
+        sqs.send_message()
+            .queue_url(&dlq)
+            .message_body(format!("{{\"repo\":\"{REPO}\",\"prNumber\":{n}}}"))
+            .send()
+            .await
+            .unwrap();
+    }
+    let mut target = ops_target(&t, sdk.clone());
+    target.queues = queues;
+
+    let dry = redrive(&target, RedriveQueue::Summarize, false, true)
+        .await
+        .unwrap();
+    assert_eq!((dry.messages, dry.dry_run), (25, true));
+    let (code, _) = redrive(&target, RedriveQueue::Schedule, false, false)
+        .await
+        .unwrap_err();
+    assert_eq!(code, 2, "the local stack has no schedule DLQ");
+
+    let report = redrive(&target, RedriveQueue::Summarize, false, false)
+        .await
+        .unwrap();
+    assert_eq!(report.messages, 25);
+    // The DLQ is empty; the queue holds each message once, the attributes kept.
+    let mut bodies = std::collections::BTreeMap::new();
+    let mut given_up_message = None;
+    loop {
+        let out = sqs
+            .receive_message()
+            .queue_url(&queue)
+            .max_number_of_messages(10)
+            .message_attribute_names("All")
+            .send()
+            .await
+            .unwrap();
+        let messages = out.messages.unwrap_or_default();
+        if messages.is_empty() {
+            break;
+        }
+        for m in messages {
+            *bodies.entry(m.body().unwrap().to_string()).or_insert(0) += 1;
+            if m.body().unwrap().contains("\"prNumber\":8}") {
+                given_up_message = Some(m.clone());
+            }
+            sqs.delete_message()
+                .queue_url(&queue)
+                .receipt_handle(m.receipt_handle().unwrap())
+                .send()
+                .await
+                .unwrap();
+        }
+    }
+    assert_eq!(bodies.len(), 25);
+    assert!(bodies.values().all(|n| *n == 1), "each once: {bodies:?}");
+    let dlq_left = sqs
+        .receive_message()
+        .queue_url(&dlq)
+        .send()
+        .await
+        .unwrap()
+        .messages
+        .unwrap_or_default();
+    assert!(dlq_left.is_empty());
+    let m = given_up_message.expect("the given-up row's message was moved");
+    assert_eq!(
+        m.message_attributes().unwrap()[shared::summarize::GIVEN_UP_AT_ATTRIBUTE].string_value(),
+        Some(failed_at)
+    );
+
+    // The summarize worker receives it from the queue: the row comes back and is summarized.
+    let mut event = aws_lambda_events::event::sqs::SqsMessage::default();
+    event.message_id = m.message_id.clone();
+    event.body = m.body.clone();
+    for (k, v) in m.message_attributes().cloned().unwrap_or_default() {
+        let mut a = aws_lambda_events::event::sqs::SqsMessageAttribute::default();
+        a.data_type = Some(v.data_type().to_string());
+        a.string_value = v.string_value().map(str::to_string);
+        event.message_attributes.insert(k, a);
+    }
+    let handler = std::sync::Arc::new(t.summarizer(shared::tagging::ModulesConfig::empty(), 5));
+    let r = handler
+        .handle(sqs_batch(vec![event]), within(30), "inv")
+        .await;
+    assert!(r.batch_item_failures.is_empty(), "{r:?}");
+    let row = stored_row(&t.prs, REPO, 8).await;
+    assert!(
+        row.contains_key(shared::store::attr::SUMMARIZED_AT),
+        "{row:?}"
+    );
+    assert!(!row.contains_key(shared::store::attr::FAILED_SHARD));
+    assert_eq!(t.prs.count_failed().await.unwrap(), 0);
+}

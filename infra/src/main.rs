@@ -98,6 +98,18 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Empty a DLQ: the summarize DLQ back to its queue (given-up rows are summarized again),
+    /// or the schedule DLQ acknowledged.
+    Redrive {
+        #[arg(value_enum, default_value = "summarize")]
+        queue: infra::ops_cli::RedriveQueue,
+        #[arg(long)]
+        dry_run: bool,
+        #[arg(long)]
+        stack: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Mark a repository's module pages (or one module's) for a full rebuild.
     Rebuild {
         /// OWNER/REPO.
@@ -312,6 +324,15 @@ async fn main() -> anyhow::Result<()> {
                 json,
             )
             .await;
+            std::process::exit(i32::from(code));
+        }
+        Command::Redrive {
+            queue,
+            dry_run,
+            stack,
+            json,
+        } => {
+            let code = infra::ops_cli::run_redrive(stack.as_deref(), queue, dry_run, json).await;
             std::process::exit(i32::from(code));
         }
         Command::Rebuild {
