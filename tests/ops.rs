@@ -68,6 +68,7 @@ async fn status_and_failed_count_what_the_fixture_holds_without_a_scan() {
             .queue_url
             .unwrap();
         queues.push(QueueRef {
+            role: suffix.to_string(),
             name,
             url,
             dead_letter,
@@ -208,6 +209,33 @@ async fn status_and_failed_count_what_the_fixture_holds_without_a_scan() {
         .unwrap_err();
     assert_eq!(code, 2);
     assert_eq!(proxy.calls().len(), before, "nothing read on bad input");
+
+    // A row given up before the failed index existed (failedAt without failedShard) is
+    // invisible until `failed --index-old` gives it the marker, once.
+    merged(&t, 9, now).await;
+    given_up(&t, 9, "old", "2026-11-01T00:00:00.000Z").await;
+    aws_sdk_dynamodb::Client::new(&sdk)
+        .update_item()
+        .table_name(&table)
+        .set_key(Some(shared::store::key(&RepoName::parse(REPO).unwrap(), 9)))
+        .update_expression("REMOVE failedShard")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        infra::ops_cli::failed(&target, None).await.unwrap().len(),
+        2
+    );
+    assert_eq!(infra::ops_cli::index_old_failed(&target).await.unwrap(), 1);
+    assert_eq!(
+        infra::ops_cli::index_old_failed(&target).await.unwrap(),
+        0,
+        "once"
+    );
+    assert_eq!(
+        infra::ops_cli::failed(&target, None).await.unwrap().len(),
+        3
+    );
 }
 
 #[tokio::test]
@@ -215,8 +243,17 @@ async fn an_unknown_stack_is_a_usage_error() {
     let _ = sdk().await; // the emulator's endpoint in the environment
     let code = infra::ops_cli::run_status(Some("no-such-chronicle-stack"), None, true).await;
     assert_eq!(code, 2);
-    let code = infra::ops_cli::run_failed(Some("no-such-chronicle-stack"), None, false).await;
+    let code =
+        infra::ops_cli::run_failed(Some("no-such-chronicle-stack"), None, false, false).await;
     assert_eq!(code, 2);
+    match infra::ops_cli::target(Some("no-such-chronicle-stack")).await {
+        Err(e) => assert!(
+            e.to_string()
+                .contains("no CloudFormation stack named no-such-chronicle-stack"),
+            "{e}"
+        ),
+        Ok(_) => panic!("an unknown stack resolved"),
+    }
 }
 
 fn ops_target(t: &Tables, sdk: aws_config::SdkConfig) -> infra::ops_cli::OpsTarget {
@@ -273,21 +310,35 @@ async fn reprocess_summarizes_again_without_duplicating_and_bad_input_changes_no
         None,
         None,
         false,
+        false,
     )
     .await
     .unwrap_err();
     assert_eq!(code, 2);
     assert!(message.contains("#999 is not in the table"), "{message}");
     for bad in ["nope#x", "a/b", "a/b#0", "#3"] {
-        let (code, _) = infra::ops_cli::reprocess(&target, &[bad.into()], false, None, None, false)
-            .await
-            .unwrap_err();
+        let (code, _) =
+            infra::ops_cli::reprocess(&target, &[bad.into()], false, None, None, false, false)
+                .await
+                .unwrap_err();
         assert_eq!(code, 2, "{bad}");
     }
-    let (code, _) = infra::ops_cli::reprocess(&target, &[], false, None, None, false)
+    let (code, _) = infra::ops_cli::reprocess(&target, &[], false, None, None, false, false)
         .await
         .unwrap_err();
     assert_eq!(code, 2, "neither PRs nor --failed");
+    let (code, _) = infra::ops_cli::reprocess(
+        &target,
+        &[format!("{REPO}#3")],
+        false,
+        Some(REPO),
+        None,
+        false,
+        false,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(code, 2, "--repo selects given-up rows: only with --failed");
     let row = stored_row(&t.prs, REPO, 3).await;
     assert!(
         row.contains_key(shared::store::attr::SUMMARIZED_AT),
@@ -295,19 +346,34 @@ async fn reprocess_summarizes_again_without_duplicating_and_bad_input_changes_no
     );
 
     // A dry run says what it would do.
-    let lines = infra::ops_cli::reprocess(&target, &[format!("{REPO}#3")], false, None, None, true)
-        .await
-        .unwrap();
+    let lines = infra::ops_cli::reprocess(
+        &target,
+        &[format!("{REPO}#3")],
+        false,
+        None,
+        None,
+        false,
+        true,
+    )
+    .await
+    .unwrap();
     assert_eq!(lines[0].outcome, "wouldReprocess");
     assert!(stored_row(&t.prs, REPO, 3)
         .await
         .contains_key(shared::store::attr::SUMMARIZED_AT));
 
     // For real: pending again, then summarized again with one entry, its page stale again.
-    let lines =
-        infra::ops_cli::reprocess(&target, &[format!("{REPO}#3")], false, None, None, false)
-            .await
-            .unwrap();
+    let lines = infra::ops_cli::reprocess(
+        &target,
+        &[format!("{REPO}#3")],
+        false,
+        None,
+        None,
+        false,
+        false,
+    )
+    .await
+    .unwrap();
     assert_eq!(lines[0].outcome, "pending");
     let row = stored_row(&t.prs, REPO, 3).await;
     assert!(!row.contains_key(shared::store::attr::SUMMARIZED_AT));
@@ -328,10 +394,17 @@ async fn reprocess_summarizes_again_without_duplicating_and_bad_input_changes_no
         .claim_summary(&repo, 5, "worker", now, now + Duration::minutes(5))
         .await
         .unwrap();
-    let lines =
-        infra::ops_cli::reprocess(&target, &[format!("{REPO}#5")], false, None, None, false)
-            .await
-            .unwrap();
+    let lines = infra::ops_cli::reprocess(
+        &target,
+        &[format!("{REPO}#5")],
+        false,
+        None,
+        None,
+        false,
+        false,
+    )
+    .await
+    .unwrap();
     assert_eq!(lines[0].outcome, "busy");
 
     // --failed: the given-up row is pending again and out of the failed index.
@@ -342,10 +415,17 @@ async fn reprocess_summarizes_again_without_duplicating_and_bad_input_changes_no
         "2026-12-01T10:00:00.000Z",
     )
     .await;
-    let lines =
-        infra::ops_cli::reprocess(&target, &[], true, Some(REPO), Some("2026-11-30"), false)
-            .await
-            .unwrap();
+    let lines = infra::ops_cli::reprocess(
+        &target,
+        &[],
+        true,
+        Some(REPO),
+        Some("2026-11-30"),
+        false,
+        false,
+    )
+    .await
+    .unwrap();
     assert_eq!(
         lines
             .iter()
@@ -481,6 +561,7 @@ async fn redrive_moves_every_dlq_message_once_and_a_redriven_given_up_row_is_sum
             .queue_url
             .unwrap();
         queues.push(QueueRef {
+            role: suffix.to_string(),
             name,
             url,
             dead_letter,

@@ -73,6 +73,10 @@ enum Command {
         /// Only this repository's (OWNER/REPO).
         #[arg(long)]
         repo: Option<String>,
+        /// Once after upgrading from a version without the failed index: give the rows given
+        /// up before it its marker (one Scan of the PR table).
+        #[arg(long)]
+        index_old: bool,
         /// JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -90,6 +94,9 @@ enum Command {
         /// With --failed: only rows given up at or after this date (YYYY-MM-DD or RFC 3339).
         #[arg(long)]
         since: Option<String>,
+        /// Write the summary paragraph again too (else the stored one is kept).
+        #[arg(long)]
+        new_summary: bool,
         /// Show what would change; change nothing.
         #[arg(long)]
         dry_run: bool,
@@ -310,20 +317,20 @@ async fn main() -> anyhow::Result<()> {
             failed,
             repo,
             since,
+            new_summary,
             dry_run,
             stack,
             json,
         } => {
-            let code = infra::ops_cli::run_reprocess(
-                stack.as_deref(),
-                &prs,
+            let args = infra::ops_cli::ReprocessArgs {
+                prs,
                 failed,
-                repo.as_deref(),
-                since.as_deref(),
+                repo,
+                since,
+                new_summary,
                 dry_run,
-                json,
-            )
-            .await;
+            };
+            let code = infra::ops_cli::run_reprocess(stack.as_deref(), &args, json).await;
             std::process::exit(i32::from(code));
         }
         Command::Redrive {
@@ -356,8 +363,15 @@ async fn main() -> anyhow::Result<()> {
             let code = infra::ops_cli::run_status(stack.as_deref(), repo.as_deref(), json).await;
             std::process::exit(i32::from(code));
         }
-        Command::Failed { stack, repo, json } => {
-            let code = infra::ops_cli::run_failed(stack.as_deref(), repo.as_deref(), json).await;
+        Command::Failed {
+            stack,
+            repo,
+            index_old,
+            json,
+        } => {
+            let code =
+                infra::ops_cli::run_failed(stack.as_deref(), repo.as_deref(), index_old, json)
+                    .await;
             std::process::exit(i32::from(code));
         }
         Command::Backfill {

@@ -45,16 +45,20 @@ pub async fn target(stack: Option<&str>) -> Result<OpsTarget, UsageError> {
                     .unwrap_or(4),
             };
             let mut queues = Vec::new();
-            for (output, dead_letter) in [
-                ("SummarizeQueueUrl", false),
-                ("SummarizeDlqUrl", true),
-                ("EnrichStreamDlqUrl", true),
-                ("SweeperScheduleDlqUrl", true),
+            for (output, role, dead_letter) in [
+                ("SummarizeQueueUrl", "summarize", false),
+                ("SummarizeDlqUrl", "summarize-dlq", true),
+                ("EnrichStreamDlqUrl", "enrich-stream-dlq", true),
+                ("SweeperScheduleDlqUrl", "schedule-dlq", true),
             ] {
-                let url = stack.output(output)?.to_string();
+                // A stack deployed from an older template may lack one: left out.
+                let Ok(url) = stack.output(output) else {
+                    continue;
+                };
                 queues.push(QueueRef {
-                    name: queue_name(&url),
-                    url,
+                    role: role.to_string(),
+                    name: queue_name(url),
+                    url: url.to_string(),
                     dead_letter,
                 });
             }
@@ -93,6 +97,7 @@ pub async fn target(stack: Option<&str>) -> Result<OpsTarget, UsageError> {
                 if let Ok(out) = sqs.get_queue_url().queue_name(&name).send().await {
                     if let Some(url) = out.queue_url {
                         queues.push(QueueRef {
+                            role: suffix.to_string(),
                             name,
                             url,
                             dead_letter,
@@ -112,6 +117,15 @@ pub async fn target(stack: Option<&str>) -> Result<OpsTarget, UsageError> {
                 queues,
             })
         }
+    }
+}
+
+/// The exit code of a target error: 2 for what the user typed (no such stack, no endpoint), 1
+/// when AWS itself failed (credentials, access, throttling).
+pub fn target_error_code(e: &UsageError) -> u8 {
+    match e {
+        UsageError::Stack(crate::stack::StackError::Aws { .. }) => EXIT_FAILED,
+        _ => EXIT_USAGE,
     }
 }
 
@@ -153,6 +167,14 @@ pub async fn status(
     Ok((report, code))
 }
 
+/// Rows given up before the failed index existed get its marker (a one-time Scan).
+pub async fn index_old_failed(target: &OpsTarget) -> Result<u64, (u8, String)> {
+    let (prs, _, _) = target.stores();
+    prs.index_old_failed()
+        .await
+        .map_err(|e| (EXIT_FAILED, e.to_string()))
+}
+
 /// `failed`: the given-up rows, newest first.
 pub async fn failed(
     target: &OpsTarget,
@@ -179,7 +201,9 @@ pub fn render_failed(rows: &[FailedRow]) -> String {
     );
     for r in rows {
         let why = match (&r.failed_reason, &r.last_error) {
-            (Some(reason), Some(error)) if reason != error => format!("{reason} / {error}"),
+            (Some(reason), Some(error)) if !reason.contains(error.as_str()) => {
+                format!("{reason} / {error}")
+            }
             (Some(reason), _) => reason.clone(),
             (None, Some(error)) => error.clone(),
             (None, None) => "-".into(),
@@ -202,7 +226,7 @@ pub async fn run_status(stack: Option<&str>, repo: Option<&str>, json: bool) -> 
         Ok(t) => t,
         Err(e) => {
             eprintln!("chronicle status: {e}");
-            return EXIT_USAGE;
+            return target_error_code(&e);
         }
     };
     match status(&target, repo).await {
@@ -224,15 +248,32 @@ pub async fn run_status(stack: Option<&str>, repo: Option<&str>, json: bool) -> 
     }
 }
 
-/// The CLI's `failed`: prints, and returns the exit code.
-pub async fn run_failed(stack: Option<&str>, repo: Option<&str>, json: bool) -> u8 {
+/// The CLI's `failed`: prints, and returns the exit code. `index_old`: first give rows given
+/// up before the failed index existed its marker.
+pub async fn run_failed(
+    stack: Option<&str>,
+    repo: Option<&str>,
+    index_old: bool,
+    json: bool,
+) -> u8 {
     let target = match target(stack).await {
         Ok(t) => t,
         Err(e) => {
             eprintln!("chronicle failed: {e}");
-            return EXIT_USAGE;
+            return target_error_code(&e);
         }
     };
+    if index_old {
+        match index_old_failed(&target).await {
+            Ok(n) => {
+                eprintln!("{n} rows given up before the failed index existed now carry its marker")
+            }
+            Err((code, message)) => {
+                eprintln!("chronicle failed: {message}");
+                return code;
+            }
+        }
+    }
     match failed(&target, repo).await {
         Ok(rows) => {
             if json {
@@ -280,6 +321,7 @@ pub async fn reprocess(
     failed: bool,
     repo: Option<&str>,
     since: Option<&str>,
+    new_summary: bool,
     dry_run: bool,
 ) -> Result<Vec<ReprocessLine>, (u8, String)> {
     let usage = |e: UsageError| (EXIT_USAGE, e.to_string());
@@ -287,6 +329,12 @@ pub async fn reprocess(
         return Err((
             EXIT_USAGE,
             "name the PRs (OWNER/REPO#N …) or pass --failed, not both and not neither".into(),
+        ));
+    }
+    if !failed && (repo.is_some() || since.is_some()) {
+        return Err((
+            EXIT_USAGE,
+            "--repo and --since select given-up rows: use them with --failed".into(),
         ));
     }
     let since = since
@@ -334,7 +382,7 @@ pub async fn reprocess(
             "wouldReprocess".to_string()
         } else {
             match prs
-                .reprocess(&repo, number, time::OffsetDateTime::now_utc())
+                .reprocess(&repo, number, new_summary, time::OffsetDateTime::now_utc())
                 .await
                 .map_err(|e| (EXIT_FAILED, e.to_string()))?
             {
@@ -394,24 +442,37 @@ pub async fn rebuild(
     Ok(modules)
 }
 
+/// What `chronicle reprocess` was asked.
+#[derive(Debug, Clone, Default)]
+pub struct ReprocessArgs {
+    pub prs: Vec<String>,
+    pub failed: bool,
+    pub repo: Option<String>,
+    pub since: Option<String>,
+    pub new_summary: bool,
+    pub dry_run: bool,
+}
+
 /// The CLI's `reprocess`: prints, and returns the exit code (1 if a row was busy).
-pub async fn run_reprocess(
-    stack: Option<&str>,
-    prs: &[String],
-    failed: bool,
-    repo: Option<&str>,
-    since: Option<&str>,
-    dry_run: bool,
-    json: bool,
-) -> u8 {
+pub async fn run_reprocess(stack: Option<&str>, args: &ReprocessArgs, json: bool) -> u8 {
     let target = match target(stack).await {
         Ok(t) => t,
         Err(e) => {
             eprintln!("chronicle reprocess: {e}");
-            return EXIT_USAGE;
+            return target_error_code(&e);
         }
     };
-    match reprocess(&target, prs, failed, repo, since, dry_run).await {
+    let result = reprocess(
+        &target,
+        &args.prs,
+        args.failed,
+        args.repo.as_deref(),
+        args.since.as_deref(),
+        args.new_summary,
+        args.dry_run,
+    )
+    .await;
+    match result {
         Ok(lines) => {
             if json {
                 println!(
@@ -446,7 +507,7 @@ pub async fn run_rebuild(
         Ok(t) => t,
         Err(e) => {
             eprintln!("chronicle rebuild: {e}");
-            return EXIT_USAGE;
+            return target_error_code(&e);
         }
     };
     match rebuild(&target, repo, module, dry_run).await {
@@ -503,11 +564,8 @@ const MOVE_PER_SECOND: u64 = 100;
 /// Messages one CLI move handles at most per run.
 const MOVE_MAX: u64 = 100_000;
 
-fn queue_with<'t>(target: &'t OpsTarget, part: &str, dead_letter: bool) -> Option<&'t QueueRef> {
-    target
-        .queues
-        .iter()
-        .find(|q| q.dead_letter == dead_letter && q.name.to_ascii_lowercase().contains(part))
+fn queue_with<'t>(target: &'t OpsTarget, role: &str) -> Option<&'t QueueRef> {
+    target.queues.iter().find(|q| q.role == role)
 }
 
 /// `redrive`. On a deployed stack the summarize DLQ is moved by SQS itself
@@ -524,10 +582,10 @@ pub async fn redrive(
     let failed = |e: String| (EXIT_FAILED, e);
     let (dlq, source) = match which {
         RedriveQueue::Summarize => (
-            queue_with(target, "summarize", true),
-            queue_with(target, "summarize", false),
+            queue_with(target, "summarize-dlq"),
+            queue_with(target, "summarize"),
         ),
-        RedriveQueue::Schedule => (queue_with(target, "schedule", true), None),
+        RedriveQueue::Schedule => (queue_with(target, "schedule-dlq"), None),
     };
     let Some(dlq) = dlq else {
         return Err((
@@ -613,7 +671,8 @@ async fn move_messages(
             .max_number_of_messages(10)
             .message_attribute_names("All")
             .visibility_timeout(60)
-            .wait_time_seconds(0)
+            // Long polling: a short poll of real SQS may answer empty while messages remain.
+            .wait_time_seconds(1)
             .send()
             .await
             .map_err(|e| failed(shared::aws::error_message(&e)))?;
@@ -673,18 +732,37 @@ async fn move_messages(
                     .ok()
             })
             .collect();
-        sqs.delete_message_batch()
+        let deleted = sqs
+            .delete_message_batch()
             .queue_url(from)
             .set_entries(Some(deletes))
             .send()
             .await
-            .map_err(|e| failed(shared::aws::error_message(&e)))?;
-        moved += sent.len() as u64;
+            .map_err(|e| {
+                failed(format!(
+                    "{} (after {} messages handled and {} sent but not yet deleted: those may \
+                     arrive twice, which the summarize worker absorbs)",
+                    shared::aws::error_message(&e),
+                    moved,
+                    sent.len()
+                ))
+            })?;
+        if !deleted.failed().is_empty() {
+            eprintln!(
+                "redrive: {} messages sent but not deleted from the DLQ; they will be seen \
+                 again (a second copy is absorbed by the summarize worker)",
+                deleted.failed().len()
+            );
+        }
+        moved += deleted.successful().len() as u64;
         // A bounded rate: at most MOVE_PER_SECOND on average.
         let due = std::time::Duration::from_millis(moved * 1000 / MOVE_PER_SECOND);
         if let Some(wait) = due.checked_sub(started.elapsed()) {
             tokio::time::sleep(wait).await;
         }
+    }
+    if moved >= MOVE_MAX {
+        eprintln!("redrive: stopped after {MOVE_MAX} messages; run it again for the rest");
     }
     Ok(moved)
 }
@@ -700,7 +778,7 @@ pub async fn run_redrive(
         Ok(t) => t,
         Err(e) => {
             eprintln!("chronicle redrive: {e}");
-            return EXIT_USAGE;
+            return target_error_code(&e);
         }
     };
     match redrive(&target, which, stack.is_some(), dry_run).await {

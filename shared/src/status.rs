@@ -14,6 +14,9 @@ use crate::store::{CheckpointStore, PageStore, PrStore, StoreError, DEFERRED_SHA
 
 /// A pending row received longer ago than this needs attention (the sweeper runs every minute).
 pub const PENDING_ATTENTION_SECONDS: i64 = 3600;
+/// Pending rows read per shard to find the one received first (beyond, the backlog is the
+/// problem, and the count says so).
+const OLDEST_ROWS_READ: usize = 2_000;
 /// The most shards `PENDING_SHARDS` allows.
 const MAX_SHARDS: u32 = 32;
 /// Stale pages whose items are read for a failed build, at most.
@@ -22,6 +25,9 @@ pub const PAGES_INSPECTED: usize = 200;
 /// A queue the report names, by its role.
 #[derive(Debug, Clone)]
 pub struct QueueRef {
+    /// What the queue is for, from the stack output that named it: `summarize`,
+    /// `summarize-dlq`, `enrich-stream-dlq`, `schedule-dlq`.
+    pub role: String,
     pub name: String,
     pub url: String,
     pub dead_letter: bool,
@@ -128,32 +134,37 @@ pub async fn gather(
         }
         report.pending_total += count;
         if count > 0 {
-            // The index is sorted by merge time: its first row is the oldest merge.
-            if let Some(row) = sources
-                .prs
-                .pending_page(&shard, None, 1)
-                .await?
-                .rows
-                .into_iter()
-                .next()
-            {
-                let older = report
-                    .oldest_pending
-                    .as_ref()
-                    .is_none_or(|o| row.merged_at < o.merged_at);
-                if older {
-                    let age = row
-                        .received_at
-                        .as_deref()
-                        .and_then(parse_rfc3339)
-                        .map(|t| (now - t).whole_seconds());
-                    report.oldest_pending = Some(OldestPending {
-                        repo: row.repo.to_string(),
-                        number: row.number,
-                        merged_at: row.merged_at,
-                        received_at: row.received_at,
-                        age_seconds: age,
-                    });
+            // The row waiting longest is the one received first; the index is sorted by merge
+            // time, so its rows are read (projected, at most OLDEST_ROWS_READ per shard).
+            let mut start = None;
+            let mut read = 0usize;
+            loop {
+                let page = sources.prs.pending_page(&shard, start, 500).await?;
+                read += page.rows.len();
+                for row in page.rows {
+                    let older = match (&report.oldest_pending, &row.received_at) {
+                        (None, _) => true,
+                        (Some(o), Some(r)) => o.received_at.as_ref().is_none_or(|or| r < or),
+                        (Some(_), None) => false,
+                    };
+                    if older {
+                        let age = row
+                            .received_at
+                            .as_deref()
+                            .and_then(parse_rfc3339)
+                            .map(|t| (now - t).whole_seconds());
+                        report.oldest_pending = Some(OldestPending {
+                            repo: row.repo.to_string(),
+                            number: row.number,
+                            merged_at: row.merged_at,
+                            received_at: row.received_at,
+                            age_seconds: age,
+                        });
+                    }
+                }
+                match page.next {
+                    Some(next) if read < OLDEST_ROWS_READ => start = Some(next),
+                    _ => break,
                 }
             }
         }

@@ -84,6 +84,7 @@ impl PrStore {
         &self,
         repo: &RepoName,
         number: u64,
+        new_summary: bool,
         now: OffsetDateTime,
     ) -> Result<Reprocessed, StoreError> {
         let mut update = Update::default();
@@ -93,15 +94,27 @@ impl PrStore {
             attr::FAILED_SHARD,
             attr::FAILED_REASON,
             attr::ATTEMPTS,
-            attr::ENQUEUED_UNTIL,
             attr::LAST_ERROR,
         ] {
             update.remove(gone);
         }
-        update.set(
-            attr::PENDING_SHARD,
-            AttributeValue::S(pending_shard(number, self.table.pending_shards)),
+        if new_summary {
+            // The summary paragraph is written again (an LLM asked anew).
+            update.remove(attr::SUMMARY);
+        }
+        // A row already pending keeps its partition: one parked for GitHub's rate limit
+        // (`deferred`) is not summarized before it is enriched.
+        let shard = update.name(attr::PENDING_SHARD);
+        let value = update.value(
+            "shard",
+            Some(AttributeValue::S(pending_shard(
+                number,
+                self.table.pending_shards,
+            ))),
         );
+        update
+            .sets
+            .push(format!("{shard} = if_not_exists({shard}, {value})"));
         let condition = format!(
             "attribute_exists({repo}) AND (attribute_not_exists({lease}) OR {lease} < {now})",
             repo = update.name(attr::REPO),
@@ -116,6 +129,56 @@ impl PrStore {
             None => Reprocessed::Missing,
             Some(_) => Reprocessed::Busy,
         })
+    }
+
+    /// Gives the failed index's marker to rows given up before the index existed (`failedAt`
+    /// without `failedShard`): a one-time Scan, the only one Chronicle makes, run by
+    /// `chronicle failed --index-old` after an upgrade. Returns how many rows were marked.
+    pub async fn index_old_failed(&self) -> Result<u64, StoreError> {
+        let mut marked = 0u64;
+        let mut start: Option<Item> = None;
+        loop {
+            let out = self
+                .client
+                .scan()
+                .table_name(self.table_name())
+                .filter_expression("attribute_exists(#failed) AND attribute_not_exists(#mark)")
+                .expression_attribute_names("#failed", attr::FAILED_AT)
+                .expression_attribute_names("#mark", attr::FAILED_SHARD)
+                .projection_expression("#repo, #number")
+                .expression_attribute_names("#repo", attr::REPO)
+                .expression_attribute_names("#number", attr::PR_NUMBER)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(|e| self.dynamo_error("Scan", &e))?;
+            for item in out.items() {
+                let repo = item
+                    .get(attr::REPO)
+                    .and_then(|v| v.as_s().ok())
+                    .and_then(|r| RepoName::parse(r).ok());
+                let number = item
+                    .get(attr::PR_NUMBER)
+                    .and_then(|v| v.as_n().ok())
+                    .and_then(|n| n.parse::<u64>().ok());
+                let (Some(repo), Some(number)) = (repo, number) else {
+                    continue;
+                };
+                let mut update = Update::default();
+                update.set(
+                    attr::FAILED_SHARD,
+                    AttributeValue::S(FAILED_MARK.to_string()),
+                );
+                let condition = format!("attribute_exists({})", update.name(attr::FAILED_AT));
+                if self.update_if(&repo, number, update, condition).await? {
+                    marked += 1;
+                }
+            }
+            match out.last_evaluated_key {
+                Some(next) => start = Some(next),
+                None => return Ok(marked),
+            }
+        }
     }
 
     /// The given-up rows, newest first, of one repository or all (the failed index; the
