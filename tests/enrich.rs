@@ -158,10 +158,30 @@ async fn two_hundred_fifty_files_and_closing_issues_in_three_graphql_queries_no_
     stored_pr(&store, 2, Some("Fixes #1347")).await;
     github.add_pull(2, 250, &[(1347, "Found a bug"), (9, "Crash on start")]);
 
-    let response = enricher(&store, &github, 2)
+    let handler = enricher(&store, &github, 2);
+    let response = handler
         .handle(event(vec![insert_record(2, "100")]), within(30), "inv-1")
         .await;
     assert!(response.batch_item_failures.is_empty(), "{response:?}");
+    // The invocation's EMF line: one record enriched, three GraphQL requests.
+    let emf: serde_json::Value =
+        serde_json::from_str(&handler.emf_line(time::OffsetDateTime::now_utc())).unwrap();
+    assert_eq!(emf["RecordsEnriched"], 1);
+    assert_eq!(emf["RecordsFailed"], 0);
+    assert_eq!(emf["RecordsGitHubRequests"], 3);
+    assert_eq!(
+        emf["_aws"]["CloudWatchMetrics"][0]["Namespace"],
+        "Chronicle"
+    );
+    let again: serde_json::Value =
+        serde_json::from_str(&handler.emf_line(time::OffsetDateTime::now_utc())).unwrap();
+    assert_eq!(
+        (
+            again["RecordsEnriched"].as_u64(),
+            again["RecordsGitHubRequests"].as_u64()
+        ),
+        (Some(0), Some(0))
+    );
 
     let item = row(&store, 2).await;
     assert!(item.contains_key(attr::ENRICHED_AT));

@@ -173,6 +173,12 @@ async fn each_module_gets_an_entry_with_only_its_own_files() {
         .handle(batch(vec![message("m", 3)]), within(30), "inv")
         .await;
     assert!(r.batch_item_failures.is_empty(), "{r:?}");
+    // The invocation's EMF line: one message summarized, nothing else.
+    let emf: serde_json::Value =
+        serde_json::from_str(&handler.emf_line(OffsetDateTime::now_utc())).unwrap();
+    assert_eq!(emf["MessagesSummarized"], 1);
+    assert_eq!(emf["MessagesFailed"], 0);
+    assert_eq!(emf["MessagesGaveUp"], 0);
     let core = t.module_entries(REPO, "core").await;
     assert_eq!(core.len(), 1);
     let paths: Vec<&str> = core[0].files.iter().map(|f| f.path.as_str()).collect();

@@ -167,6 +167,19 @@ async fn deliveries_that_are_not_ours_are_answered_and_nothing_is_stored() {
         );
     }
     assert!(all_items(&store).await.is_empty());
+    // One EMF line for what came in: 7 ignored, 1 ping; every other outcome present at 0.
+    let emf: Value =
+        serde_json::from_str(&handler.emf_line(time::OffsetDateTime::now_utc())).unwrap();
+    assert_eq!(emf["Deliveries_ignored"], 7);
+    assert_eq!(emf["Deliveries_ping"], 1);
+    assert_eq!(emf["Deliveries_inserted"], 0);
+    assert_eq!(
+        emf["_aws"]["CloudWatchMetrics"][0]["Metrics"]
+            .as_array()
+            .unwrap()
+            .len(),
+        shared::webhook::OUTCOMES.len()
+    );
 }
 
 #[tokio::test]

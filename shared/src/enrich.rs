@@ -319,6 +319,10 @@ pub struct EnrichHandler {
     github: Option<GitHubApis>,
     /// Where repository contexts are kept; `None`: none fetched.
     contexts: Option<crate::store::ContextStore>,
+    /// This invocation's outcomes, for its EMF line.
+    outcomes: crate::telemetry::OutcomeCounts,
+    /// The GraphQL client's request count at the last EMF line.
+    requests_seen: std::sync::atomic::AtomicU64,
     /// When a refresh of a repository's context last failed in this process.
     context_failures: std::sync::Mutex<std::collections::HashMap<String, Instant>>,
     concurrency: usize,
@@ -337,6 +341,8 @@ impl EnrichHandler {
             store,
             github,
             contexts: None,
+            outcomes: Default::default(),
+            requests_seen: Default::default(),
             context_failures: Default::default(),
             concurrency: concurrency.max(1),
             max_paths,
@@ -515,6 +521,35 @@ impl EnrichHandler {
         }
     }
 
+    /// The stream records' outcomes since the last call as one EMF line (`RecordsEnriched`, …,
+    /// `RecordsFailed`) with the GraphQL requests made (`RecordsGitHubRequests`); the counts
+    /// start again.
+    pub fn emf_line(&self, now: OffsetDateTime) -> String {
+        if let Some(github) = &self.github {
+            let total = github.graphql.requests();
+            let before = self.requests_seen.swap(total, Ordering::Relaxed);
+            self.outcomes
+                .add_n("GitHubRequests", total.saturating_sub(before));
+        }
+        crate::telemetry::outcomes_emf_line(
+            now,
+            "Records",
+            &[
+                "Enriched",
+                "Skipped",
+                "AlreadyEnriched",
+                "Deferred",
+                "StillParked",
+                "Deleted",
+                "NotAnInsert",
+                "Disabled",
+                "Failed",
+                "GitHubRequests",
+            ],
+            &self.outcomes.take(),
+        )
+    }
+
     /// One record, logged in one line.
     pub async fn process(
         &self,
@@ -529,6 +564,17 @@ impl EnrichHandler {
             None => Err(EnrichError::BadRecord(record.event_id.clone())),
             Some((repo, number)) => self.enrich(repo, *number, deadline, owner).await,
         };
+        self.outcomes.add(match &result {
+            Ok(RecordOutcome::Enriched) => "Enriched",
+            Ok(RecordOutcome::Skipped(_)) => "Skipped",
+            Ok(RecordOutcome::AlreadyEnriched) => "AlreadyEnriched",
+            Ok(RecordOutcome::Deferred(_)) => "Deferred",
+            Ok(RecordOutcome::StillParked(_)) => "StillParked",
+            Ok(RecordOutcome::Deleted) => "Deleted",
+            Ok(RecordOutcome::NotAnInsert) => "NotAnInsert",
+            Ok(RecordOutcome::Disabled) => "Disabled",
+            Err(_) => "Failed",
+        });
         let (repo, pr) = key
             .as_ref()
             .map(|(r, n)| (r.as_str(), *n))

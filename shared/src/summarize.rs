@@ -100,6 +100,8 @@ pub struct SummarizeHandler {
     max_attempts: u32,
     dead_letter: Option<(aws_sdk_sqs::Client, String)>,
     summarizer: Arc<dyn Summarizer>,
+    /// This invocation's outcomes, for its EMF line.
+    outcomes: crate::telemetry::OutcomeCounts,
     /// Repository contexts (workspace packages, CODEOWNERS) for tagging.
     contexts: crate::store::ContextCache,
 }
@@ -121,6 +123,7 @@ impl SummarizeHandler {
             max_attempts: max_attempts.max(1),
             dead_letter: None,
             summarizer: Arc::new(ExtractiveSummarizer),
+            outcomes: Default::default(),
         }
     }
 
@@ -202,6 +205,24 @@ impl SummarizeHandler {
         response
     }
 
+    /// The outcomes since the last call as one EMF line (`MessagesSummarized`, …,
+    /// `MessagesFailed`), every outcome present; the counts start again.
+    pub fn emf_line(&self, now: OffsetDateTime) -> String {
+        crate::telemetry::outcomes_emf_line(
+            now,
+            "Messages",
+            &[
+                "Summarized",
+                "AlreadyDone",
+                "Busy",
+                "Missing",
+                "GaveUp",
+                "Failed",
+            ],
+            &self.outcomes.take(),
+        )
+    }
+
     /// One message, logged in one line.
     pub async fn process(
         &self,
@@ -226,6 +247,14 @@ impl SummarizeHandler {
             .as_ref()
             .map(|(r, n)| (r.to_string(), *n))
             .unwrap_or_else(|_| ("-".into(), 0));
+        self.outcomes.add(match &result {
+            Ok(MessageOutcome::Summarized { .. }) => "Summarized",
+            Ok(MessageOutcome::AlreadyDone) => "AlreadyDone",
+            Ok(MessageOutcome::Busy { .. }) => "Busy",
+            Ok(MessageOutcome::Missing) => "Missing",
+            Ok(MessageOutcome::GaveUp { .. }) => "GaveUp",
+            Err(_) => "Failed",
+        });
         let outcome = match &result {
             Ok(o) => format!("{o:?}"),
             Err(e) => format!("failed: {e}"),

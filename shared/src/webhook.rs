@@ -91,7 +91,24 @@ pub struct WebhookHandler {
     store: PrStore,
     verifier: Verifier,
     max_body_bytes: usize,
+    /// Deliveries by outcome since the last EMF line.
+    outcomes: crate::telemetry::OutcomeCounts,
 }
+
+/// Every outcome a delivery can have, as the log line and the EMF metrics name them.
+pub const OUTCOMES: &[&str] = &[
+    "inserted",
+    "updated",
+    "unchanged",
+    "ignored",
+    "ping",
+    "bad_signature",
+    "bad_request",
+    "too_large",
+    "no_secret",
+    "contention",
+    "store_error",
+];
 
 impl WebhookHandler {
     pub fn new(store: PrStore, verifier: Verifier, max_body_bytes: usize) -> Self {
@@ -99,6 +116,7 @@ impl WebhookHandler {
             store,
             verifier,
             max_body_bytes,
+            outcomes: Default::default(),
         }
     }
 
@@ -138,6 +156,12 @@ impl WebhookHandler {
         &self.store
     }
 
+    /// Deliveries by outcome since the last call as one EMF line (`Deliveries_inserted`, …,
+    /// every outcome present); the counts start again.
+    pub fn emf_line(&self, now: OffsetDateTime) -> String {
+        crate::telemetry::outcomes_emf_line(now, "Deliveries_", OUTCOMES, &self.outcomes.take())
+    }
+
     pub fn max_body_bytes(&self) -> usize {
         self.max_body_bytes
     }
@@ -150,6 +174,7 @@ impl WebhookHandler {
             Decision::Respond(response, outcome) => (response, outcome),
             Decision::Store(pr, delivery) => self.store_pr(&pr, &delivery).await,
         };
+        self.outcomes.add(outcome);
         let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
         macro_rules! line {
             ($level:ident) => {
@@ -335,6 +360,7 @@ impl WebhookHandler {
                     status = 400,
                     "webhook request: {message}"
                 );
+                self.outcomes.add("bad_request");
                 WebhookResponse::error(400, message)
             }
         };

@@ -26,8 +26,14 @@ async fn main() -> Result<(), Error> {
             let response = handler
                 .invoke(event.payload, deadline, &event.context.request_id)
                 .await?;
-            if let EnrichResponse::Retry(report) = &response {
-                println!("{}", emf_line(report, time::OffsetDateTime::now_utc()));
+            match &response {
+                EnrichResponse::Retry(report) => {
+                    println!("{}", emf_line(report, time::OffsetDateTime::now_utc()));
+                }
+                // The records' outcomes and GitHub requests, as an EMF line.
+                EnrichResponse::Stream(_) => {
+                    println!("{}", handler.emf_line(time::OffsetDateTime::now_utc()));
+                }
             }
             Ok::<EnrichResponse, Error>(response)
         }

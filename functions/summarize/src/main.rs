@@ -20,11 +20,12 @@ async fn main() -> Result<(), Error> {
         let handler = Arc::clone(&handler);
         async move {
             let deadline = deadline_from_epoch_millis(event.context.deadline);
-            Ok::<SqsBatchResponse, Error>(
-                handler
-                    .handle(event.payload, deadline, &event.context.request_id)
-                    .await,
-            )
+            let response = handler
+                .handle(event.payload, deadline, &event.context.request_id)
+                .await;
+            // The messages' outcomes as an Embedded Metric Format line (CloudWatch Logs).
+            println!("{}", handler.emf_line(time::OffsetDateTime::now_utc()));
+            Ok::<SqsBatchResponse, Error>(response)
         }
     }))
     .await

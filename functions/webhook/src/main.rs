@@ -19,7 +19,10 @@ async fn main() -> Result<(), Error> {
     let handler = &handler;
     lambda_http::lambda_runtime::run(service_fn(
         move |event: LambdaEvent<ApiGatewayV2httpRequest>| async move {
-            Ok::<ApiGatewayV2httpResponse, Error>(handler.handle_apigw(event.payload).await)
+            let response = handler.handle_apigw(event.payload).await;
+            // The delivery's outcome as an Embedded Metric Format line (CloudWatch Logs).
+            println!("{}", handler.emf_line(time::OffsetDateTime::now_utc()));
+            Ok::<ApiGatewayV2httpResponse, Error>(response)
         },
     ))
     .await
