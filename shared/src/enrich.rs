@@ -851,10 +851,9 @@ pub async fn refresh_repo_context(
 ) -> Result<ContextRefresh, ContextRefreshError> {
     use crate::github::context;
     let checked = store.checked(repo.as_str()).await?;
-    let fresh = checked.as_ref().is_some_and(|(at, version)| {
-        *version == context::CONTEXT_VERSION
-            && crate::domain::parse_rfc3339(at).is_some_and(|t| now - t < context::DEFAULT_TTL)
-    });
+    let fresh = checked
+        .as_ref()
+        .is_some_and(|(at, version)| context::is_fresh(at, *version, now, context::DEFAULT_TTL));
     if fresh {
         return Ok(ContextRefresh::Fresh);
     }

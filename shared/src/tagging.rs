@@ -1506,4 +1506,26 @@ octo-org/opted-out:
             ["crates"]
         );
     }
+
+    /// The deepest package holds a path; a sibling with a longer name or the directory itself
+    /// is not inside it.
+    #[test]
+    fn the_deepest_package_holds_a_path() {
+        use crate::github::context::{Package, RepoContext};
+        let package = |name: &str, dir: &str| Package {
+            name: name.into(),
+            dir: dir.into(),
+            description: None,
+            manifest: None,
+        };
+        let context = RepoContext {
+            packages: vec![package("tools", "tools"), package("xtask", "tools/xtask")],
+            ..RepoContext::default()
+        };
+        let layout = RepoLayout::from_context(&context, true, None);
+        assert_eq!(layout.package_of("tools/xtask/src/main.rs"), Some("xtask"));
+        assert_eq!(layout.package_of("tools/run.sh"), Some("tools"));
+        assert_eq!(layout.package_of("toolsmith/a.rs"), None);
+        assert_eq!(layout.package_of("tools"), None);
+    }
 }

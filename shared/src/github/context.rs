@@ -116,25 +116,14 @@ pub struct About {
     pub source: String,
 }
 
+/// Whether a context checked at `checked_at` (RFC 3339) by version `version` is still to be
+/// used at `now`: read by this version, within `ttl`.
+pub fn is_fresh(checked_at: &str, version: u32, now: OffsetDateTime, ttl: time::Duration) -> bool {
+    version == CONTEXT_VERSION
+        && crate::domain::parse_rfc3339(checked_at).is_some_and(|t| now - t < ttl)
+}
+
 impl RepoContext {
-    /// Whether it was fetched within `ttl` of `now`, by this version.
-    pub fn is_fresh(&self, now: OffsetDateTime, ttl: time::Duration) -> bool {
-        self.version == CONTEXT_VERSION
-            && crate::domain::parse_rfc3339(&self.checked_at).is_some_and(|t| now - t < ttl)
-    }
-
-    /// The package whose directory holds `path` (the deepest one).
-    pub fn package_of(&self, path: &str) -> Option<&Package> {
-        self.packages
-            .iter()
-            .filter(|p| {
-                path.len() > p.dir.len()
-                    && path.starts_with(p.dir.as_str())
-                    && path.as_bytes()[p.dir.len()] == b'/'
-            })
-            .max_by_key(|p| p.dir.len())
-    }
-
     /// The package that is the module `name`.
     pub fn package_named(&self, name: &str) -> Option<&Package> {
         self.packages.iter().find(|p| p.name == name)
@@ -466,30 +455,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_deepest_package_holds_a_path() {
-        let ctx = RepoContext {
-            packages: vec![
-                Package {
-                    name: "tools".into(),
-                    dir: "tools".into(),
-                    description: None,
-                    manifest: None,
-                },
-                Package {
-                    name: "xtask".into(),
-                    dir: "tools/xtask".into(),
-                    description: None,
-                    manifest: None,
-                },
-            ],
-            ..RepoContext::default()
-        };
-        assert_eq!(
-            ctx.package_of("tools/xtask/src/main.rs").unwrap().name,
-            "xtask"
+    fn fresh_means_this_version_within_the_ttl() {
+        let now = time::macros::datetime!(2026-12-03 12:00 UTC);
+        let day = DEFAULT_TTL;
+        assert!(is_fresh("2026-12-03T00:00:00Z", CONTEXT_VERSION, now, day));
+        assert!(!is_fresh("2026-12-02T11:00:00Z", CONTEXT_VERSION, now, day));
+        assert!(
+            !is_fresh("2026-12-03T00:00:00Z", 0, now, day),
+            "another version's"
         );
-        assert_eq!(ctx.package_of("tools/run.sh").unwrap().name, "tools");
-        assert!(ctx.package_of("toolsmith/a.rs").is_none());
-        assert!(ctx.package_of("tools").is_none());
+        assert!(!is_fresh("", CONTEXT_VERSION, now, day));
     }
 }
