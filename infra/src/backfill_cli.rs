@@ -127,16 +127,7 @@ pub async fn target(stack: Option<&str>) -> Result<Target, UsageError> {
         Some(name) => {
             let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
             let stack = Stack::load(&sdk, name).await?;
-            let table = TableConfig {
-                table_name: stack.output("PrTableName")?.to_string(),
-                // Must be the deployed count: a row in a shard the sweeper does not query
-                // would never be summarized.
-                pending_shards: stack
-                    .parameter("PendingShards")
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(4),
-            };
-            let pages_table = stack.output("PagesTableName")?.to_string();
+            let (table, pages_table) = stack.tables()?;
             let mut target = Target::from_env(sdk, table, pages_table);
             if let Some(url) = stack.parameter("GitHubApiUrl") {
                 target.api_url = url.to_string();
@@ -158,16 +149,7 @@ pub async fn target(stack: Option<&str>) -> Result<Target, UsageError> {
                 ));
             };
             let sdk = crate::emulator::sdk_config(&endpoint).await;
-            let table_name = env(shared::config::TABLE_NAME)
-                .unwrap_or_else(|| crate::dev::DEFAULT_TABLE.to_string());
-            let pages_table =
-                env(shared::config::PAGES_TABLE).unwrap_or_else(|| format!("{table_name}-pages"));
-            let table = TableConfig {
-                table_name,
-                pending_shards: env("PENDING_SHARDS")
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(4),
-            };
+            let (table, pages_table) = crate::dev::local_tables();
             Ok(Target::from_env(sdk, table, pages_table))
         }
     }

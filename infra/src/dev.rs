@@ -57,6 +57,23 @@ static PROCESS: std::sync::LazyLock<String> =
 pub const DEV_SECRET: &str = "chronicle-local-dev-secret";
 pub const DEFAULT_TABLE: &str = "chronicle-dev";
 
+/// The local stack's PR table and pages table as the environment names them (`TABLE_NAME`,
+/// `PAGES_TABLE`, `PENDING_SHARDS`), with `chronicle dev`'s defaults: what the operator
+/// commands use without `--stack`.
+pub fn local_tables() -> (TableConfig, String) {
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let table_name = env(shared::config::TABLE_NAME).unwrap_or_else(|| DEFAULT_TABLE.to_string());
+    let pages_table =
+        env(shared::config::PAGES_TABLE).unwrap_or_else(|| format!("{table_name}-pages"));
+    let table = TableConfig {
+        table_name,
+        pending_shards: env("PENDING_SHARDS")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(4),
+    };
+    (table, pages_table)
+}
+
 #[derive(Debug, Clone)]
 pub struct DevOptions {
     /// Webhook port on 127.0.0.1; 0 picks a free one.

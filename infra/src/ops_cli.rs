@@ -37,13 +37,7 @@ pub async fn target(stack: Option<&str>) -> Result<OpsTarget, UsageError> {
         Some(name) => {
             let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
             let stack = Stack::load(&sdk, name).await?;
-            let table = TableConfig {
-                table_name: stack.output("PrTableName")?.to_string(),
-                pending_shards: stack
-                    .parameter("PendingShards")
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(4),
-            };
+            let (table, pages_table) = stack.tables()?;
             let mut queues = Vec::new();
             for (output, role, dead_letter) in [
                 ("SummarizeQueueUrl", "summarize", false),
@@ -65,7 +59,7 @@ pub async fn target(stack: Option<&str>) -> Result<OpsTarget, UsageError> {
             Ok(OpsTarget {
                 sdk,
                 table,
-                pages_table: stack.output("PagesTableName")?.to_string(),
+                pages_table,
                 queues,
             })
         }
@@ -79,11 +73,8 @@ pub async fn target(stack: Option<&str>) -> Result<OpsTarget, UsageError> {
                 ));
             };
             let sdk = crate::emulator::sdk_config(&endpoint).await;
-            let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-            let table_name = env(shared::config::TABLE_NAME)
-                .unwrap_or_else(|| crate::dev::DEFAULT_TABLE.to_string());
-            let pages_table =
-                env(shared::config::PAGES_TABLE).unwrap_or_else(|| format!("{table_name}-pages"));
+            let (table, pages_table) = crate::dev::local_tables();
+            let table_name = table.table_name.clone();
             // The local stack's queues, named after its table (those it has not created are
             // left out).
             let sqs = aws_sdk_sqs::Client::new(&sdk);
@@ -107,12 +98,7 @@ pub async fn target(stack: Option<&str>) -> Result<OpsTarget, UsageError> {
             }
             Ok(OpsTarget {
                 sdk,
-                table: TableConfig {
-                    table_name,
-                    pending_shards: env("PENDING_SHARDS")
-                        .and_then(|v| v.parse().ok())
-                        .unwrap_or(4),
-                },
+                table,
                 pages_table,
                 queues,
             })
@@ -127,6 +113,14 @@ pub fn target_error_code(e: &UsageError) -> u8 {
         UsageError::Stack(crate::stack::StackError::Aws { .. }) => EXIT_FAILED,
         _ => EXIT_USAGE,
     }
+}
+
+/// The target of a CLI subcommand, or the exit code after saying why there is none.
+async fn resolve(command: &str, stack: Option<&str>) -> Result<OpsTarget, u8> {
+    target(stack).await.map_err(|e| {
+        eprintln!("chronicle {command}: {e}");
+        target_error_code(&e)
+    })
 }
 
 /// The last path segment of a queue URL: its name.
@@ -222,12 +216,9 @@ pub fn render_failed(rows: &[FailedRow]) -> String {
 
 /// The CLI's `status`: prints, and returns the exit code.
 pub async fn run_status(stack: Option<&str>, repo: Option<&str>, json: bool) -> u8 {
-    let target = match target(stack).await {
+    let target = match resolve("status", stack).await {
         Ok(t) => t,
-        Err(e) => {
-            eprintln!("chronicle status: {e}");
-            return target_error_code(&e);
-        }
+        Err(code) => return code,
     };
     match status(&target, repo).await {
         Ok((report, code)) => {
@@ -256,12 +247,9 @@ pub async fn run_failed(
     index_old: bool,
     json: bool,
 ) -> u8 {
-    let target = match target(stack).await {
+    let target = match resolve("failed", stack).await {
         Ok(t) => t,
-        Err(e) => {
-            eprintln!("chronicle failed: {e}");
-            return target_error_code(&e);
-        }
+        Err(code) => return code,
     };
     if index_old {
         match index_old_failed(&target).await {
@@ -455,12 +443,9 @@ pub struct ReprocessArgs {
 
 /// The CLI's `reprocess`: prints, and returns the exit code (1 if a row was busy).
 pub async fn run_reprocess(stack: Option<&str>, args: &ReprocessArgs, json: bool) -> u8 {
-    let target = match target(stack).await {
+    let target = match resolve("reprocess", stack).await {
         Ok(t) => t,
-        Err(e) => {
-            eprintln!("chronicle reprocess: {e}");
-            return target_error_code(&e);
-        }
+        Err(code) => return code,
     };
     let result = reprocess(
         &target,
@@ -503,12 +488,9 @@ pub async fn run_rebuild(
     dry_run: bool,
     json: bool,
 ) -> u8 {
-    let target = match target(stack).await {
+    let target = match resolve("rebuild", stack).await {
         Ok(t) => t,
-        Err(e) => {
-            eprintln!("chronicle rebuild: {e}");
-            return target_error_code(&e);
-        }
+        Err(code) => return code,
     };
     match rebuild(&target, repo, module, dry_run).await {
         Ok(modules) => {
@@ -774,12 +756,9 @@ pub async fn run_redrive(
     dry_run: bool,
     json: bool,
 ) -> u8 {
-    let target = match target(stack).await {
+    let target = match resolve("redrive", stack).await {
         Ok(t) => t,
-        Err(e) => {
-            eprintln!("chronicle redrive: {e}");
-            return target_error_code(&e);
-        }
+        Err(code) => return code,
     };
     match redrive(&target, which, stack.is_some(), dry_run).await {
         Ok(report) => {

@@ -75,6 +75,19 @@ impl Stack {
             })
     }
 
+    /// The PR table (with the deployed `PendingShards`: a row in a shard the sweeper does not
+    /// query would never be summarized) and the pages table.
+    pub fn tables(&self) -> Result<(shared::config::TableConfig, String), StackError> {
+        let table = shared::config::TableConfig {
+            table_name: self.output("PrTableName")?.to_string(),
+            pending_shards: self
+                .parameter("PendingShards")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(4),
+        };
+        Ok((table, self.output("PagesTableName")?.to_string()))
+    }
+
     pub fn parameter(&self, key: &str) -> Option<&str> {
         self.parameters
             .get(key)
