@@ -56,24 +56,7 @@ async fn status_and_failed_count_what_the_fixture_holds_without_a_scan() {
     // Queues named as the local stack names them; two messages in the summarize DLQ.
     let sqs = aws_sdk_sqs::Client::new(&sdk);
     let table = t.prs.table_name().to_string();
-    let mut queues = Vec::new();
-    for (suffix, dead_letter) in [("summarize", false), ("summarize-dlq", true)] {
-        let name = format!("{table}-{suffix}");
-        let url = sqs
-            .create_queue()
-            .queue_name(&name)
-            .send()
-            .await
-            .unwrap()
-            .queue_url
-            .unwrap();
-        queues.push(QueueRef {
-            role: suffix.to_string(),
-            name,
-            url,
-            dead_letter,
-        });
-    }
+    let queues = local_queues(&sqs, &table).await;
     for i in 0..2 {
         sqs.send_message()
             .queue_url(&queues[1].url)
@@ -110,15 +93,8 @@ async fn status_and_failed_count_what_the_fixture_holds_without_a_scan() {
 
     // Every request of the subcommands through a recording proxy.
     let proxy = AuditProxy::start(endpoint()).await;
-    let target = infra::ops_cli::OpsTarget {
-        sdk: proxy.sdk().await,
-        table: shared::config::TableConfig {
-            table_name: table.clone(),
-            pending_shards: 4,
-        },
-        pages_table: t.pages.table_name().to_string(),
-        queues,
-    };
+    let mut target = ops_target(&t, proxy.sdk().await);
+    target.queues = queues;
     let (report, code) = infra::ops_cli::status(&target, Some(REPO)).await.unwrap();
     assert_eq!(code, 1, "needs attention");
     // The JSON the CLI prints, parsed.
@@ -254,6 +230,29 @@ async fn an_unknown_stack_is_a_usage_error() {
         ),
         Ok(_) => panic!("an unknown stack resolved"),
     }
+}
+
+/// The summarize queue and its DLQ, named as the local stack names them after its table.
+async fn local_queues(sqs: &aws_sdk_sqs::Client, table: &str) -> Vec<QueueRef> {
+    let mut queues = Vec::new();
+    for (suffix, dead_letter) in [("summarize", false), ("summarize-dlq", true)] {
+        let name = format!("{table}-{suffix}");
+        let url = sqs
+            .create_queue()
+            .queue_name(&name)
+            .send()
+            .await
+            .unwrap()
+            .queue_url
+            .unwrap();
+        queues.push(QueueRef {
+            role: suffix.to_string(),
+            name,
+            url,
+            dead_letter,
+        });
+    }
+    queues
 }
 
 fn ops_target(t: &Tables, sdk: aws_config::SdkConfig) -> infra::ops_cli::OpsTarget {
@@ -549,24 +548,7 @@ async fn redrive_moves_every_dlq_message_once_and_a_redriven_given_up_row_is_sum
     let t = fresh_tables(&sdk).await;
     let sqs = aws_sdk_sqs::Client::new(&sdk);
     let table = t.prs.table_name().to_string();
-    let mut queues = Vec::new();
-    for (suffix, dead_letter) in [("summarize", false), ("summarize-dlq", true)] {
-        let name = format!("{table}-{suffix}");
-        let url = sqs
-            .create_queue()
-            .queue_name(&name)
-            .send()
-            .await
-            .unwrap()
-            .queue_url
-            .unwrap();
-        queues.push(QueueRef {
-            role: suffix.to_string(),
-            name,
-            url,
-            dead_letter,
-        });
-    }
+    let queues = local_queues(&sqs, &table).await;
     let (queue, dlq) = (queues[0].url.clone(), queues[1].url.clone());
     // A given-up row, its message in the DLQ as the summarize worker sends it.
     let now = OffsetDateTime::now_utc();
@@ -662,15 +644,7 @@ async fn redrive_moves_every_dlq_message_once_and_a_redriven_given_up_row_is_sum
     );
 
     // The summarize worker receives it from the queue: the row comes back and is summarized.
-    let mut event = aws_lambda_events::event::sqs::SqsMessage::default();
-    event.message_id = m.message_id.clone();
-    event.body = m.body.clone();
-    for (k, v) in m.message_attributes().cloned().unwrap_or_default() {
-        let mut a = aws_lambda_events::event::sqs::SqsMessageAttribute::default();
-        a.data_type = Some(v.data_type().to_string());
-        a.string_value = v.string_value().map(str::to_string);
-        event.message_attributes.insert(k, a);
-    }
+    let event = lambda_message(&m);
     let handler = std::sync::Arc::new(t.summarizer(shared::tagging::ModulesConfig::empty(), 5));
     let r = handler
         .handle(sqs_batch(vec![event]), within(30), "inv")

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage, SqsMessageAttribute};
+use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
 use aws_sdk_dynamodb::types::AttributeValue;
 use futures::future::BoxFuture;
 use shared::domain::RepoName;
@@ -572,21 +572,6 @@ async fn dead_letters(sqs: &aws_sdk_sqs::Client, dlq: &str) -> Vec<aws_sdk_sqs::
         .unwrap_or_default()
 }
 
-/// The DLQ message as the summarize function receives it after a redrive (StartMessageMoveTask
-/// keeps the body and the attributes).
-fn redriven(m: &aws_sdk_sqs::types::Message) -> SqsMessage {
-    let mut out = SqsMessage::default();
-    out.message_id = m.message_id.clone();
-    out.body = m.body.clone();
-    for (k, v) in m.message_attributes().cloned().unwrap_or_default() {
-        let mut a = SqsMessageAttribute::default();
-        a.data_type = Some(v.data_type().to_string());
-        a.string_value = v.string_value().map(str::to_string);
-        out.message_attributes.insert(k, a);
-    }
-    out
-}
-
 #[tokio::test]
 async fn a_poison_row_killed_mid_work_five_times_ends_failed_with_its_message_in_the_dlq_and_a_redrive_summarizes_it(
 ) {
@@ -643,10 +628,15 @@ async fn a_poison_row_killed_mid_work_five_times_ends_failed_with_its_message_in
         .unwrap()
         .contains("gave up"));
 
-    // Fixed, then redriven: the row comes back and is summarized once.
+    // Fixed, then redriven (StartMessageMoveTask keeps the body and the attributes): the row
+    // comes back and is summarized once.
     let fixed = Arc::new(t.summarizer(ModulesConfig::empty(), 5));
     let r = fixed
-        .handle(batch(vec![redriven(&dead[0])]), within(30), "inv-redrive")
+        .handle(
+            batch(vec![lambda_message(&dead[0])]),
+            within(30),
+            "inv-redrive",
+        )
         .await;
     assert!(r.batch_item_failures.is_empty(), "{r:?}");
     let item = row(&t, 11).await;
@@ -656,7 +646,11 @@ async fn a_poison_row_killed_mid_work_five_times_ends_failed_with_its_message_in
     assert_eq!(entry_numbers(&t, REPO).await, [11]);
     // The same message redriven twice: no second effect.
     let r = fixed
-        .handle(batch(vec![redriven(&dead[0])]), within(30), "inv-redrive-2")
+        .handle(
+            batch(vec![lambda_message(&dead[0])]),
+            within(30),
+            "inv-redrive-2",
+        )
         .await;
     assert!(r.batch_item_failures.is_empty());
     assert_eq!(entry_numbers(&t, REPO).await, [11]);

@@ -161,27 +161,9 @@ async fn forward(
         .path_and_query()
         .map(|p| p.as_str())
         .unwrap_or("/");
-    let mut request = http.request(parts.method.clone(), format!("{upstream}{path_and_query}"));
-    for (name, value) in &parts.headers {
-        if name != http::header::HOST && name != http::header::CONTENT_LENGTH {
-            request = request.header(name, value);
-        }
-    }
-    let answer = match request.body(body).send().await {
-        Ok(a) => a,
-        Err(e) => {
-            return Ok(Response::builder()
-                .status(502)
-                .body(Full::new(Bytes::from(e.to_string())))
-                .unwrap())
-        }
-    };
-    let mut response = Response::builder().status(answer.status().as_u16());
-    for (name, value) in answer.headers() {
-        if name != http::header::CONTENT_LENGTH && name != http::header::TRANSFER_ENCODING {
-            response = response.header(name, value);
-        }
-    }
-    let bytes = answer.bytes().await.unwrap_or_default();
-    Ok(response.body(Full::new(bytes)).unwrap())
+    let request = crate::relay::with_headers(
+        http.request(parts.method.clone(), format!("{upstream}{path_and_query}")),
+        &parts.headers,
+    );
+    Ok(crate::relay::answer(request.body(body).send().await).await)
 }

@@ -108,32 +108,14 @@ async fn forward(
         held.notify_one();
         std::future::pending::<()>().await;
     }
-    let mut request = http.post(format!("{upstream}{}", parts.uri.path()));
-    for (name, value) in &parts.headers {
-        if name != http::header::HOST && name != http::header::CONTENT_LENGTH {
-            request = request.header(name, value);
-        }
-    }
+    let request = crate::relay::with_headers(
+        http.post(format!("{upstream}{}", parts.uri.path())),
+        &parts.headers,
+    );
     let answer = request.body(body).send().await;
     if hold == Some(Hold::After) {
         held.notify_one();
         std::future::pending::<()>().await;
     }
-    let answer = match answer {
-        Ok(a) => a,
-        Err(e) => {
-            return Ok(Response::builder()
-                .status(502)
-                .body(Full::new(Bytes::from(e.to_string())))
-                .unwrap())
-        }
-    };
-    let mut response = Response::builder().status(answer.status().as_u16());
-    for (name, value) in answer.headers() {
-        if name != http::header::CONTENT_LENGTH && name != http::header::TRANSFER_ENCODING {
-            response = response.header(name, value);
-        }
-    }
-    let bytes = answer.bytes().await.unwrap_or_default();
-    Ok(response.body(Full::new(bytes)).unwrap())
+    Ok(crate::relay::answer(answer).await)
 }

@@ -20,6 +20,7 @@ pub mod dynamo_proxy;
 pub mod github_stub;
 pub mod messages_stub;
 pub mod notion_stub;
+pub mod relay;
 pub use infra::samples;
 
 pub const SECRET: &str = "test-webhook-secret";
@@ -125,6 +126,23 @@ pub async fn store_merged(
         )
         .await
         .unwrap();
+}
+
+/// A message received from SQS as Lambda's SQS event source hands it to a function: its id,
+/// body and string attributes.
+pub fn lambda_message(
+    m: &aws_sdk_sqs::types::Message,
+) -> aws_lambda_events::event::sqs::SqsMessage {
+    let mut out = aws_lambda_events::event::sqs::SqsMessage::default();
+    out.message_id = m.message_id.clone();
+    out.body = m.body.clone();
+    for (k, v) in m.message_attributes().cloned().unwrap_or_default() {
+        let mut a = aws_lambda_events::event::sqs::SqsMessageAttribute::default();
+        a.data_type = Some(v.data_type().to_string());
+        a.string_value = v.string_value().map(str::to_string);
+        out.message_attributes.insert(k, a);
+    }
+    out
 }
 
 /// An SQS message as the sweeper sends it (`{repo, prNumber}`), with this message id.

@@ -697,21 +697,25 @@ mod tests {
         );
     }
 
-    /// A workspace package's own description says what the module is, linked to its manifest.
-    #[test]
-    fn what_it_is_comes_from_the_manifest_description() {
-        let e = entry(12, "2024-02-10T08:00:00Z", "alice");
-        let mut years = BTreeMap::new();
-        years.insert(
+    /// The stored figures of a module whose only entry is `e` (merged in 2024).
+    fn one_year(e: &ModuleEntry) -> BTreeMap<String, crate::domain::YearStats> {
+        BTreeMap::from([(
             "2024".to_string(),
             crate::domain::YearStats {
                 count: 1,
                 first: e.merged_at.clone(),
                 last: e.merged_at.clone(),
-                digest: super::super::overview::digest(std::slice::from_ref(&e)),
+                digest: super::super::overview::digest(std::slice::from_ref(e)),
                 ..Default::default()
             },
-        );
+        )])
+    }
+
+    /// A workspace package's own description says what the module is, linked to its manifest.
+    #[test]
+    fn what_it_is_comes_from_the_manifest_description() {
+        let e = entry(12, "2024-02-10T08:00:00Z", "alice");
+        let years = one_year(&e);
         let facts = ModuleFacts {
             repo: "acme/widgets".into(),
             module: "acme-api".into(),
@@ -745,17 +749,7 @@ mod tests {
     #[test]
     fn a_removed_directory_is_gone() {
         let e = entry(12, "2024-02-10T08:00:00Z", "alice");
-        let mut years = BTreeMap::new();
-        years.insert(
-            "2024".to_string(),
-            crate::domain::YearStats {
-                count: 1,
-                first: e.merged_at.clone(),
-                last: e.merged_at.clone(),
-                digest: super::super::overview::digest(std::slice::from_ref(&e)),
-                ..Default::default()
-            },
-        );
+        let years = one_year(&e);
         let facts = ModuleFacts {
             repo: "acme/widgets".into(),
             module: "core".into(),
