@@ -216,7 +216,7 @@ impl GitHubClient {
         max_bytes: usize,
         deadline: Instant,
     ) -> Result<Conditional<String>, GitHubError> {
-        let path = contents_path(repo, file)?;
+        let path = repo_path(repo, "contents", file)?;
         let answer = self
             .get_with(
                 &format!("{}{path}", self.base),
@@ -247,7 +247,7 @@ impl GitHubClient {
             #[serde(rename = "type")]
             kind: String,
         }
-        let path = contents_path(repo, dir)?;
+        let path = repo_path(repo, "contents", dir)?;
         let answer = self
             .get_with(&format!("{}{path}", self.base), &path, deadline, None, etag)
             .await;
@@ -280,8 +280,7 @@ impl GitHubClient {
             #[serde(default)]
             encoding: String,
         }
-        let contents = contents_path(repo, dir)?;
-        let path = contents.replacen("/contents", "/readme", 1);
+        let path = repo_path(repo, "readme", dir)?;
         let answer = self
             .get_with(&format!("{}{path}", self.base), &path, deadline, None, etag)
             .await;
@@ -458,14 +457,14 @@ fn conditional<T>(
     }
 }
 
-/// `/repos/{o}/{r}/contents/{path}`, each segment percent-encoded (`my app` → `my%20app`).
-/// A `..` segment is refused: it never names a repository file.
-fn contents_path(repo: &RepoName, file: &str) -> Result<String, GitHubError> {
+/// `/repos/{o}/{r}/{endpoint}/{path}` (`contents`, `readme`), each segment percent-encoded
+/// (`my app` → `my%20app`). A `..` segment is refused: it never names a repository file.
+fn repo_path(repo: &RepoName, endpoint: &str, file: &str) -> Result<String, GitHubError> {
     let file = file.trim_matches('/');
     if file.split('/').any(|s| s == "..") {
         return Err(GitHubError::Refused {
             status: 0,
-            path: format!("/repos/{repo}/contents/{file}"),
+            path: format!("/repos/{repo}/{endpoint}/{file}"),
             message: "a path leaving the repository; not requested".into(),
         });
     }
@@ -477,7 +476,7 @@ fn contents_path(repo: &RepoName, file: &str) -> Result<String, GitHubError> {
             message: "cannot build the request path".into(),
         })?;
         segments.pop_if_empty();
-        segments.extend(["repos", repo.owner(), repo.name(), "contents"]);
+        segments.extend(["repos", repo.owner(), repo.name(), endpoint]);
         if !file.is_empty() {
             segments.extend(file.split('/'));
         }
