@@ -49,9 +49,9 @@ PY="$ROOT/.venv-moto/bin/python"
 
 # Built first, as `cargo lambda watch` builds them (`cargo run --bin X` at the workspace root:
 # the same feature resolution), so no invocation waits for a compile.
-log "cargo build of the five functions and the chronicle CLI"
+log "cargo build of the six functions and the chronicle CLI"
 cargo build --quiet --bin webhook --bin enrich --bin sweeper --bin summarize --bin page-builder \
-  --bin chronicle
+  --bin redeliver --bin chronicle
 
 # The GitHub stand-in (GraphQL validated against the vendored schema) serving the samples' PR.
 TOKEN="ghp_invoke_check"
@@ -111,4 +111,5 @@ invoke sweeper sweeper events/sweeper.scheduled.json
 "$PY" infra/invoke_check.py summarize-event "$WORK/summarize.event.json"
 invoke summarize summarize "$WORK/summarize.event.json"
 invoke page-builder page-builder events/page-builder.scheduled.json
-log "invoke check passed: 6 invocations of 5 functions, each answer asserted"
+invoke redeliver redeliver events/redeliver.scheduled.json
+log "invoke check passed: 7 invocations of 6 functions, each answer asserted"

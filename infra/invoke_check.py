@@ -46,7 +46,8 @@ def _tag(loader, suffix, node):
 
 CfnLoader.add_multi_constructor("!", _tag)
 
-FUNCTIONS = ("WebhookFunction", "EnrichFunction", "SweeperFunction", "SummarizeFunction", "PageBuilderFunction")
+FUNCTIONS = ("WebhookFunction", "EnrichFunction", "SweeperFunction", "SummarizeFunction", "PageBuilderFunction",
+             "RedeliverFunction")
 
 
 class Template:
@@ -253,6 +254,14 @@ def check(step, answer_file):
         ]
         assert any(k.startswith(f"narratives/{REPO}/") for k in keys), keys
         print(f"  pages: {keys}")
+    elif step == "redeliver":
+        # The webhook recorded the delivery's hook; the stand-in serves no hook deliveries (the
+        # tests' GitHub stub does), so the run reports GitHub's 404 with what the token needs.
+        assert answer["hooks"] == 1, answer
+        assert answer["redelivered"] == [], answer
+        problem = answer["problems"][0]
+        assert problem["hook"] == f"repos/{REPO}/hooks/109948940", problem
+        assert "404" in problem["message"] and "admin:repo_hook" in problem["message"], problem
     else:
         raise SystemExit(f"unknown step {step}")
 

@@ -87,13 +87,17 @@ const NOT_RUN_HERE: &[(&str, &str, &str)] = &[
     ),
 ];
 
-const FUNCTIONS: [&str; 5] = [
+const FUNCTIONS: [&str; 6] = [
     "WebhookFunction",
     "EnrichFunction",
     "SweeperFunction",
     "SummarizeFunction",
     "PageBuilderFunction",
+    "RedeliverFunction",
 ];
+
+/// The hook the test's deliveries name (`X-GitHub-Hook-ID`).
+const HOOK_ID: u64 = 77;
 
 /// One statement of a role, its resources as logical names (`PrTable/index/pending`,
 /// `NarrativeBucket/narratives/*`, `GitHubTokenSecretArn`, `*`).
@@ -353,6 +357,7 @@ async fn every_function_calls_exactly_what_its_role_grants() {
             max_body_bytes: 1 << 20,
             secret: SecretSource::SecretsManager(webhook_secret.clone()),
             insecure_no_signature: false,
+            pages_table: Some(pages_table.clone()),
         },
         &sdk,
     )
@@ -367,9 +372,11 @@ async fn every_function_calls_exactly_what_its_role_grants() {
     .enumerate()
     {
         let body = delivery(&payload, n, at).to_string();
-        let response = webhook
-            .handle(support::signed("pull_request", &format!("d-{i}"), body))
-            .await;
+        let mut request = support::signed("pull_request", &format!("d-{i}"), body);
+        request
+            .headers
+            .insert("x-github-hook-id", support::header(&HOOK_ID.to_string()));
+        let response = webhook.handle(request).await;
         assert_eq!(response.status, 200, "{response:?}");
     }
 
@@ -525,6 +532,44 @@ async fn every_function_calls_exactly_what_its_role_grants() {
         .await
         .unwrap();
     assert!(report.built >= 1, "{report:?}");
+
+    // Redeliver: the recorded hook's failed delivery of a PR never stored is asked again.
+    let hooks_github = support::github_stub::GitHubStub::start(GITHUB_TOKEN).await;
+    hooks_github.add_hook(&repo, HOOK_ID, None);
+    let lost = delivery(&payload, 903, "2024-06-01T12:00:00Z");
+    hooks_github.add_delivery(
+        &repo,
+        HOOK_ID,
+        support::github_stub::DeliverySpec {
+            guid: "lost-903".into(),
+            age_secs: 3600,
+            status_code: 502,
+            event: "pull_request".into(),
+            action: Some("closed".into()),
+            payload: lost,
+        },
+    );
+    let sdk = proxies["RedeliverFunction"].sdk().await;
+    let redeliverer = shared::redeliver::Redeliverer::from_config(
+        &shared::config::RedeliverConfig {
+            table: table.clone(),
+            pages_table: pages_table.clone(),
+            api_url: hooks_github.url(),
+            token: SecretSource::SecretsManager(github_secret.clone()),
+            timeout: Duration::from_secs(10),
+            max_retries: 1,
+            max_per_run: 10,
+        },
+        &sdk,
+    )
+    .await
+    .unwrap();
+    let report = redeliverer
+        .run(time::OffsetDateTime::now_utc(), support::within(30), false)
+        .await
+        .unwrap();
+    assert_eq!(report.redelivered.len(), 1, "{report:?}");
+    hooks_github.stop().await;
 
     // Every call granted; every grant called (or used by Lambda, or on a listed path).
     let mut problems = Vec::new();

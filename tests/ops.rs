@@ -222,6 +222,12 @@ async fn an_unknown_stack_is_a_usage_error() {
     let code =
         infra::ops_cli::run_failed(Some("no-such-chronicle-stack"), None, false, false).await;
     assert_eq!(code, 2);
+    let code = infra::ops_cli::run_redeliver(Some("no-such-chronicle-stack"), true, true).await;
+    assert_eq!(code, 2);
+    if std::env::var("GITHUB_TOKEN").is_err() {
+        // The local stack without a token: nothing can be listed, said clearly, exit 2.
+        assert_eq!(infra::ops_cli::run_redeliver(None, true, true).await, 2);
+    }
     match infra::ops_cli::target(Some("no-such-chronicle-stack")).await {
         Err(e) => assert!(
             e.to_string()

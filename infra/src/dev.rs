@@ -173,7 +173,16 @@ impl DevStack {
             None => Verifier::InsecureNoSignature,
         };
         let store = PrStore::new(client.clone(), config.table.clone());
-        let handler = Arc::new(WebhookHandler::new(store, verifier, config.max_body_bytes));
+        // The hooks that deliver go to the pages table, as in AWS (`chronicle redeliver` reads
+        // them). It is created below; a hook seen before is recorded on its next delivery.
+        let hooks_table = config
+            .pages_table
+            .clone()
+            .unwrap_or_else(|| format!("{}-pages", config.table.table_name));
+        let handler = Arc::new(
+            WebhookHandler::new(store, verifier, config.max_body_bytes)
+                .with_hooks(shared::store::HookStore::new(client.clone(), hooks_table)),
+        );
         let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, options.port));
         let server = http_server::serve(handler.clone(), addr).await?;
 

@@ -117,6 +117,18 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Ask GitHub to redeliver the failed pull_request deliveries of the last 3 days that were
+    /// never stored, once each (what the hourly RedeliverFunction does). GITHUB_TOKEN, or the
+    /// stack's token secret; it needs webhook read and write access.
+    Redeliver {
+        /// List what would be redelivered; ask nothing.
+        #[arg(long)]
+        dry_run: bool,
+        #[arg(long)]
+        stack: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Mark a repository's module pages (or one module's) for a full rebuild.
     Rebuild {
         /// OWNER/REPO.
@@ -340,6 +352,14 @@ async fn main() -> anyhow::Result<()> {
             json,
         } => {
             let code = infra::ops_cli::run_redrive(stack.as_deref(), queue, dry_run, json).await;
+            std::process::exit(i32::from(code));
+        }
+        Command::Redeliver {
+            dry_run,
+            stack,
+            json,
+        } => {
+            let code = infra::ops_cli::run_redeliver(stack.as_deref(), dry_run, json).await;
             std::process::exit(i32::from(code));
         }
         Command::Rebuild {

@@ -47,6 +47,8 @@ pub const PAGE_REBUILD_SECONDS: &str = "PAGE_REBUILD_SECONDS";
 pub const PAGE_BUILD_CONCURRENCY: &str = "PAGE_BUILD_CONCURRENCY";
 /// `1`: publish Markdown too when Notion is configured (without Notion, Markdown is the default).
 pub const PUBLISH_MARKDOWN: &str = "PUBLISH_MARKDOWN";
+/// Failed GitHub deliveries redelivered at most per run of the redelivery function.
+pub const REDELIVER_MAX_PER_RUN: &str = "REDELIVER_MAX_PER_RUN";
 
 pub const DEFAULT_PENDING_SHARDS: u16 = 4;
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -84,6 +86,50 @@ pub struct WebhookConfig {
     pub secret: SecretSource,
     /// `CHRONICLE_INSECURE_NO_SIGNATURE=1`: accept unsigned deliveries. Local development only.
     pub insecure_no_signature: bool,
+    /// The pages table, where the hooks that delivered are recorded for redelivery
+    /// (`PAGES_TABLE`; unset: not recorded).
+    pub pages_table: Option<String>,
+}
+
+/// Settings of the redelivery function (GitHub's failed deliveries, asked again).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RedeliverConfig {
+    pub table: TableConfig,
+    pub pages_table: String,
+    pub api_url: String,
+    /// Unset = nothing can be listed: the function says so and does nothing.
+    pub token: SecretSource,
+    pub timeout: std::time::Duration,
+    pub max_retries: u32,
+    /// Redeliveries asked at most per run.
+    pub max_per_run: usize,
+}
+
+impl RedeliverConfig {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(&|k| std::env::var(k).ok())
+    }
+
+    pub fn from_lookup(get: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let github = EnrichConfig::from_lookup(get)?;
+        let max_per_run: usize = parse_or(get, REDELIVER_MAX_PER_RUN, 50, "a positive integer")?;
+        if max_per_run == 0 {
+            return Err(invalid(
+                REDELIVER_MAX_PER_RUN,
+                "0".into(),
+                "a positive integer",
+            ));
+        }
+        Ok(RedeliverConfig {
+            table: github.table,
+            pages_table: required(get, PAGES_TABLE)?,
+            api_url: github.api_url,
+            token: github.token,
+            timeout: github.timeout,
+            max_retries: github.max_retries,
+            max_per_run,
+        })
+    }
 }
 
 /// Settings of the enrich function.
@@ -424,6 +470,7 @@ impl WebhookConfig {
                 get(GITHUB_WEBHOOK_SECRET_PARAM),
             ),
             insecure_no_signature: flag(get, INSECURE_NO_SIGNATURE)?,
+            pages_table: get(PAGES_TABLE).filter(|t| !t.trim().is_empty()),
         })
     }
 }

@@ -110,6 +110,7 @@ mod context;
 mod deferred;
 mod entries;
 mod failed;
+mod hooks;
 mod meter;
 mod pages;
 mod summary;
@@ -119,6 +120,7 @@ pub use context::{ContextCache, ContextStore, CONTEXT_MODULE};
 pub use deferred::{Deferral, DEFERRED_SHARD};
 pub use entries::{entry_attr, EntryStore};
 pub use failed::{FailedRow, Reprocessed};
+pub use hooks::{HookRecord, HookStore, HOOKS_PARTITION};
 pub use meter::{Meter, MeterReading};
 pub use pages::{
     page_attr, BuildClaim, BuildCompletion, BuildResult, CreateClaim, PageStore, StalePage,

@@ -17,10 +17,11 @@ use time::OffsetDateTime;
 
 use crate::config::WebhookConfig;
 use crate::domain::{Delivery, MergedPullRequest};
+use crate::hooks::{HookRef, HOOK_ID_HEADER, HOOK_TARGET_TYPE_HEADER};
 use crate::payload::{self, Classified};
 use crate::secret::{Secret, SecretError};
 use crate::signature;
-use crate::store::{PrStore, StoreError, UpsertOutcome};
+use crate::store::{HookStore, PrStore, StoreError, UpsertOutcome};
 
 pub const EVENT_HEADER: &str = "x-github-event";
 pub const DELIVERY_HEADER: &str = "x-github-delivery";
@@ -78,6 +79,8 @@ pub struct RequestLog {
     pub action: Option<String>,
     pub repo: Option<String>,
     pub pr: Option<u64>,
+    /// The hook that sent a verified delivery, when this instance has not recorded it yet.
+    pub hook: Option<HookRef>,
 }
 
 /// The part of the work that needs no I/O, separated so it can be measured on its own.
@@ -93,6 +96,10 @@ pub struct WebhookHandler {
     max_body_bytes: usize,
     /// Deliveries by outcome since the last EMF line.
     outcomes: crate::telemetry::OutcomeCounts,
+    /// Where the hooks that deliver are recorded (for redelivery), and those this instance has
+    /// recorded: one write per hook per instance, not per delivery.
+    hooks: Option<HookStore>,
+    hooks_recorded: std::sync::Mutex<std::collections::HashSet<HookRef>>,
 }
 
 /// Every outcome a delivery can have, as the log line and the EMF metrics name them.
@@ -117,6 +124,36 @@ impl WebhookHandler {
             verifier,
             max_body_bytes,
             outcomes: Default::default(),
+            hooks: None,
+            hooks_recorded: Default::default(),
+        }
+    }
+
+    /// Records each hook that delivers in `hooks` (the pages table), for the redelivery stage.
+    pub fn with_hooks(mut self, hooks: HookStore) -> Self {
+        self.hooks = Some(hooks);
+        self
+    }
+
+    fn hook_recorded(&self, hook: &HookRef) -> bool {
+        self.hooks_recorded
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(hook)
+    }
+
+    /// Best effort: a failed write is logged and tried again on the hook's next delivery; the
+    /// delivery itself is answered as if nothing happened.
+    async fn record_hook(&self, hook: HookRef) {
+        let Some(store) = &self.hooks else { return };
+        match store.remember(&hook, OffsetDateTime::now_utc()).await {
+            Ok(()) => {
+                self.hooks_recorded
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(hook);
+            }
+            Err(e) => tracing::warn!(hook = %hook, error = %e, "could not record the webhook"),
         }
     }
 
@@ -145,11 +182,15 @@ impl WebhookHandler {
             }
         };
         let client = aws_sdk_dynamodb::Client::new(sdk);
-        Ok(Self::new(
-            PrStore::new(client, config.table.clone()),
+        let handler = Self::new(
+            PrStore::new(client.clone(), config.table.clone()),
             verifier,
             config.max_body_bytes,
-        ))
+        );
+        Ok(match &config.pages_table {
+            Some(table) => handler.with_hooks(HookStore::new(client, table)),
+            None => handler,
+        })
     }
 
     pub fn store(&self) -> &PrStore {
@@ -174,6 +215,9 @@ impl WebhookHandler {
             Decision::Respond(response, outcome) => (response, outcome),
             Decision::Store(pr, delivery) => self.store_pr(&pr, &delivery).await,
         };
+        if let Some(hook) = log.hook.take() {
+            self.record_hook(hook).await;
+        }
         self.outcomes.add(outcome);
         let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
         macro_rules! line {
@@ -253,6 +297,15 @@ impl WebhookHandler {
             Ok(json) => json,
             Err(message) => return Respond(WebhookResponse::error(400, message), "bad_request"),
         };
+        // Signed by the secret: the hook it names is ours to remember.
+        if self.hooks.is_some() {
+            log.hook = HookRef::from_delivery(
+                header(HOOK_ID_HEADER).as_deref(),
+                header(HOOK_TARGET_TYPE_HEADER).as_deref(),
+                &json,
+            )
+            .filter(|hook| !self.hook_recorded(hook));
+        }
         if event == "ping" {
             return Respond(WebhookResponse::new(200, json!({ "pong": true })), "ping");
         }

@@ -41,6 +41,9 @@ use hyper::body::Incoming;
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
 
+mod hooks;
+pub use hooks::{DeliverySpec, StubAttempt, REDELIVERY_WINDOW_SECS};
+
 pub const API_VERSION: &str = "2022-11-28";
 /// The primary rate limit of an authenticated token.
 pub const RATE_LIMIT: u64 = 5000;
@@ -152,6 +155,8 @@ struct State {
     reset_epoch: u64,
     window: Option<Window>,
     served: u64,
+    /// Webhooks and their deliveries (`hooks.rs`).
+    hooks: hooks::Hooks,
 }
 
 struct Fixtures {
@@ -191,6 +196,7 @@ impl GitHubStub {
             reset_epoch: epoch_secs() + 3600,
             window: None,
             served: 0,
+            hooks: Default::default(),
         }));
         let shared = state.clone();
         let server = infra::http_server::Serving::spawn(listener, move |req| {
@@ -464,6 +470,7 @@ async fn handle(
         }
         None => answer,
     };
+    hooks::run_redeliveries(&state).await;
     let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
     if answer.status.is_success() {
         st.served += 1;
@@ -584,6 +591,9 @@ fn decide(
         };
     }
 
+    if let Some(route) = hooks::HookRoute::parse(path) {
+        return (hooks::answer(st, method, &route, query), None);
+    }
     let Some(route) = Route::parse(path) else {
         return (not_found(), None);
     };

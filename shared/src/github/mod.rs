@@ -3,6 +3,7 @@
 
 pub mod context;
 pub mod graphql;
+pub mod hooks;
 mod rest;
 
 pub use rest::*;

@@ -22,7 +22,7 @@ pub const API_VERSION: &str = "2022-11-28";
 pub const MAX_FILES: usize = 3000;
 const PER_PAGE: usize = 100;
 /// Time kept back from the deadline for the write-back after the last request.
-const DEADLINE_MARGIN: Duration = Duration::from_secs(2);
+pub(super) const DEADLINE_MARGIN: Duration = Duration::from_secs(2);
 
 #[derive(Debug, thiserror::Error)]
 pub enum GitHubError {
@@ -92,9 +92,9 @@ struct IssuePayload {
 
 #[derive(Clone)]
 pub struct GitHubClient {
-    http: reqwest::Client,
-    base: String,
-    timeout: Duration,
+    pub(super) http: reqwest::Client,
+    pub(super) base: String,
+    pub(super) timeout: Duration,
     max_retries: u32,
 }
 
@@ -307,7 +307,7 @@ impl GitHubClient {
     }
 
     /// [`GitHubClient::get`] with an `Accept` and an `If-None-Match`; a 304 is an answer.
-    async fn get_with(
+    pub(super) async fn get_with(
         &self,
         url: &str,
         path: &str,
@@ -484,7 +484,10 @@ fn repo_path(repo: &RepoName, endpoint: &str, file: &str) -> Result<String, GitH
     Ok(url.path().to_string())
 }
 
-fn decode<T: serde::de::DeserializeOwned>(path: &str, body: &[u8]) -> Result<T, GitHubError> {
+pub(super) fn decode<T: serde::de::DeserializeOwned>(
+    path: &str,
+    body: &[u8],
+) -> Result<T, GitHubError> {
     serde_json::from_slice(body).map_err(|e| GitHubError::Decode {
         path: path.to_string(),
         message: e.to_string(),

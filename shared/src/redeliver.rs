@@ -1,0 +1,581 @@
+//! Self-healing ingestion: GitHub never retries a failed delivery, so a webhook that answered
+//! 5xx (or timed out) during an outage would be lost. Once an hour this stage lists each recorded
+//! hook's recent deliveries and asks GitHub to redeliver the `pull_request` ones that
+//!
+//! * are within GitHub's redelivery window (3 days),
+//! * never got a 2xx (no attempt with that GUID succeeded),
+//! * carry a merged PR that Chronicle has not stored (checked against the PR row: its
+//!   `deliveryId`, or a `sourceUpdatedAt` at least as new as the delivery's),
+//! * and were not redelivered before (each GUID is claimed with a conditional write first).
+//!
+//! A redelivery keeps its GUID, so the webhook dedupes it as usual. Runs are bounded
+//! (`max_per_run` redeliveries, [`MAX_PAGES_PER_HOOK`] listing pages per hook, the deadline) and
+//! stop early when GitHub's REST budget runs low.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use time::OffsetDateTime;
+
+use crate::config::RedeliverConfig;
+use crate::domain::{parse_rfc3339, RepoName};
+use crate::github::hooks::{HookDelivery, Redelivery, REDELIVERY_WINDOW};
+use crate::github::{GitHubClient, GitHubError};
+use crate::hooks::{HookRef, HookTarget};
+use crate::payload::{self, Classified};
+use crate::secret::SecretError;
+use crate::store::{attr, string, HookRecord, HookStore, PrStore, StoreError};
+
+/// Listing pages read per hook per run (100 deliveries each).
+pub const MAX_PAGES_PER_HOOK: usize = 20;
+/// Below this many REST requests left, a run stops: enrichment shares the token.
+pub const MIN_RATE_REMAINING: u64 = 200;
+/// Claims are kept this long after GitHub's window closes, then forgotten.
+const CLAIM_MEMORY: Duration = Duration::from_secs(24 * 3600);
+
+#[derive(Debug, thiserror::Error)]
+pub enum RedeliverError {
+    #[error(
+        "no GitHub token configured ({} / {} / {}): failed deliveries cannot be listed or \
+         redelivered. Configure a token that can read and write the repository's webhooks \
+         (classic: admin:repo_hook; fine-grained: \"Webhooks\" read and write)",
+        crate::config::GITHUB_TOKEN,
+        crate::config::GITHUB_TOKEN_ARN,
+        crate::config::GITHUB_TOKEN_PARAM
+    )]
+    NoToken,
+    #[error(transparent)]
+    Secret(#[from] SecretError),
+    #[error("cannot build the GitHub client: {0}")]
+    Http(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// One redelivery asked of GitHub (or, in a dry run, that would be).
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Redelivered {
+    pub hook: String,
+    pub guid: String,
+    pub delivery_id: u64,
+    pub repo: String,
+    pub pr: u64,
+    pub delivered_at: String,
+}
+
+/// A hook that could not be read, or a redelivery GitHub refused, with why.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct HookProblem {
+    pub hook: String,
+    pub message: String,
+}
+
+/// What one run did.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct RedeliverReport {
+    pub hooks: usize,
+    /// Delivery attempts listed (every event, within the window or the first older page).
+    pub listed: usize,
+    /// Distinct `pull_request` `closed` deliveries in the window that never got a 2xx.
+    pub failed: usize,
+    /// Of those: Chronicle had stored the PR anyway (the answer was lost, not the delivery).
+    pub already_stored: usize,
+    /// Of those: redelivered by an earlier run.
+    pub already_asked: usize,
+    /// Of those: not a merged PR (closed without merging): nothing to store.
+    pub not_merged: usize,
+    pub redelivered: Vec<Redelivered>,
+    pub problems: Vec<HookProblem>,
+    /// Why the run stopped before looking at everything (budget, deadline, per-run cap).
+    pub stopped: Option<String>,
+    pub github_requests: u64,
+    pub dry_run: bool,
+}
+
+pub struct Redeliverer {
+    github: GitHubClient,
+    hooks: HookStore,
+    prs: PrStore,
+    max_per_run: usize,
+}
+
+impl Redeliverer {
+    pub fn new(github: GitHubClient, hooks: HookStore, prs: PrStore, max_per_run: usize) -> Self {
+        Redeliverer {
+            github,
+            hooks,
+            prs,
+            max_per_run: max_per_run.max(1),
+        }
+    }
+
+    /// From configuration; [`RedeliverError::NoToken`] when no token is configured.
+    pub async fn from_config(
+        config: &RedeliverConfig,
+        sdk: &aws_config::SdkConfig,
+    ) -> Result<Self, RedeliverError> {
+        let token = config
+            .token
+            .resolve(sdk)
+            .await?
+            .ok_or(RedeliverError::NoToken)?;
+        let github = GitHubClient::new(&config.api_url, &token, config.timeout, config.max_retries)
+            .map_err(|e| RedeliverError::Http(e.to_string()))?;
+        let dynamo = aws_sdk_dynamodb::Client::new(sdk);
+        Ok(Self::new(
+            github,
+            HookStore::new(dynamo.clone(), &config.pages_table),
+            PrStore::new(dynamo, config.table.clone()),
+            config.max_per_run,
+        ))
+    }
+
+    /// One run over every recorded hook. With `dry_run`, nothing is claimed or asked: the report
+    /// lists what would be redelivered.
+    pub async fn run(
+        &self,
+        now: OffsetDateTime,
+        deadline: Instant,
+        dry_run: bool,
+    ) -> Result<RedeliverReport, RedeliverError> {
+        let mut run = Run {
+            report: RedeliverReport {
+                dry_run,
+                ..Default::default()
+            },
+            now,
+            cutoff: now - REDELIVERY_WINDOW,
+            deadline,
+            dry_run,
+        };
+        let records = self.hooks.list().await?;
+        run.report.hooks = records.len();
+        for record in &records {
+            if run.report.stopped.is_some() {
+                break;
+            }
+            self.hook(&mut run, record).await?;
+            if !dry_run {
+                self.forget_old_claims(&run, record).await;
+            }
+        }
+        let report = run.report;
+        tracing::info!(
+            hooks = report.hooks,
+            listed = report.listed,
+            failed = report.failed,
+            redelivered = report.redelivered.len(),
+            already_stored = report.already_stored,
+            already_asked = report.already_asked,
+            problems = report.problems.len(),
+            stopped = report.stopped.as_deref().unwrap_or("-"),
+            dry_run,
+            "redelivery run"
+        );
+        for problem in &report.problems {
+            tracing::warn!(hook = %problem.hook, "{}", problem.message);
+        }
+        Ok(report)
+    }
+
+    async fn hook(&self, run: &mut Run, record: &HookRecord) -> Result<(), RedeliverError> {
+        let hook = &record.hook;
+        if hook.target == HookTarget::App {
+            run.problem(
+                hook,
+                "a GitHub App's hook: its deliveries are listed with the app's JWT, which \
+                 Chronicle does not hold; redeliver failed ones from the app's settings"
+                    .into(),
+            );
+            return Ok(());
+        }
+        let attempts = match self.list(run, hook).await {
+            Some(attempts) => attempts,
+            None => return Ok(()),
+        };
+        for (guid, delivery) in candidates(&attempts, run.cutoff) {
+            run.report.failed += 1;
+            if record.attempts.contains_key(guid) {
+                run.report.already_asked += 1;
+                continue;
+            }
+            if run.report.stopped.is_some() {
+                continue;
+            }
+            if run.report.redelivered.len() >= self.max_per_run {
+                run.report.stopped = Some(format!(
+                    "{} redeliveries asked: the per-run cap (the rest wait for the next run)",
+                    self.max_per_run
+                ));
+                continue;
+            }
+            self.consider(run, hook, guid, delivery).await?;
+        }
+        Ok(())
+    }
+
+    /// The hook's delivery attempts back to the window's start. `None`: reading failed (the
+    /// problem or the stop is in the report).
+    async fn list(&self, run: &mut Run, hook: &HookRef) -> Option<Vec<HookDelivery>> {
+        let mut attempts = Vec::new();
+        let mut next: Option<String> = None;
+        for page in 0..MAX_PAGES_PER_HOOK {
+            let answer = self
+                .github
+                .hook_deliveries(hook, next.as_deref(), run.deadline)
+                .await;
+            run.report.github_requests += 1;
+            let page_of = match answer {
+                Ok(p) => p,
+                Err(e) => {
+                    run.github_failed(hook, e);
+                    return None;
+                }
+            };
+            run.report.listed += page_of.deliveries.len();
+            let reached_cutoff = page_of
+                .deliveries
+                .iter()
+                .any(|d| parse_rfc3339(&d.delivered_at).is_none_or(|t| t < run.cutoff));
+            attempts.extend(page_of.deliveries);
+            if page_of
+                .rate_remaining
+                .is_some_and(|r| r < MIN_RATE_REMAINING)
+            {
+                run.report.stopped = Some(format!(
+                    "GitHub's REST budget is low ({} requests left): the rest waits for the next run",
+                    page_of.rate_remaining.unwrap_or(0)
+                ));
+                break;
+            }
+            match page_of.next {
+                Some(url) if !reached_cutoff => next = Some(url),
+                _ => break,
+            }
+            if page + 1 == MAX_PAGES_PER_HOOK {
+                tracing::warn!(hook = %hook, pages = MAX_PAGES_PER_HOOK, "stopped listing deliveries: page cap");
+            }
+        }
+        Some(attempts)
+    }
+
+    /// One failed delivery: stored already? if not, claim it and ask GitHub.
+    async fn consider(
+        &self,
+        run: &mut Run,
+        hook: &HookRef,
+        guid: &str,
+        delivery: &HookDelivery,
+    ) -> Result<(), RedeliverError> {
+        let payload = match self
+            .github
+            .hook_delivery_payload(hook, delivery.id, run.deadline)
+            .await
+        {
+            Ok(payload) => payload,
+            Err(e) => {
+                run.report.github_requests += 1;
+                run.github_failed(hook, e);
+                return Ok(());
+            }
+        };
+        run.report.github_requests += 1;
+        let json = serde_json::to_vec(&payload).unwrap_or_default();
+        let pr = match payload::classify_action(delivery.action.as_deref().unwrap_or(""), &json) {
+            Ok(Classified::Merged(pr)) => pr,
+            Ok(Classified::Ignored(_)) => {
+                run.report.not_merged += 1;
+                return Ok(());
+            }
+            Err(e) => {
+                run.problem(
+                    hook,
+                    format!("delivery {guid}: its payload is not a pull_request event: {e}"),
+                );
+                return Ok(());
+            }
+        };
+        if self
+            .stored(&pr.repo, pr.number, guid, pr.source_updated_at)
+            .await?
+        {
+            run.report.already_stored += 1;
+            return Ok(());
+        }
+        let line = Redelivered {
+            hook: hook.to_string(),
+            guid: guid.to_string(),
+            delivery_id: delivery.id,
+            repo: pr.repo.to_string(),
+            pr: pr.number,
+            delivered_at: delivery.delivered_at.clone(),
+        };
+        if run.dry_run {
+            run.report.redelivered.push(line);
+            return Ok(());
+        }
+        if !self.hooks.claim_attempt(hook, guid, run.now).await? {
+            run.report.already_asked += 1;
+            return Ok(());
+        }
+        let answer = self.github.redeliver(hook, delivery.id, run.deadline).await;
+        run.report.github_requests += 1;
+        match answer {
+            Redelivery::Accepted => run.report.redelivered.push(line),
+            Redelivery::Refused { status, message } => run.problem(
+                hook,
+                format!(
+                    "GitHub refused to redeliver {guid} ({}#{}) with {status}: {message}",
+                    line.repo, line.pr
+                ),
+            ),
+            Redelivery::NotDone(message) => {
+                // Certainly not redelivered: the claim goes back, the next run asks again.
+                self.hooks.release_attempt(hook, guid).await?;
+                run.problem(hook, format!("redelivery of {guid} not done: {message}"));
+            }
+            Redelivery::Unknown(message) => run.problem(
+                hook,
+                format!(
+                    "no answer to the redelivery of {guid} ({message}): GitHub may have done \
+                     it; it is not asked again"
+                ),
+            ),
+        }
+        Ok(())
+    }
+
+    /// Whether the PR row holds this delivery, or a newer state of the PR.
+    async fn stored(
+        &self,
+        repo: &RepoName,
+        number: u64,
+        guid: &str,
+        updated_at: OffsetDateTime,
+    ) -> Result<bool, StoreError> {
+        let Some(item) = self.prs.get(repo, number).await? else {
+            return Ok(false);
+        };
+        let same_delivery = string(&item, attr::DELIVERY_ID) == Some(guid);
+        let as_new = string(&item, attr::SOURCE_UPDATED_AT)
+            .and_then(parse_rfc3339)
+            .is_some_and(|stored| stored >= updated_at);
+        Ok(same_delivery || as_new)
+    }
+
+    /// Claims on GUIDs past GitHub's window (and a day) can never matter again.
+    async fn forget_old_claims(&self, run: &Run, record: &HookRecord) {
+        let horizon = run.cutoff - CLAIM_MEMORY;
+        let old: Vec<String> = record
+            .attempts
+            .iter()
+            .filter(|(_, at)| parse_rfc3339(at).is_none_or(|t| t < horizon))
+            .map(|(guid, _)| guid.clone())
+            .collect();
+        if old.is_empty() {
+            return;
+        }
+        if let Err(e) = self.hooks.forget(&record.hook, &old).await {
+            tracing::warn!(hook = %record.hook, error = %e, "could not forget old redelivery claims");
+        }
+    }
+}
+
+struct Run {
+    report: RedeliverReport,
+    now: OffsetDateTime,
+    cutoff: OffsetDateTime,
+    deadline: Instant,
+    dry_run: bool,
+}
+
+impl Run {
+    fn problem(&mut self, hook: &HookRef, message: String) {
+        self.report.problems.push(HookProblem {
+            hook: hook.to_string(),
+            message,
+        });
+    }
+
+    /// A failed GitHub request: a clear problem, and a stop when the budget or time is gone.
+    fn github_failed(&mut self, hook: &HookRef, error: GitHubError) {
+        let message = match &error {
+            GitHubError::Gone { status, .. } | GitHubError::Refused { status, .. }
+                if matches!(status, 401 | 403 | 404) =>
+            {
+                format!(
+                    "{error}. The hook was deleted, or the token cannot read its deliveries: it \
+                     needs admin:repo_hook (classic token) or \"Webhooks\" read and write \
+                     (fine-grained token or GitHub App installation)"
+                )
+            }
+            GitHubError::RateLimited { .. } | GitHubError::OutOfTime { .. } => {
+                self.report.stopped = Some(error.to_string());
+                error.to_string()
+            }
+            _ => error.to_string(),
+        };
+        self.problem(hook, message);
+    }
+}
+
+/// The deliveries worth a redelivery, oldest first (the closest to leaving the window): per GUID,
+/// `pull_request` `closed` deliveries none of whose attempts got a 2xx, the newest attempt
+/// within the window (it is the one asked again).
+pub fn candidates(attempts: &[HookDelivery], cutoff: OffsetDateTime) -> Vec<(&str, &HookDelivery)> {
+    let mut by_guid: HashMap<&str, Vec<&HookDelivery>> = HashMap::new();
+    for attempt in attempts {
+        by_guid.entry(&attempt.guid).or_default().push(attempt);
+    }
+    let mut chosen: Vec<(&str, &HookDelivery, OffsetDateTime)> = by_guid
+        .into_iter()
+        .filter(|(_, tries)| !tries.iter().any(|t| t.ok()))
+        .filter_map(|(guid, tries)| {
+            let newest = tries
+                .iter()
+                .filter_map(|t| Some((parse_rfc3339(&t.delivered_at)?, *t)))
+                .max_by_key(|(at, t)| (*at, t.id))?;
+            let (at, delivery) = newest;
+            (delivery.event == "pull_request"
+                && delivery.action.as_deref() == Some("closed")
+                && at >= cutoff)
+                .then_some((guid, delivery, at))
+        })
+        .collect();
+    chosen.sort_by_key(|(_, d, at)| (*at, d.id));
+    chosen.into_iter().map(|(g, d, _)| (g, d)).collect()
+}
+
+/// The run's figures as one EMF line.
+pub fn emf_line(report: &RedeliverReport, now: OffsetDateTime) -> String {
+    use serde_json::json;
+    crate::telemetry::emf_line(
+        now,
+        &[
+            ("Redelivered", "Count", json!(report.redelivered.len())),
+            ("DeliveriesFailed", "Count", json!(report.failed)),
+            ("RedeliveryProblems", "Count", json!(report.problems.len())),
+            (
+                "RedeliverGitHubRequests",
+                "Count",
+                json!(report.github_requests),
+            ),
+        ],
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attempt(
+        id: u64,
+        guid: &str,
+        at: &str,
+        status: u16,
+        event: &str,
+        action: &str,
+    ) -> HookDelivery {
+        HookDelivery {
+            id,
+            guid: guid.into(),
+            delivered_at: at.into(),
+            redelivery: false,
+            status_code: status,
+            status: String::new(),
+            event: event.into(),
+            action: Some(action.into()),
+        }
+    }
+
+    #[test]
+    fn only_failed_merged_candidates_in_the_window_are_chosen_oldest_first() {
+        let cutoff = parse_rfc3339("2026-12-01T00:00:00Z").unwrap();
+        let attempts = vec![
+            attempt(
+                1,
+                "late",
+                "2026-12-03T00:00:00Z",
+                502,
+                "pull_request",
+                "closed",
+            ),
+            attempt(
+                2,
+                "early",
+                "2026-12-01T10:00:00Z",
+                0,
+                "pull_request",
+                "closed",
+            ),
+            attempt(
+                3,
+                "ok",
+                "2026-12-02T00:00:00Z",
+                200,
+                "pull_request",
+                "closed",
+            ),
+            // Failed, then redelivered successfully: nothing to do.
+            attempt(
+                4,
+                "healed",
+                "2026-12-02T00:00:00Z",
+                500,
+                "pull_request",
+                "closed",
+            ),
+            attempt(
+                5,
+                "healed",
+                "2026-12-02T01:00:00Z",
+                202,
+                "pull_request",
+                "closed",
+            ),
+            attempt(
+                6,
+                "old",
+                "2026-11-29T00:00:00Z",
+                500,
+                "pull_request",
+                "closed",
+            ),
+            attempt(
+                7,
+                "opened",
+                "2026-12-02T00:00:00Z",
+                500,
+                "pull_request",
+                "opened",
+            ),
+            attempt(8, "push", "2026-12-02T00:00:00Z", 500, "push", "closed"),
+            // Two failed attempts: the newest is the one asked again.
+            attempt(
+                9,
+                "twice",
+                "2026-12-01T12:00:00Z",
+                500,
+                "pull_request",
+                "closed",
+            ),
+            attempt(
+                10,
+                "twice",
+                "2026-12-01T13:00:00Z",
+                504,
+                "pull_request",
+                "closed",
+            ),
+        ];
+        let chosen: Vec<(&str, u64)> = candidates(&attempts, cutoff)
+            .into_iter()
+            .map(|(g, d)| (g, d.id))
+            .collect();
+        assert_eq!(chosen, vec![("early", 2), ("twice", 10), ("late", 1)]);
+    }
+}

@@ -1,0 +1,407 @@
+//! Self-healing ingestion against the emulator, the GitHub stand-in's hook deliveries and the
+//! real webhook HTTP server: the webhook records the hook that delivers; the redelivery stage
+//! lists its deliveries (cursor-paginated), and asks GitHub once for each failed merged-PR
+//! delivery of the last three days that Chronicle never stored. GitHub (the stand-in) then
+//! delivers it again, with the same GUID, to the webhook.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use shared::config::RedeliverConfig;
+use shared::github::GitHubClient;
+use shared::redeliver::{RedeliverError, Redeliverer};
+use shared::secret::{Secret, SecretSource};
+use shared::store::{attr, HookStore, PrStore};
+use support::github_stub::{DeliverySpec, GitHubStub};
+use support::*;
+
+const TOKEN: &str = "ghp_redeliver_token";
+const REPO: &str = "Codertocat/Hello-World";
+const HOOK: u64 = 42;
+
+/// A merged PR `number`'s `closed` delivery payload.
+fn merged_pr(number: u64) -> Value {
+    let mut payload = merged_payload();
+    payload["number"] = json!(number);
+    payload["pull_request"]["number"] = json!(number);
+    payload
+}
+
+fn spec(guid: &str, age_secs: u64, status: u16, action: &str, payload: Value) -> DeliverySpec {
+    DeliverySpec {
+        guid: guid.into(),
+        age_secs,
+        status_code: status,
+        event: "pull_request".into(),
+        action: Some(action.into()),
+        payload,
+    }
+}
+
+struct World {
+    prs: PrStore,
+    hooks: HookStore,
+    stub: GitHubStub,
+    server: infra::http_server::ServerHandle,
+}
+
+impl World {
+    async fn start(target: bool) -> World {
+        let sdk = sdk().await;
+        let tables = fresh_tables(&sdk).await;
+        let client = aws_sdk_dynamodb::Client::new(&sdk);
+        let hooks = HookStore::new(client, tables.pages.table_name());
+        let webhook = Arc::new(handler(tables.prs.clone()).with_hooks(hooks.clone()));
+        let server = infra::http_server::serve(webhook, "127.0.0.1:0".parse().unwrap())
+            .await
+            .unwrap();
+        let stub = GitHubStub::start(TOKEN).await;
+        let url = server.webhook_url();
+        stub.add_hook(REPO, HOOK, target.then_some((url.as_str(), SECRET)));
+        World {
+            prs: tables.prs,
+            hooks,
+            stub,
+            server,
+        }
+    }
+
+    fn redeliverer(&self, max_per_run: usize) -> Redeliverer {
+        let github = GitHubClient::new(
+            &self.stub.url(),
+            &Secret::new(TOKEN),
+            Duration::from_secs(10),
+            1,
+        )
+        .unwrap();
+        Redeliverer::new(github, self.hooks.clone(), self.prs.clone(), max_per_run)
+    }
+
+    /// A delivery through the real HTTP server, as GitHub sends it (hook headers included).
+    async fn deliver(&self, guid: &str, payload: &Value) -> u16 {
+        let body = serde_json::to_vec(payload).unwrap();
+        reqwest::Client::new()
+            .post(self.server.webhook_url())
+            .header("content-type", "application/json")
+            .header("x-github-event", "pull_request")
+            .header("x-github-delivery", guid)
+            .header("x-github-hook-id", HOOK.to_string())
+            .header("x-github-hook-installation-target-type", "repository")
+            .header(
+                "x-hub-signature-256",
+                shared::signature::sign(SECRET.as_bytes(), &body),
+            )
+            .body(body)
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    }
+
+    async fn stored_delivery(&self, number: u64) -> Option<String> {
+        let repo = shared::domain::RepoName::parse(REPO).unwrap();
+        let item = self.prs.get(&repo, number).await.unwrap()?;
+        shared::store::string(&item, attr::DELIVERY_ID).map(str::to_string)
+    }
+
+    async fn stop(self) {
+        self.server.shutdown().await;
+        self.stub.stop().await;
+    }
+}
+
+fn guids(report: &shared::redeliver::RedeliverReport) -> Vec<&str> {
+    report.redelivered.iter().map(|r| r.guid.as_str()).collect()
+}
+
+fn far() -> std::time::Instant {
+    within(60)
+}
+
+#[tokio::test]
+async fn failed_deliveries_are_redelivered_once_and_the_rest_left_alone() {
+    let w = World::start(true).await;
+    let day = 24 * 3600;
+    // Delivered while Chronicle was up: stored, and the webhook records hook 42.
+    assert_eq!(w.deliver("ok-10", &merged_pr(10)).await, 200);
+    w.stub.add_delivery(
+        REPO,
+        HOOK,
+        spec("ok-10", 3 * 3600, 200, "closed", merged_pr(10)),
+    );
+    let recorded = w.hooks.list().await.unwrap();
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    assert_eq!(
+        recorded[0].hook.to_string(),
+        format!("repos/{REPO}/hooks/{HOOK}")
+    );
+
+    // Lost during an outage: the one to redeliver.
+    w.stub
+        .add_delivery(REPO, HOOK, spec("lost-1", day, 502, "closed", merged_pr(1)));
+    // Stored, but the answer timed out: GitHub shows it failed; Chronicle has it.
+    assert_eq!(w.deliver("stored-3", &merged_pr(3)).await, 200);
+    w.stub
+        .add_delivery(REPO, HOOK, spec("stored-3", day, 0, "closed", merged_pr(3)));
+    // Past GitHub's three days.
+    w.stub.add_delivery(
+        REPO,
+        HOOK,
+        spec("old-4", 4 * day, 500, "closed", merged_pr(4)),
+    );
+    // Not an action Chronicle stores.
+    w.stub.add_delivery(
+        REPO,
+        HOOK,
+        spec("opened-5", day, 500, "opened", merged_pr(5)),
+    );
+    // Closed without merging.
+    let mut unmerged = merged_pr(6);
+    unmerged["pull_request"]["merged"] = json!(false);
+    w.stub
+        .add_delivery(REPO, HOOK, spec("unmerged-6", day, 500, "closed", unmerged));
+    // Failed, then redelivered by hand successfully.
+    w.stub.add_delivery(
+        REPO,
+        HOOK,
+        spec("healed-7", 2 * day, 500, "closed", merged_pr(7)),
+    );
+    w.stub.add_delivery(
+        REPO,
+        HOOK,
+        spec("healed-7", day, 200, "closed", merged_pr(7)),
+    );
+    // Other events, newer than all of these: the listing must page past them.
+    for i in 0..130 {
+        w.stub.add_delivery(
+            REPO,
+            HOOK,
+            DeliverySpec {
+                guid: format!("push-{i}"),
+                age_secs: 3600,
+                status_code: 200,
+                event: "push".into(),
+                action: None,
+                payload: json!({}),
+            },
+        );
+    }
+
+    let redeliverer = w.redeliverer(50);
+    let dry = redeliverer
+        .run(time::OffsetDateTime::now_utc(), far(), true)
+        .await
+        .unwrap();
+    assert_eq!(guids(&dry), vec!["lost-1"], "{dry:?}");
+    assert_eq!(
+        w.stub.redeliveries_asked("lost-1"),
+        0,
+        "a dry run asks nothing"
+    );
+
+    let list_path = format!("/repos/{REPO}/hooks/{HOOK}/deliveries");
+    let list_requests = || {
+        w.stub
+            .requests()
+            .iter()
+            .filter(|r| r.path == list_path)
+            .count()
+    };
+    let listed_before = list_requests();
+    let report = redeliverer
+        .run(time::OffsetDateTime::now_utc(), far(), false)
+        .await
+        .unwrap();
+    assert_eq!(guids(&report), vec!["lost-1"], "{report:?}");
+    assert_eq!(report.redelivered[0].pr, 1);
+    assert_eq!(report.hooks, 1);
+    assert_eq!(report.failed, 3, "lost-1, stored-3, unmerged-6: {report:?}");
+    assert_eq!(report.already_stored, 1, "{report:?}");
+    assert_eq!(report.not_merged, 1, "{report:?}");
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    assert!(report.listed > 100, "paged past the first 100: {report:?}");
+    let pages = list_requests() - listed_before;
+    assert_eq!(pages, 2, "two cursor pages cover the window");
+
+    // GitHub delivered it again, with the same GUID, and Chronicle stored it.
+    assert_eq!(w.stub.redeliveries_asked("lost-1"), 1);
+    assert_eq!(w.stored_delivery(1).await.as_deref(), Some("lost-1"));
+    let again = w.stub.attempts(REPO, HOOK);
+    let redelivery = again
+        .iter()
+        .find(|a| a.guid == "lost-1" && a.redelivery)
+        .unwrap();
+    assert_eq!(redelivery.status_code, 200);
+    for guid in [
+        "stored-3",
+        "old-4",
+        "opened-5",
+        "unmerged-6",
+        "healed-7",
+        "ok-10",
+    ] {
+        assert_eq!(w.stub.redeliveries_asked(guid), 0, "{guid} was left alone");
+    }
+
+    // A second run finds nothing to do.
+    let second = redeliverer
+        .run(time::OffsetDateTime::now_utc(), far(), false)
+        .await
+        .unwrap();
+    assert!(second.redelivered.is_empty(), "{second:?}");
+    assert_eq!(w.stub.redeliveries_asked("lost-1"), 1);
+    w.stop().await;
+}
+
+#[tokio::test]
+async fn a_redelivery_that_fails_again_is_not_asked_twice_even_by_concurrent_runs() {
+    // No URL to deliver to: GitHub's redelivery fails too, so the GUID stays failed.
+    let w = World::start(false).await;
+    assert_eq!(w.deliver("first-20", &merged_pr(20)).await, 200);
+    w.stub.add_delivery(
+        REPO,
+        HOOK,
+        spec("lost-21", 7200, 503, "closed", merged_pr(21)),
+    );
+    let (a, b) = (w.redeliverer(50), w.redeliverer(50));
+    let now = time::OffsetDateTime::now_utc();
+    let (ra, rb) = tokio::join!(a.run(now, far(), false), b.run(now, far(), false));
+    let (ra, rb) = (ra.unwrap(), rb.unwrap());
+    assert_eq!(
+        ra.redelivered.len() + rb.redelivered.len(),
+        1,
+        "exactly one run asked: {ra:?} {rb:?}"
+    );
+    assert_eq!(w.stub.redeliveries_asked("lost-21"), 1);
+    let failed_again = w.stub.attempts(REPO, HOOK);
+    assert!(failed_again
+        .iter()
+        .any(|x| x.guid == "lost-21" && x.redelivery && x.status_code == 0));
+
+    let later = a
+        .run(time::OffsetDateTime::now_utc(), far(), false)
+        .await
+        .unwrap();
+    assert!(later.redelivered.is_empty(), "{later:?}");
+    assert_eq!(later.already_asked, 1, "{later:?}");
+    assert_eq!(w.stub.redeliveries_asked("lost-21"), 1);
+    assert_eq!(w.stored_delivery(21).await, None);
+    w.stop().await;
+}
+
+#[tokio::test]
+async fn the_per_run_cap_leaves_the_rest_for_the_next_run() {
+    let w = World::start(true).await;
+    assert_eq!(w.deliver("first-30", &merged_pr(30)).await, 200);
+    for n in 31..34 {
+        w.stub.add_delivery(
+            REPO,
+            HOOK,
+            spec(&format!("lost-{n}"), 7200 + n, 500, "closed", merged_pr(n)),
+        );
+    }
+    let capped = w.redeliverer(2);
+    let first = capped
+        .run(time::OffsetDateTime::now_utc(), far(), false)
+        .await
+        .unwrap();
+    // Oldest first: the closest to leaving GitHub's window.
+    assert_eq!(guids(&first), vec!["lost-33", "lost-32"], "{first:?}");
+    assert!(first
+        .stopped
+        .as_deref()
+        .unwrap_or("")
+        .contains("per-run cap"));
+    let second = capped
+        .run(time::OffsetDateTime::now_utc(), far(), false)
+        .await
+        .unwrap();
+    assert_eq!(guids(&second), vec!["lost-31"], "{second:?}");
+    for n in 31..34 {
+        assert_eq!(w.stored_delivery(n).await, Some(format!("lost-{n}")));
+    }
+    w.stop().await;
+}
+
+#[tokio::test]
+async fn a_missing_token_or_scope_gets_a_clear_message() {
+    let sdk = sdk().await;
+    let config = RedeliverConfig {
+        table: shared::config::TableConfig {
+            table_name: "unused".into(),
+            pending_shards: 4,
+        },
+        pages_table: "unused".into(),
+        api_url: "http://127.0.0.1:9".into(),
+        token: SecretSource::Unset,
+        timeout: Duration::from_secs(1),
+        max_retries: 0,
+        max_per_run: 10,
+    };
+    let Err(err) = Redeliverer::from_config(&config, &sdk).await else {
+        panic!("no token must be refused");
+    };
+    assert!(matches!(err, RedeliverError::NoToken));
+    let message = err.to_string();
+    assert!(
+        message.contains("GITHUB_TOKEN") && message.contains("admin:repo_hook"),
+        "{message}"
+    );
+
+    let w = World::start(true).await;
+    assert_eq!(w.deliver("first-40", &merged_pr(40)).await, 200);
+    w.stub.add_delivery(
+        REPO,
+        HOOK,
+        spec("lost-41", 7200, 500, "closed", merged_pr(41)),
+    );
+    w.stub.forbid_hooks(REPO, HOOK);
+    let report = w
+        .redeliverer(10)
+        .run(time::OffsetDateTime::now_utc(), far(), false)
+        .await
+        .unwrap();
+    assert!(report.redelivered.is_empty());
+    assert_eq!(report.problems.len(), 1, "{report:?}");
+    let problem = &report.problems[0].message;
+    assert!(
+        problem.contains("404") && problem.contains("admin:repo_hook"),
+        "{problem}"
+    );
+    assert_eq!(w.stub.redeliveries_asked("lost-41"), 0);
+    w.stop().await;
+}
+
+#[tokio::test]
+async fn the_webhook_records_each_hook_once_per_instance_and_only_when_signed() {
+    let w = World::start(true).await;
+    for n in 50..53 {
+        assert_eq!(w.deliver(&format!("d-{n}"), &merged_pr(n)).await, 200);
+    }
+    let hooks = w.hooks.list().await.unwrap();
+    assert_eq!(hooks.len(), 1, "{hooks:?}");
+    let first_seen = hooks[0].last_seen_at.clone();
+    // The instance wrote once: later deliveries did not move lastSeenAt.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(w.deliver("d-53", &merged_pr(53)).await, 200);
+    assert_eq!(w.hooks.list().await.unwrap()[0].last_seen_at, first_seen);
+
+    // A forged delivery (bad signature) names a hook that is not recorded.
+    let status = reqwest::Client::new()
+        .post(w.server.webhook_url())
+        .header("content-type", "application/json")
+        .header("x-github-event", "pull_request")
+        .header("x-github-delivery", "forged")
+        .header("x-github-hook-id", "999")
+        .header("x-hub-signature-256", format!("sha256={}", "0".repeat(64)))
+        .body(serde_json::to_vec(&merged_pr(54)).unwrap())
+        .send()
+        .await
+        .unwrap()
+        .status();
+    assert_eq!(status, 401);
+    assert_eq!(w.hooks.list().await.unwrap().len(), 1);
+    w.stop().await;
+}
