@@ -123,7 +123,16 @@ async fn status_and_failed_count_what_the_fixture_holds_without_a_scan() {
         (dlq["visible"].as_u64(), dlq["deadLetter"].as_bool()),
         (Some(2), Some(true))
     );
+    // The DLQ's messages were sent during this test: their age is seconds, and still there.
+    let oldest = dlq["oldestAgeSeconds"]
+        .as_i64()
+        .expect("a DLQ with messages has an age");
+    assert!((0..600).contains(&oldest), "{oldest}");
     assert_eq!(json["queues"][0]["visible"], 0);
+    assert_eq!(
+        json["queues"][0]["oldestAgeSeconds"],
+        serde_json::Value::Null
+    );
     assert_eq!(json["stalePages"], 2);
     assert_eq!(json["failingPages"][0]["module"], "web");
     assert_eq!(
@@ -663,4 +672,209 @@ async fn redrive_moves_every_dlq_message_once_and_a_redriven_given_up_row_is_sum
     );
     assert!(!row.contains_key(shared::store::attr::FAILED_SHARD));
     assert_eq!(t.prs.count_failed().await.unwrap(), 0);
+}
+
+/// The stream records of the PR table, as the emulator's stream serves them: (sequence, PR).
+async fn stream_records(
+    sdk: &aws_config::SdkConfig,
+    table: &str,
+) -> (String, String, Vec<(String, u64)>) {
+    let dynamo = aws_sdk_dynamodb::Client::new(sdk);
+    let streams = aws_sdk_dynamodbstreams::Client::new(sdk);
+    let arn = dynamo
+        .describe_table()
+        .table_name(table)
+        .send()
+        .await
+        .unwrap()
+        .table
+        .unwrap()
+        .latest_stream_arn
+        .unwrap();
+    let shard = streams
+        .describe_stream()
+        .stream_arn(&arn)
+        .send()
+        .await
+        .unwrap()
+        .stream_description
+        .unwrap()
+        .shards
+        .unwrap()[0]
+        .shard_id
+        .clone()
+        .unwrap();
+    let it = streams
+        .get_shard_iterator()
+        .stream_arn(&arn)
+        .shard_id(&shard)
+        .shard_iterator_type(aws_sdk_dynamodbstreams::types::ShardIteratorType::TrimHorizon)
+        .send()
+        .await
+        .unwrap()
+        .shard_iterator
+        .unwrap();
+    let records = streams
+        .get_records()
+        .shard_iterator(it)
+        .send()
+        .await
+        .unwrap()
+        .records
+        .unwrap_or_default();
+    let out = records
+        .iter()
+        .filter(|r| r.event_name().map(|e| e.as_str()) == Some("INSERT"))
+        .map(|r| {
+            let d = r.dynamodb().unwrap();
+            let n = d.keys().unwrap()[shared::store::attr::PR_NUMBER]
+                .as_n()
+                .unwrap()
+                .parse()
+                .unwrap();
+            (d.sequence_number().unwrap().to_string(), n)
+        })
+        .collect();
+    (arn, shard, out)
+}
+
+/// `redrive enrich`: the DLQ's OnFailure records name stream batches; the PRs in them are read
+/// back from the emulator's stream, enriched from the GitHub stand-in, and one summarized
+/// meanwhile without enrichment is put back to be summarized; the message is then deleted. A
+/// record that names no batch stays, with why. A dry run changes nothing.
+#[tokio::test]
+async fn redrive_enrich_re_enriches_the_prs_the_stream_dlq_names() {
+    use infra::enrich_redrive::redrive_enrich;
+    let sdk = sdk().await;
+    let t = fresh_tables(&sdk).await;
+    let now = OffsetDateTime::now_utc();
+    for n in [4, 5, 6] {
+        merged(&t, n, now).await;
+    }
+    // #5 was summarized without enrichment (the stream gave up on it).
+    let summarizer = std::sync::Arc::new(t.summarizer(shared::tagging::ModulesConfig::empty(), 5));
+    summarize(&summarizer, 5).await;
+    let (arn, shard, records) = stream_records(&sdk, t.prs.table_name()).await;
+    assert_eq!(records.len(), 3, "{records:?}");
+    // Lambda's OnFailure record for the batch [#4, #5] (not #6).
+    let onfailure = serde_json::json!({
+        "requestContext": {"requestId": "r-1", "functionArn": "arn:aws:lambda:us-east-1:123456789012:function:enrich",
+                           "condition": "RetryAttemptsExhausted", "approximateInvokeCount": 4},
+        "responseContext": {"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
+        "version": "1.0",
+        "timestamp": "2026-12-03T10:00:00.000Z",
+        "DDBStreamBatchInfo": {"shardId": shard, "startSequenceNumber": records[0].0,
+            "endSequenceNumber": records[1].0, "approximateArrivalOfFirstRecord": "2026-12-03T09:59:00Z",
+            "approximateArrivalOfLastRecord": "2026-12-03T09:59:00Z", "batchSize": 2, "streamArn": arn}
+    });
+    let sqs = aws_sdk_sqs::Client::new(&sdk);
+    let dlq_name = format!("{}-enrich-stream-dlq", t.prs.table_name());
+    let dlq = sqs
+        .create_queue()
+        .queue_name(&dlq_name)
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap();
+    for body in [onfailure.to_string(), "{\"not\": \"a record\"}".to_string()] {
+        sqs.send_message()
+            .queue_url(&dlq)
+            .message_body(body)
+            .send()
+            .await
+            .unwrap();
+    }
+    let mut target = ops_target(&t, sdk.clone());
+    target.queues = vec![QueueRef {
+        role: "enrich-stream-dlq".into(),
+        name: dlq_name.clone(),
+        url: dlq.clone(),
+        dead_letter: true,
+    }];
+    let enriched = |item: &shared::store::Item| item.contains_key(shared::store::attr::ENRICHED_AT);
+
+    // Without a token only a dry run is possible; it names the PRs and changes nothing.
+    let err = redrive_enrich(&target, None, false).await.unwrap_err();
+    assert_eq!(err.0, 2, "{err:?}");
+    assert!(err.1.contains("GITHUB_TOKEN"), "{}", err.1);
+    let dry = redrive_enrich(&target, None, true).await.unwrap();
+    let named: Vec<(u64, &str)> = dry
+        .prs
+        .iter()
+        .map(|l| (l.number, l.outcome.as_str()))
+        .collect();
+    assert_eq!(
+        named,
+        vec![(4, "wouldEnrich"), (5, "wouldEnrich")],
+        "{dry:?}"
+    );
+    assert_eq!(
+        (dry.messages, dry.deleted, dry.left.len()),
+        (2, 0, 1),
+        "{dry:?}"
+    );
+    for n in [4, 5] {
+        assert!(!enriched(&stored_row(&t.prs, REPO, n).await));
+    }
+
+    const TOKEN: &str = "ghp_redrive_enrich";
+    let github = infra::github_standin::GitHubStandIn::start(TOKEN)
+        .await
+        .unwrap();
+    for n in [4, 5, 6] {
+        github.put_pull(REPO, standin_pull(REPO, n, 3));
+    }
+    let apis = shared::enrich::GitHubApis::new(
+        github.url(),
+        &shared::secret::Secret::new(TOKEN),
+        std::time::Duration::from_secs(10),
+        1,
+    )
+    .unwrap();
+    let handler = shared::enrich::EnrichHandler::new(t.prs.clone(), Some(apis), 1, 500);
+    let report = redrive_enrich(&target, Some(&handler), false)
+        .await
+        .unwrap();
+    let outcomes: Vec<(u64, &str)> = report
+        .prs
+        .iter()
+        .map(|l| (l.number, l.outcome.as_str()))
+        .collect();
+    assert_eq!(
+        outcomes,
+        vec![(4, "enriched"), (5, "enriched; to be summarized again")],
+        "{report:?}"
+    );
+    assert_eq!((report.messages, report.deleted), (2, 1), "{report:?}");
+    assert_eq!(report.left.len(), 1, "{report:?}");
+    assert!(
+        report.left[0].reason.contains("DDBStreamBatchInfo"),
+        "{report:?}"
+    );
+    for n in [4, 5] {
+        let row = stored_row(&t.prs, REPO, n).await;
+        assert!(enriched(&row), "#{n} enriched: {row:?}");
+        assert!(
+            row.contains_key(shared::store::attr::FILES),
+            "#{n} has its files"
+        );
+        // Pending again (#5) or still (#4): the sweeper sends them to be summarized.
+        assert!(
+            row.contains_key(shared::store::attr::PENDING_SHARD),
+            "#{n}: {row:?}"
+        );
+    }
+    assert!(
+        !enriched(&stored_row(&t.prs, REPO, 6).await),
+        "#6 was not named"
+    );
+
+    // Run again: the batch's message is gone; only the unreadable one is there (left again).
+    let again = redrive_enrich(&target, Some(&handler), false)
+        .await
+        .unwrap();
+    assert!(again.prs.is_empty(), "{again:?}");
+    assert_eq!((again.messages, again.left.len()), (1, 1), "{again:?}");
+    github.stop().await;
 }

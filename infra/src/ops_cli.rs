@@ -365,7 +365,9 @@ pub async fn reprocess(
         }
     }
     let mut lines = Vec::with_capacity(chosen.len());
+    let bar = crate::progress::Bar::with_len(chosen.len() as u64, "PRs");
     for (repo, number) in chosen {
+        bar.inc();
         let outcome = if dry_run {
             "wouldReprocess".to_string()
         } else {
@@ -385,6 +387,7 @@ pub async fn reprocess(
             outcome,
         });
     }
+    bar.finish();
     Ok(lines)
 }
 
@@ -527,6 +530,9 @@ pub enum RedriveQueue {
     /// failed. There is nothing to run again (the next scheduled run does the work); they are
     /// acknowledged (deleted) so the alarm clears.
     Schedule,
+    /// The enrich stream's DLQ: the PRs its records name are enriched again (GitHub token
+    /// needed), and summarized again if they were summarized without it.
+    Enrich,
 }
 
 /// What `redrive` did (or, with `--dry-run`, would do).
@@ -568,6 +574,12 @@ pub async fn redrive(
             queue_with(target, "summarize"),
         ),
         RedriveQueue::Schedule => (queue_with(target, "schedule-dlq"), None),
+        RedriveQueue::Enrich => {
+            return Err((
+                EXIT_USAGE,
+                "the enrich DLQ is redriven by crate::enrich_redrive (it re-enriches)".into(),
+            ))
+        }
     };
     let Some(dlq) = dlq else {
         return Err((
@@ -631,6 +643,7 @@ pub async fn redrive(
         (RedriveQueue::Schedule, _) => {
             report.messages = move_messages(&sqs, &dlq.url, None).await?;
         }
+        (RedriveQueue::Enrich, _) => {}
     }
     Ok(report)
 }
@@ -646,6 +659,7 @@ async fn move_messages(
     let failed = |e: String| (EXIT_FAILED, e);
     let mut moved = 0u64;
     let started = std::time::Instant::now();
+    let bar = crate::progress::Bar::new("messages");
     while moved < MOVE_MAX {
         let received = sqs
             .receive_message()
@@ -737,12 +751,14 @@ async fn move_messages(
             );
         }
         moved += deleted.successful().len() as u64;
+        bar.inc_by(deleted.successful().len() as u64);
         // A bounded rate: at most MOVE_PER_SECOND on average.
         let due = std::time::Duration::from_millis(moved * 1000 / MOVE_PER_SECOND);
         if let Some(wait) = due.checked_sub(started.elapsed()) {
             tokio::time::sleep(wait).await;
         }
     }
+    bar.finish();
     if moved >= MOVE_MAX {
         eprintln!("redrive: stopped after {MOVE_MAX} messages; run it again for the rest");
     }
@@ -760,6 +776,9 @@ pub async fn run_redrive(
         Ok(t) => t,
         Err(code) => return code,
     };
+    if which == RedriveQueue::Enrich {
+        return run_redrive_enrich(&target, stack, dry_run, json).await;
+    }
     match redrive(&target, which, stack.is_some(), dry_run).await {
         Ok(report) => {
             if json {
@@ -891,4 +910,81 @@ pub fn render_redeliver(report: &shared::redeliver::RedeliverReport) -> String {
         let _ = writeln!(out, "  stopped early: {why}");
     }
     out
+}
+
+/// `redrive enrich`: the token and API URL as `backfill` finds them (GITHUB_TOKEN, or the
+/// stack's secret); a dry run needs none.
+async fn run_redrive_enrich(
+    target: &OpsTarget,
+    stack: Option<&str>,
+    dry_run: bool,
+    json: bool,
+) -> u8 {
+    let github = match crate::backfill_cli::target(stack).await {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("chronicle redrive enrich: {e}");
+            return target_error_code(&e);
+        }
+    };
+    let handler = match &github.token {
+        Some(token) => {
+            let apis = match shared::enrich::GitHubApis::new(
+                &github.api_url,
+                token,
+                std::time::Duration::from_secs(10),
+                3,
+            ) {
+                Ok(apis) => apis,
+                Err(e) => {
+                    eprintln!("chronicle redrive enrich: {e}");
+                    return EXIT_FAILED;
+                }
+            };
+            let dynamo = aws_sdk_dynamodb::Client::new(&target.sdk);
+            Some(
+                shared::enrich::EnrichHandler::new(
+                    PrStore::new(dynamo.clone(), target.table.clone()),
+                    Some(apis),
+                    1,
+                    github.max_paths,
+                )
+                .with_contexts(shared::store::ContextStore::new(
+                    dynamo,
+                    &target.pages_table,
+                )),
+            )
+        }
+        None => None,
+    };
+    match crate::enrich_redrive::redrive_enrich(target, handler.as_ref(), dry_run).await {
+        Ok(report) => {
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&report).unwrap_or_default()
+                );
+            } else {
+                println!(
+                    "{}: {} messages read, {} deleted",
+                    report.queue, report.messages, report.deleted
+                );
+                for line in &report.prs {
+                    println!("  {}#{}: {}", line.repo, line.number, line.outcome);
+                }
+                for left in &report.left {
+                    println!("  left {}: {}", left.message_id, left.reason);
+                }
+            }
+            if report.left.is_empty() {
+                0
+            } else {
+                EXIT_FAILED
+            }
+        }
+        Err((code, message)) => {
+            eprintln!("chronicle redrive enrich: {message}");
+            code
+        }
+    }
 }

@@ -55,6 +55,46 @@ pub struct QueueDepth {
     pub in_flight: u64,
     /// `ApproximateNumberOfMessagesDelayed`.
     pub delayed: u64,
+    /// A DLQ's oldest message's age (from `SentTimestamp`), among up to 10 messages looked at
+    /// without taking them (visibility 0). CloudWatch's `ApproximateAgeOfOldestMessage` is the
+    /// exact figure; the alarms watch it.
+    pub oldest_age_seconds: Option<i64>,
+}
+
+/// Messages a DLQ is sampled for its oldest age.
+const DLQ_SAMPLE: i32 = 10;
+
+/// The oldest `SentTimestamp` among up to [`DLQ_SAMPLE`] messages of a DLQ, as an age. The
+/// messages stay where they are (visibility 0); a DLQ has no redrive policy, so the receive
+/// counts this adds change nothing.
+async fn dlq_oldest_age(
+    sqs: &aws_sdk_sqs::Client,
+    url: &str,
+    now: OffsetDateTime,
+) -> Result<Option<i64>, String> {
+    use aws_sdk_sqs::types::MessageSystemAttributeName;
+    let out = sqs
+        .receive_message()
+        .queue_url(url)
+        .max_number_of_messages(DLQ_SAMPLE)
+        .visibility_timeout(0)
+        .wait_time_seconds(1)
+        .message_system_attribute_names(MessageSystemAttributeName::SentTimestamp)
+        .send()
+        .await
+        .map_err(|e| crate::aws::error_message(&e))?;
+    let now_ms = (now.unix_timestamp_nanos() / 1_000_000) as i64;
+    Ok(out
+        .messages()
+        .iter()
+        .filter_map(|m| {
+            m.attributes()?
+                .get(&MessageSystemAttributeName::SentTimestamp)?
+                .parse::<i64>()
+                .ok()
+        })
+        .min()
+        .map(|sent| ((now_ms - sent) / 1000).max(0)))
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -192,12 +232,24 @@ pub async fn gather(
                 .unwrap_or(0)
         };
         use aws_sdk_sqs::types::QueueAttributeName as A;
+        let visible = attribute(A::ApproximateNumberOfMessages);
+        let oldest_age_seconds = if q.dead_letter && visible > 0 {
+            dlq_oldest_age(sources.sqs, &q.url, now)
+                .await
+                .map_err(|message| StatusError::Queue {
+                    queue: q.name.clone(),
+                    message,
+                })?
+        } else {
+            None
+        };
         report.queues.push(QueueDepth {
             name: q.name.clone(),
             dead_letter: q.dead_letter,
-            visible: attribute(A::ApproximateNumberOfMessages),
+            visible,
             in_flight: attribute(A::ApproximateNumberOfMessagesNotVisible),
             delayed: attribute(A::ApproximateNumberOfMessagesDelayed),
+            oldest_age_seconds,
         });
     }
 
@@ -248,7 +300,11 @@ fn attention(r: &StatusReport) -> Vec<String> {
         ));
     }
     for q in r.queues.iter().filter(|q| q.dead_letter && q.visible > 0) {
-        out.push(format!("{} messages in {}", q.visible, q.name));
+        let age = q
+            .oldest_age_seconds
+            .map(|a| format!(", the oldest {} minutes old", a / 60))
+            .unwrap_or_default();
+        out.push(format!("{} messages in {}{age}", q.visible, q.name));
     }
     if !r.failing_pages.is_empty() {
         out.push(format!(
@@ -298,6 +354,10 @@ pub fn render(r: &StatusReport) -> String {
     let _ = writeln!(s, "deferred (GitHub)   {:>8}", r.deferred);
     let _ = writeln!(s, "given up            {:>8}", r.failed);
     for q in &r.queues {
+        let oldest = q
+            .oldest_age_seconds
+            .map(|a| format!(", oldest {a} s"))
+            .unwrap_or_default();
         let _ = writeln!(
             s,
             "queue {:<30} {:>6} visible {:>6} in flight {:>6} delayed{}",
@@ -305,7 +365,11 @@ pub fn render(r: &StatusReport) -> String {
             q.visible,
             q.in_flight,
             q.delayed,
-            if q.dead_letter { "   (DLQ)" } else { "" }
+            if q.dead_letter {
+                format!("   (DLQ{oldest})")
+            } else {
+                String::new()
+            }
         );
     }
     let _ = writeln!(s, "stale pages         {:>8}", r.stale_pages);
