@@ -169,6 +169,13 @@ async fn two_hundred_fifty_files_and_closing_issues_in_three_graphql_queries_no_
     assert_eq!(emf["RecordsEnriched"], 1);
     assert_eq!(emf["RecordsFailed"], 0);
     assert_eq!(emf["RecordsGitHubRequests"], 3);
+    // The hour's GraphQL points left, as GitHub's last answer said: a declared metric.
+    assert!(emf["GitHubPointsRemaining"].as_u64().is_some(), "{emf}");
+    assert!(emf["_aws"]["CloudWatchMetrics"][0]["Metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|m| m["Name"] == "GitHubPointsRemaining"));
     assert_eq!(
         emf["_aws"]["CloudWatchMetrics"][0]["Namespace"],
         "Chronicle"

@@ -522,16 +522,18 @@ impl EnrichHandler {
     }
 
     /// The stream records' outcomes since the last call as one EMF line (`RecordsEnriched`, …,
-    /// `RecordsFailed`) with the GraphQL requests made (`RecordsGitHubRequests`); the counts
-    /// start again.
+    /// `RecordsFailed`) with the GraphQL requests made (`RecordsGitHubRequests`) and, once GitHub
+    /// said it, the hour's GraphQL points left (`GitHubPointsRemaining`); the counts start again.
     pub fn emf_line(&self, now: OffsetDateTime) -> String {
+        let mut remaining = None;
         if let Some(github) = &self.github {
             let total = github.graphql.requests();
             let before = self.requests_seen.swap(total, Ordering::Relaxed);
             self.outcomes
                 .add_n("GitHubRequests", total.saturating_sub(before));
+            remaining = github.graphql.rate_remaining();
         }
-        crate::telemetry::outcomes_emf_line(
+        let line = crate::telemetry::outcomes_emf_line(
             now,
             "Records",
             &[
@@ -547,7 +549,11 @@ impl EnrichHandler {
                 "GitHubRequests",
             ],
             &self.outcomes.take(),
-        )
+        );
+        match remaining {
+            Some(n) => crate::telemetry::with_gauge(&line, "GitHubPointsRemaining", n),
+            None => line,
+        }
     }
 
     /// One record, logged in one line.

@@ -71,6 +71,21 @@ pub fn emf_line_with(
     line.to_string()
 }
 
+/// `line` (an EMF line) with one more metric, a gauge (`Count`) of `value`.
+pub fn with_gauge(line: &str, name: &str, value: u64) -> String {
+    let Ok(mut v) = serde_json::from_str::<serde_json::Value>(line) else {
+        return line.to_string();
+    };
+    if let Some(metrics) = v
+        .pointer_mut("/_aws/CloudWatchMetrics/0/Metrics")
+        .and_then(|m| m.as_array_mut())
+    {
+        metrics.push(serde_json::json!({ "Name": name, "Unit": "Count" }));
+        v[name] = serde_json::json!(value);
+    }
+    v.to_string()
+}
+
 /// Counts of outcomes over one invocation: a handler counts, the function's `main` prints them
 /// as one EMF line after the invocation and starts again (Lambda runs one invocation at a time
 /// per instance).

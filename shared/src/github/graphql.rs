@@ -145,6 +145,8 @@ pub struct GraphQlClient {
     timeout: Duration,
     notice: Option<WaitNotice>,
     requests: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// The points left in the hour, as the last answer said (`u64::MAX`: none said yet).
+    rate_remaining: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// `{api}/graphql` for api.github.com; `https://HOST/api/graphql` for a GitHub Enterprise
@@ -205,6 +207,7 @@ impl GraphQlClient {
             timeout,
             notice: None,
             requests: Default::default(),
+            rate_remaining: std::sync::Arc::new(std::sync::atomic::AtomicU64::new(u64::MAX)),
         })
     }
 
@@ -215,6 +218,21 @@ impl GraphQlClient {
     }
 
     /// Requests sent so far.
+    /// GraphQL points left in the hour, as the last answer said.
+    pub fn rate_remaining(&self) -> Option<u64> {
+        let n = self
+            .rate_remaining
+            .load(std::sync::atomic::Ordering::Relaxed);
+        (n != u64::MAX).then_some(n)
+    }
+
+    fn note_rate(&self, rate: Option<&RateLimit>) {
+        if let Some(rate) = rate {
+            self.rate_remaining
+                .store(rate.remaining, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
     pub fn requests(&self) -> u64 {
         self.requests.load(std::sync::atomic::Ordering::Relaxed)
     }
@@ -240,6 +258,7 @@ impl GraphQlClient {
         let rate = data
             .rate_limit
             .map(|r| rate_limit(r.cost, r.remaining, r.limit, &r.reset_at));
+        self.note_rate(rate.as_ref());
         let Some(repository) = data.repository else {
             return Err(not_found_or(&errors, &what, || {
                 GraphQlError::RepositoryNotFound {
@@ -294,6 +313,7 @@ impl GraphQlClient {
         let rate = data
             .rate_limit
             .map(|r| rate_limit(r.cost, r.remaining, r.limit, &r.reset_at));
+        self.note_rate(rate.as_ref());
         let Some(repository) = data.repository else {
             return Err(not_found_or(&errors, &what, || {
                 GraphQlError::RepositoryNotFound {
@@ -341,6 +361,7 @@ impl GraphQlClient {
             rate = data
                 .rate_limit
                 .map(|r| rate_limit(r.cost, r.remaining, r.limit, &r.reset_at));
+            self.note_rate(rate.as_ref());
             let files = data
                 .repository
                 .and_then(|r| r.pull_request)
