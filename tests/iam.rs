@@ -549,6 +549,16 @@ async fn every_function_calls_exactly_what_its_role_grants() {
             payload: lost,
         },
     );
+    // A memory from before GitHub's window: the run deletes it.
+    shared::store::HookStore::new(aws_sdk_dynamodb::Client::new(&admin), &pages_table)
+        .set_state(
+            &shared::hooks::HookRef::parse(&format!("repos/{repo}/hooks/{HOOK_ID}")).unwrap(),
+            "expired-guid",
+            shared::store::DeliveryState::Asked,
+            time::OffsetDateTime::now_utc() - time::Duration::days(5),
+        )
+        .await
+        .unwrap();
     let sdk = proxies["RedeliverFunction"].sdk().await;
     let redeliverer = shared::redeliver::Redeliverer::from_config(
         &shared::config::RedeliverConfig {

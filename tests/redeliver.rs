@@ -106,6 +106,33 @@ impl World {
         shared::store::string(&item, attr::DELIVERY_ID).map(str::to_string)
     }
 
+    /// GitHub redelivers after its 202: waits (up to 10 s) until the PR holds `guid`.
+    async fn eventually_stored(&self, number: u64, guid: &str) {
+        for _ in 0..200 {
+            if self.stored_delivery(number).await.as_deref() == Some(guid) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("#{number} was not stored from delivery {guid}");
+    }
+
+    /// Waits (up to 10 s) until the stand-in recorded a redelivery attempt of `guid`.
+    async fn redelivery_attempt(&self, guid: &str) -> support::github_stub::StubAttempt {
+        for _ in 0..200 {
+            if let Some(a) = self
+                .stub
+                .attempts(REPO, HOOK)
+                .into_iter()
+                .find(|a| a.guid == guid && a.redelivery)
+            {
+                return a;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("no redelivery attempt of {guid}");
+    }
+
     async fn stop(self) {
         self.server.shutdown().await;
         self.stub.stop().await;
@@ -218,6 +245,14 @@ async fn failed_deliveries_are_redelivered_once_and_the_rest_left_alone() {
     assert_eq!(report.redelivered[0].pr, 1);
     assert_eq!(report.hooks, 1);
     assert_eq!(report.failed, 3, "lost-1, stored-3, unmerged-6: {report:?}");
+    let details = |w: &World| {
+        w.stub
+            .requests()
+            .iter()
+            .filter(|r| r.method == "GET" && r.path.starts_with(&format!("{list_path}/")))
+            .count()
+    };
+    let details_after_first = details(&w);
     assert_eq!(report.already_stored, 1, "{report:?}");
     assert_eq!(report.not_merged, 1, "{report:?}");
     assert!(report.problems.is_empty(), "{:?}", report.problems);
@@ -227,13 +262,8 @@ async fn failed_deliveries_are_redelivered_once_and_the_rest_left_alone() {
 
     // GitHub delivered it again, with the same GUID, and Chronicle stored it.
     assert_eq!(w.stub.redeliveries_asked("lost-1"), 1);
-    assert_eq!(w.stored_delivery(1).await.as_deref(), Some("lost-1"));
-    let again = w.stub.attempts(REPO, HOOK);
-    let redelivery = again
-        .iter()
-        .find(|a| a.guid == "lost-1" && a.redelivery)
-        .unwrap();
-    assert_eq!(redelivery.status_code, 200);
+    w.eventually_stored(1, "lost-1").await;
+    assert_eq!(w.redelivery_attempt("lost-1").await.status_code, 200);
     for guid in [
         "stored-3",
         "old-4",
@@ -252,6 +282,13 @@ async fn failed_deliveries_are_redelivered_once_and_the_rest_left_alone() {
         .unwrap();
     assert!(second.redelivered.is_empty(), "{second:?}");
     assert_eq!(w.stub.redeliveries_asked("lost-1"), 1);
+    // What the first run learned is remembered: no payload is read again.
+    assert_eq!(
+        (second.already_stored, second.not_merged),
+        (1, 1),
+        "{second:?}"
+    );
+    assert_eq!(details(&w), details_after_first, "no delivery read twice");
     w.stop().await;
 }
 
@@ -275,10 +312,7 @@ async fn a_redelivery_that_fails_again_is_not_asked_twice_even_by_concurrent_run
         "exactly one run asked: {ra:?} {rb:?}"
     );
     assert_eq!(w.stub.redeliveries_asked("lost-21"), 1);
-    let failed_again = w.stub.attempts(REPO, HOOK);
-    assert!(failed_again
-        .iter()
-        .any(|x| x.guid == "lost-21" && x.redelivery && x.status_code == 0));
+    assert_eq!(w.redelivery_attempt("lost-21").await.status_code, 0);
 
     let later = a
         .run(time::OffsetDateTime::now_utc(), far(), false)
@@ -320,7 +354,7 @@ async fn the_per_run_cap_leaves_the_rest_for_the_next_run() {
         .unwrap();
     assert_eq!(guids(&second), vec!["lost-31"], "{second:?}");
     for n in 31..34 {
-        assert_eq!(w.stored_delivery(n).await, Some(format!("lost-{n}")));
+        w.eventually_stored(n, &format!("lost-{n}")).await;
     }
     w.stop().await;
 }
@@ -403,5 +437,138 @@ async fn the_webhook_records_each_hook_once_per_instance_and_only_when_signed() 
         .status();
     assert_eq!(status, 401);
     assert_eq!(w.hooks.list().await.unwrap().len(), 1);
+    w.stop().await;
+}
+
+#[tokio::test]
+async fn a_pr_stored_in_a_newer_state_is_not_redelivered() {
+    let w = World::start(true).await;
+    assert_eq!(w.deliver("first-60", &merged_pr(60)).await, 200);
+    // A later edit of #61 was stored (e.g. by the backfill or a later event); the failed
+    // delivery carries an older state.
+    let mut newer = merged_pr(61);
+    newer["pull_request"]["updated_at"] = json!("2030-01-01T00:00:00Z");
+    store_merged(&w.prs, &newer, time::OffsetDateTime::now_utc()).await;
+    w.stub.add_delivery(
+        REPO,
+        HOOK,
+        spec("old-state-61", 7200, 500, "closed", merged_pr(61)),
+    );
+    let report = w
+        .redeliverer(10)
+        .run(time::OffsetDateTime::now_utc(), far(), false)
+        .await
+        .unwrap();
+    assert!(report.redelivered.is_empty(), "{report:?}");
+    assert_eq!(report.already_stored, 1, "{report:?}");
+    assert_eq!(w.stub.redeliveries_asked("old-state-61"), 0);
+    w.stop().await;
+}
+
+#[tokio::test]
+async fn github_failures_on_the_request_release_or_keep_the_claim_as_they_must() {
+    use support::github_stub::Fault;
+    let w = World::start(true).await;
+    assert_eq!(w.deliver("first-70", &merged_pr(70)).await, 200);
+    let five_hundred = w.stub.add_delivery(
+        REPO,
+        HOOK,
+        spec("lost-71", 7300, 500, "closed", merged_pr(71)),
+    );
+    let gateway = w.stub.add_delivery(
+        REPO,
+        HOOK,
+        spec("lost-72", 7200, 500, "closed", merged_pr(72)),
+    );
+    let attempts = |id: u64| format!("/repos/{REPO}/hooks/{HOOK}/deliveries/{id}/attempts");
+    // A 500: certainly not done, asked again next run. A 502: maybe done, never asked again.
+    w.stub
+        .fail_next(&attempts(five_hundred), Fault::ServerError);
+    w.stub.fail_next(&attempts(gateway), Fault::BadGateway);
+    let r = w.redeliverer(10);
+    let first = r
+        .run(time::OffsetDateTime::now_utc(), far(), false)
+        .await
+        .unwrap();
+    assert!(first.redelivered.is_empty(), "{first:?}");
+    assert_eq!(first.problems.len(), 2, "{first:?}");
+    assert!(first.problems[0].message.contains("not done"), "{first:?}");
+    assert!(
+        first.problems[1].message.contains("may have done it"),
+        "{first:?}"
+    );
+    let second = r
+        .run(time::OffsetDateTime::now_utc(), far(), false)
+        .await
+        .unwrap();
+    assert_eq!(guids(&second), vec!["lost-71"], "{second:?}");
+    assert_eq!(second.already_asked, 1, "the 502 one: {second:?}");
+    w.eventually_stored(71, "lost-71").await;
+    assert_eq!(w.stored_delivery(72).await, None);
+
+    // A token that can list but not redeliver (404 on the request): nothing is used up, the run
+    // stops, and once the token is fixed the delivery is asked.
+    let read_only = w.stub.add_delivery(
+        REPO,
+        HOOK,
+        spec("lost-73", 3600, 500, "closed", merged_pr(73)),
+    );
+    w.stub.add_delivery(
+        REPO,
+        HOOK,
+        spec("lost-74", 3500, 500, "closed", merged_pr(74)),
+    );
+    w.stub.fail_next(&attempts(read_only), Fault::NotFound);
+    let refused = r
+        .run(time::OffsetDateTime::now_utc(), far(), false)
+        .await
+        .unwrap();
+    assert!(refused.redelivered.is_empty(), "{refused:?}");
+    assert!(refused.stopped.is_some(), "{refused:?}");
+    assert!(
+        refused.problems[0].message.contains("admin:repo_hook"),
+        "{refused:?}"
+    );
+    assert_eq!(w.stub.redeliveries_asked("lost-74"), 0, "the run stopped");
+    let fixed = r
+        .run(time::OffsetDateTime::now_utc(), far(), false)
+        .await
+        .unwrap();
+    assert_eq!(guids(&fixed), vec!["lost-73", "lost-74"], "{fixed:?}");
+    w.stop().await;
+}
+
+#[tokio::test]
+async fn a_claim_never_confirmed_is_reported_and_not_asked() {
+    let w = World::start(true).await;
+    assert_eq!(w.deliver("first-80", &merged_pr(80)).await, 200);
+    w.stub.add_delivery(
+        REPO,
+        HOOK,
+        spec("lost-81", 7200, 500, "closed", merged_pr(81)),
+    );
+    // A run claimed it an hour ago and stopped (crash, timeout) before asking GitHub.
+    let hook = shared::hooks::HookRef::parse(&format!("repos/{REPO}/hooks/{HOOK}")).unwrap();
+    w.hooks
+        .set_state(
+            &hook,
+            "lost-81",
+            shared::store::DeliveryState::Claimed,
+            time::OffsetDateTime::now_utc() - time::Duration::hours(1),
+        )
+        .await
+        .unwrap();
+    let report = w
+        .redeliverer(10)
+        .run(time::OffsetDateTime::now_utc(), far(), false)
+        .await
+        .unwrap();
+    assert!(report.redelivered.is_empty(), "{report:?}");
+    assert_eq!(report.unconfirmed, 1, "{report:?}");
+    assert!(
+        report.problems[0].message.contains("delivery log"),
+        "{report:?}"
+    );
+    assert_eq!(w.stub.redeliveries_asked("lost-81"), 0);
     w.stop().await;
 }

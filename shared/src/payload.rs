@@ -7,7 +7,7 @@ use time::OffsetDateTime;
 use crate::domain::{InvalidRepoName, MergedPullRequest, RepoName};
 
 /// Actions of `pull_request` events that can carry a merged PR we store or update.
-const OUR_ACTIONS: &[&str] = &["closed", "edited", "labeled", "unlabeled"];
+pub const OUR_ACTIONS: &[&str] = &["closed", "edited", "labeled", "unlabeled"];
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PayloadError {

@@ -8,9 +8,11 @@
 //!   `deliveryId`, or a `sourceUpdatedAt` at least as new as the delivery's),
 //! * and were not redelivered before (each GUID is claimed with a conditional write first).
 //!
-//! A redelivery keeps its GUID, so the webhook dedupes it as usual. Runs are bounded
-//! (`max_per_run` redeliveries, [`MAX_PAGES_PER_HOOK`] listing pages per hook, the deadline) and
-//! stop early when GitHub's REST budget runs low.
+//! A redelivery keeps its GUID, so the webhook dedupes it as usual. What a run learns of a
+//! delivery (asked, stored after all, not merged) is remembered, so later runs read nothing
+//! twice. Runs are bounded (`max_per_run` failed deliveries looked into, [`MAX_PAGES_PER_HOOK`]
+//! listing pages per hook, the deadline) and stop early when GitHub's REST budget runs low or
+//! the token may not redeliver.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -25,21 +27,24 @@ use crate::github::{GitHubClient, GitHubError};
 use crate::hooks::{HookRef, HookTarget};
 use crate::payload::{self, Classified};
 use crate::secret::SecretError;
-use crate::store::{attr, string, HookRecord, HookStore, PrStore, StoreError};
+use crate::store::{attr, string, DeliveryState, HookRecord, HookStore, PrStore, StoreError};
 
 /// Listing pages read per hook per run (100 deliveries each).
 pub const MAX_PAGES_PER_HOOK: usize = 20;
 /// Below this many REST requests left, a run stops: enrichment shares the token.
 pub const MIN_RATE_REMAINING: u64 = 200;
-/// Claims are kept this long after GitHub's window closes, then forgotten.
-const CLAIM_MEMORY: Duration = Duration::from_secs(24 * 3600);
+/// What is known of a delivery is kept this long after GitHub's window closes, then deleted.
+const MEMORY_AFTER_WINDOW: Duration = Duration::from_secs(24 * 3600);
+/// A claim older than this that was never confirmed asked: a run stopped between the two.
+const UNCONFIRMED_AFTER: Duration = Duration::from_secs(600);
 
 #[derive(Debug, thiserror::Error)]
 pub enum RedeliverError {
     #[error(
         "no GitHub token configured ({} / {} / {}): failed deliveries cannot be listed or \
          redelivered. Configure a token that can read and write the repository's webhooks \
-         (classic: admin:repo_hook; fine-grained: \"Webhooks\" read and write)",
+         (classic: admin:repo_hook, or admin:org_hook for an organization's hook; \
+         fine-grained: \"Webhooks\" read and write)",
         crate::config::GITHUB_TOKEN,
         crate::config::GITHUB_TOKEN_ARN,
         crate::config::GITHUB_TOKEN_PARAM
@@ -78,16 +83,20 @@ pub struct HookProblem {
 #[serde(rename_all = "camelCase")]
 pub struct RedeliverReport {
     pub hooks: usize,
+    /// Hooks GitHub said were gone that delivered nothing since: not asked again.
+    pub dormant: usize,
     /// Delivery attempts listed (every event, within the window or the first older page).
     pub listed: usize,
-    /// Distinct `pull_request` `closed` deliveries in the window that never got a 2xx.
+    /// Distinct tracked `pull_request` deliveries in the window that never got a 2xx.
     pub failed: usize,
     /// Of those: Chronicle had stored the PR anyway (the answer was lost, not the delivery).
     pub already_stored: usize,
-    /// Of those: redelivered by an earlier run.
+    /// Of those: redelivered (or refused) by an earlier run.
     pub already_asked: usize,
-    /// Of those: not a merged PR (closed without merging): nothing to store.
+    /// Of those: not a merged PR: nothing to store.
     pub not_merged: usize,
+    /// Of those: claimed by a run that stopped before it asked GitHub (reported, not asked).
+    pub unconfirmed: usize,
     pub redelivered: Vec<Redelivered>,
     pub problems: Vec<HookProblem>,
     /// Why the run stopped before looking at everything (budget, deadline, per-run cap).
@@ -104,6 +113,7 @@ pub struct Redeliverer {
 }
 
 impl Redeliverer {
+    /// `max_per_run`: failed deliveries looked into (payload read, maybe redelivered) per run.
     pub fn new(github: GitHubClient, hooks: HookStore, prs: PrStore, max_per_run: usize) -> Self {
         Redeliverer {
             github,
@@ -134,8 +144,9 @@ impl Redeliverer {
         ))
     }
 
-    /// One run over every recorded hook. With `dry_run`, nothing is claimed or asked: the report
-    /// lists what would be redelivered.
+    /// One run over every recorded hook, the least recently listed first (a run cut short by
+    /// the budget or the cap does not starve the same hooks every time). With `dry_run`,
+    /// nothing is written or asked: the report lists what would be redelivered.
     pub async fn run(
         &self,
         now: OffsetDateTime,
@@ -151,17 +162,23 @@ impl Redeliverer {
             cutoff: now - REDELIVERY_WINDOW,
             deadline,
             dry_run,
+            looked_into: 0,
         };
-        let records = self.hooks.list().await?;
+        let mut records = self.hooks.list().await?;
+        records.sort_by(|a, b| a.listed_at.cmp(&b.listed_at));
         run.report.hooks = records.len();
         for record in &records {
+            if !dry_run {
+                self.forget_old(&run, record).await;
+            }
             if run.report.stopped.is_some() {
-                break;
+                continue;
+            }
+            if record.dormant() {
+                run.report.dormant += 1;
+                continue;
             }
             self.hook(&mut run, record).await?;
-            if !dry_run {
-                self.forget_old_claims(&run, record).await;
-            }
         }
         let report = run.report;
         tracing::info!(
@@ -193,37 +210,42 @@ impl Redeliverer {
             );
             return Ok(());
         }
-        let attempts = match self.list(run, hook).await {
-            Some(attempts) => attempts,
-            None => return Ok(()),
+        let listing = self.list(run, hook).await;
+        if !run.dry_run {
+            self.hooks
+                .listed(hook, run.now, matches!(listing, Listing::Gone))
+                .await?;
+        }
+        let Listing::Attempts(attempts) = listing else {
+            return Ok(());
         };
         for (guid, delivery) in candidates(&attempts, run.cutoff) {
             run.report.failed += 1;
-            if record.attempts.contains_key(guid) {
-                run.report.already_asked += 1;
+            if let Some((state, at)) = record.deliveries.get(guid) {
+                run.known(hook, guid, *state, at);
                 continue;
             }
             if run.report.stopped.is_some() {
                 continue;
             }
-            if run.report.redelivered.len() >= self.max_per_run {
+            if run.looked_into >= self.max_per_run {
                 run.report.stopped = Some(format!(
-                    "{} redeliveries asked: the per-run cap (the rest wait for the next run)",
+                    "{} failed deliveries looked into: the per-run cap (the rest wait for the next run)",
                     self.max_per_run
                 ));
                 continue;
             }
+            run.looked_into += 1;
             self.consider(run, hook, guid, delivery).await?;
         }
         Ok(())
     }
 
-    /// The hook's delivery attempts back to the window's start. `None`: reading failed (the
-    /// problem or the stop is in the report).
-    async fn list(&self, run: &mut Run, hook: &HookRef) -> Option<Vec<HookDelivery>> {
+    /// The hook's delivery attempts back to the window's start.
+    async fn list(&self, run: &mut Run, hook: &HookRef) -> Listing {
         let mut attempts = Vec::new();
         let mut next: Option<String> = None;
-        for page in 0..MAX_PAGES_PER_HOOK {
+        for page in 1..=MAX_PAGES_PER_HOOK {
             let answer = self
                 .github
                 .hook_deliveries(hook, next.as_deref(), run.deadline)
@@ -231,10 +253,7 @@ impl Redeliverer {
             run.report.github_requests += 1;
             let page_of = match answer {
                 Ok(p) => p,
-                Err(e) => {
-                    run.github_failed(hook, e);
-                    return None;
-                }
+                Err(e) => return run.github_failed(hook, e),
             };
             run.report.listed += page_of.deliveries.len();
             let reached_cutoff = page_of
@@ -242,13 +261,10 @@ impl Redeliverer {
                 .iter()
                 .any(|d| parse_rfc3339(&d.delivered_at).is_none_or(|t| t < run.cutoff));
             attempts.extend(page_of.deliveries);
-            if page_of
-                .rate_remaining
-                .is_some_and(|r| r < MIN_RATE_REMAINING)
-            {
+            if let Some(left) = page_of.rate_remaining.filter(|r| *r < MIN_RATE_REMAINING) {
                 run.report.stopped = Some(format!(
-                    "GitHub's REST budget is low ({} requests left): the rest waits for the next run",
-                    page_of.rate_remaining.unwrap_or(0)
+                    "GitHub's REST budget is low ({left} requests left in the hour): the rest \
+                     waits for the next run"
                 ));
                 break;
             }
@@ -256,14 +272,23 @@ impl Redeliverer {
                 Some(url) if !reached_cutoff => next = Some(url),
                 _ => break,
             }
-            if page + 1 == MAX_PAGES_PER_HOOK {
-                tracing::warn!(hook = %hook, pages = MAX_PAGES_PER_HOOK, "stopped listing deliveries: page cap");
+            if page == MAX_PAGES_PER_HOOK {
+                run.problem(
+                    hook,
+                    format!(
+                        "more than {} deliveries in GitHub's 3-day window: only the newest were \
+                         looked at; older failures may need `chronicle redeliver` runs or \
+                         GitHub's delivery log",
+                        MAX_PAGES_PER_HOOK * crate::github::hooks::DELIVERIES_PER_PAGE
+                    ),
+                );
             }
         }
-        Some(attempts)
+        Listing::Attempts(attempts)
     }
 
-    /// One failed delivery: stored already? if not, claim it and ask GitHub.
+    /// One failed delivery not looked at before: stored already? merged? if it should be, claim
+    /// it and ask GitHub.
     async fn consider(
         &self,
         run: &mut Run,
@@ -271,24 +296,25 @@ impl Redeliverer {
         guid: &str,
         delivery: &HookDelivery,
     ) -> Result<(), RedeliverError> {
-        let payload = match self
+        let payload = self
             .github
             .hook_delivery_payload(hook, delivery.id, run.deadline)
-            .await
-        {
+            .await;
+        run.report.github_requests += 1;
+        let payload = match payload {
             Ok(payload) => payload,
             Err(e) => {
-                run.report.github_requests += 1;
                 run.github_failed(hook, e);
                 return Ok(());
             }
         };
-        run.report.github_requests += 1;
         let json = serde_json::to_vec(&payload).unwrap_or_default();
         let pr = match payload::classify_action(delivery.action.as_deref().unwrap_or(""), &json) {
             Ok(Classified::Merged(pr)) => pr,
             Ok(Classified::Ignored(_)) => {
                 run.report.not_merged += 1;
+                self.remember(run, hook, guid, DeliveryState::NotMerged)
+                    .await?;
                 return Ok(());
             }
             Err(e) => {
@@ -304,6 +330,8 @@ impl Redeliverer {
             .await?
         {
             run.report.already_stored += 1;
+            self.remember(run, hook, guid, DeliveryState::Stored)
+                .await?;
             return Ok(());
         }
         let line = Redelivered {
@@ -318,35 +346,76 @@ impl Redeliverer {
             run.report.redelivered.push(line);
             return Ok(());
         }
-        if !self.hooks.claim_attempt(hook, guid, run.now).await? {
+        if !self.hooks.claim(hook, guid, run.now).await? {
             run.report.already_asked += 1;
             return Ok(());
         }
         let answer = self.github.redeliver(hook, delivery.id, run.deadline).await;
         run.report.github_requests += 1;
+        let what = format!("{guid} ({}#{})", line.repo, line.pr);
         match answer {
-            Redelivery::Accepted => run.report.redelivered.push(line),
-            Redelivery::Refused { status, message } => run.problem(
-                hook,
-                format!(
-                    "GitHub refused to redeliver {guid} ({}#{}) with {status}: {message}",
-                    line.repo, line.pr
-                ),
-            ),
+            Redelivery::Accepted => {
+                self.hooks
+                    .set_state(hook, guid, DeliveryState::Asked, run.now)
+                    .await?;
+                run.report.redelivered.push(line);
+            }
+            Redelivery::Refused { status, message } => {
+                self.hooks
+                    .set_state(hook, guid, DeliveryState::Refused, run.now)
+                    .await?;
+                run.problem(
+                    hook,
+                    format!("GitHub refused to redeliver {what} with {status}: {message}"),
+                );
+            }
+            Redelivery::NoAccess { status, message } => {
+                // Nothing was done: the claim goes back, and the run stops (every other
+                // redelivery would be refused the same way).
+                self.hooks.forget(hook, guid).await?;
+                run.problem(
+                    hook,
+                    format!(
+                        "GitHub answered {status} to the redelivery of {what} ({message}): the \
+                         token may list deliveries but not redeliver them; it needs {}",
+                        access_needed(hook)
+                    ),
+                );
+                run.report.stopped = Some(format!("GitHub refused redeliveries with {status}"));
+            }
             Redelivery::NotDone(message) => {
                 // Certainly not redelivered: the claim goes back, the next run asks again.
-                self.hooks.release_attempt(hook, guid).await?;
-                run.problem(hook, format!("redelivery of {guid} not done: {message}"));
+                self.hooks.forget(hook, guid).await?;
+                run.problem(hook, format!("redelivery of {what} not done: {message}"));
             }
-            Redelivery::Unknown(message) => run.problem(
-                hook,
-                format!(
-                    "no answer to the redelivery of {guid} ({message}): GitHub may have done \
-                     it; it is not asked again"
-                ),
-            ),
+            Redelivery::Unknown(message) => {
+                self.hooks
+                    .set_state(hook, guid, DeliveryState::Unknown, run.now)
+                    .await?;
+                run.problem(
+                    hook,
+                    format!(
+                        "no clear answer to the redelivery of {what} ({message}): GitHub may have \
+                         done it; it is not asked again (see the hook's delivery log)"
+                    ),
+                );
+            }
         }
         Ok(())
+    }
+
+    /// Remembers a delivery that needs nothing (not in a dry run).
+    async fn remember(
+        &self,
+        run: &Run,
+        hook: &HookRef,
+        guid: &str,
+        state: DeliveryState,
+    ) -> Result<(), StoreError> {
+        if run.dry_run {
+            return Ok(());
+        }
+        self.hooks.set_state(hook, guid, state, run.now).await
     }
 
     /// Whether the PR row holds this delivery, or a newer state of the PR.
@@ -367,20 +436,40 @@ impl Redeliverer {
         Ok(same_delivery || as_new)
     }
 
-    /// Claims on GUIDs past GitHub's window (and a day) can never matter again.
-    async fn forget_old_claims(&self, run: &Run, record: &HookRecord) {
-        let horizon = run.cutoff - CLAIM_MEMORY;
-        let old: Vec<String> = record
-            .attempts
-            .iter()
-            .filter(|(_, at)| parse_rfc3339(at).is_none_or(|t| t < horizon))
-            .map(|(guid, _)| guid.clone())
-            .collect();
-        if old.is_empty() {
-            return;
+    /// What is known of deliveries past GitHub's window (and a day) can never matter again.
+    async fn forget_old(&self, run: &Run, record: &HookRecord) {
+        let horizon = run.cutoff - MEMORY_AFTER_WINDOW;
+        for (guid, (_, at)) in &record.deliveries {
+            if parse_rfc3339(at).is_some_and(|t| t >= horizon) {
+                continue;
+            }
+            if let Err(e) = self.hooks.forget(&record.hook, guid).await {
+                tracing::warn!(hook = %record.hook, error = %e, "could not forget an old delivery");
+                return;
+            }
         }
-        if let Err(e) = self.hooks.forget(&record.hook, &old).await {
-            tracing::warn!(hook = %record.hook, error = %e, "could not forget old redelivery claims");
+    }
+}
+
+/// What listing a hook gave.
+enum Listing {
+    Attempts(Vec<HookDelivery>),
+    /// GitHub said the hook, or the token's access to it, is gone (401/403/404).
+    Gone,
+    /// Another failure (reported): nothing to do this run.
+    Failed,
+}
+
+/// The token scope a hook's deliveries need.
+fn access_needed(hook: &HookRef) -> &'static str {
+    match hook.target {
+        HookTarget::Organization(_) => {
+            "admin:org_hook (classic token) or the organization's \"Webhooks\" read and write \
+             permission (fine-grained token or GitHub App)"
+        }
+        _ => {
+            "admin:repo_hook (classic token) or \"Webhooks\" read and write (fine-grained token \
+             or GitHub App installation)"
         }
     }
 }
@@ -391,6 +480,8 @@ struct Run {
     cutoff: OffsetDateTime,
     deadline: Instant,
     dry_run: bool,
+    /// Failed deliveries looked into this run (payload read), against the per-run cap.
+    looked_into: usize,
 }
 
 impl Run {
@@ -401,31 +492,67 @@ impl Run {
         });
     }
 
+    /// A delivery an earlier run looked into.
+    fn known(&mut self, hook: &HookRef, guid: &str, state: DeliveryState, at: &str) {
+        match state {
+            DeliveryState::Stored => self.report.already_stored += 1,
+            DeliveryState::NotMerged => self.report.not_merged += 1,
+            DeliveryState::Asked | DeliveryState::Refused | DeliveryState::Unknown => {
+                self.report.already_asked += 1
+            }
+            DeliveryState::Claimed => {
+                let stale = parse_rfc3339(at).is_none_or(|t| t + UNCONFIRMED_AFTER < self.now);
+                if stale {
+                    self.report.unconfirmed += 1;
+                    self.problem(
+                        hook,
+                        format!(
+                            "delivery {guid} was claimed at {at} by a run that stopped before \
+                             it asked GitHub: it is not asked again; redeliver it from the \
+                             hook's delivery log if it is still failed"
+                        ),
+                    );
+                } else {
+                    // Another run is asking right now.
+                    self.report.already_asked += 1;
+                }
+            }
+        }
+    }
+
     /// A failed GitHub request: a clear problem, and a stop when the budget or time is gone.
-    fn github_failed(&mut self, hook: &HookRef, error: GitHubError) {
-        let message = match &error {
+    fn github_failed(&mut self, hook: &HookRef, error: GitHubError) -> Listing {
+        match &error {
             GitHubError::Gone { status, .. } | GitHubError::Refused { status, .. }
                 if matches!(status, 401 | 403 | 404) =>
             {
-                format!(
-                    "{error}. The hook was deleted, or the token cannot read its deliveries: it \
-                     needs admin:repo_hook (classic token) or \"Webhooks\" read and write \
-                     (fine-grained token or GitHub App installation)"
-                )
+                self.problem(
+                    hook,
+                    format!(
+                        "{error}. The hook was deleted, or the token cannot read its \
+                         deliveries: it needs {}",
+                        access_needed(hook)
+                    ),
+                );
+                Listing::Gone
             }
             GitHubError::RateLimited { .. } | GitHubError::OutOfTime { .. } => {
                 self.report.stopped = Some(error.to_string());
-                error.to_string()
+                self.problem(hook, error.to_string());
+                Listing::Failed
             }
-            _ => error.to_string(),
-        };
-        self.problem(hook, message);
+            _ => {
+                self.problem(hook, error.to_string());
+                Listing::Failed
+            }
+        }
     }
 }
 
 /// The deliveries worth a redelivery, oldest first (the closest to leaving the window): per GUID,
-/// `pull_request` `closed` deliveries none of whose attempts got a 2xx, the newest attempt
-/// within the window (it is the one asked again).
+/// `pull_request` deliveries of an action Chronicle stores (`closed`, and `edited` or label
+/// changes of a merged PR) none of whose attempts got a 2xx, the newest attempt within the
+/// window (it is the one asked again).
 pub fn candidates(attempts: &[HookDelivery], cutoff: OffsetDateTime) -> Vec<(&str, &HookDelivery)> {
     let mut by_guid: HashMap<&str, Vec<&HookDelivery>> = HashMap::new();
     for attempt in attempts {
@@ -441,7 +568,10 @@ pub fn candidates(attempts: &[HookDelivery], cutoff: OffsetDateTime) -> Vec<(&st
                 .max_by_key(|(at, t)| (*at, t.id))?;
             let (at, delivery) = newest;
             (delivery.event == "pull_request"
-                && delivery.action.as_deref() == Some("closed")
+                && delivery
+                    .action
+                    .as_deref()
+                    .is_some_and(|a| payload::OUR_ACTIONS.contains(&a))
                 && at >= cutoff)
                 .then_some((guid, delivery, at))
         })
@@ -554,6 +684,15 @@ mod tests {
                 "opened",
             ),
             attempt(8, "push", "2026-12-02T00:00:00Z", 500, "push", "closed"),
+            // A label change of a merged PR: stored by Chronicle, so worth healing too.
+            attempt(
+                11,
+                "labeled",
+                "2026-12-02T02:00:00Z",
+                500,
+                "pull_request",
+                "labeled",
+            ),
             // Two failed attempts: the newest is the one asked again.
             attempt(
                 9,
@@ -576,6 +715,9 @@ mod tests {
             .into_iter()
             .map(|(g, d)| (g, d.id))
             .collect();
-        assert_eq!(chosen, vec![("early", 2), ("twice", 10), ("late", 1)]);
+        assert_eq!(
+            chosen,
+            vec![("early", 2), ("twice", 10), ("labeled", 11), ("late", 1)]
+        );
     }
 }

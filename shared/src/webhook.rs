@@ -99,8 +99,14 @@ pub struct WebhookHandler {
     /// Where the hooks that deliver are recorded (for redelivery), and those this instance has
     /// recorded: one write per hook per instance, not per delivery.
     hooks: Option<HookStore>,
-    hooks_recorded: std::sync::Mutex<std::collections::HashSet<HookRef>>,
+    /// Hooks recorded (`None`), or whose recording failed and is not tried again before then.
+    hooks_recorded: std::sync::Mutex<std::collections::HashMap<HookRef, Option<Instant>>>,
 }
+
+/// The hook's record never holds a delivery up for longer than this.
+const HOOK_RECORD_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
+/// After a failed record, the next try waits this long (no extra call on every delivery).
+const HOOK_RECORD_BACKOFF: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// Every outcome a delivery can have, as the log line and the EMF metrics name them.
 pub const OUTCOMES: &[&str] = &[
@@ -135,26 +141,46 @@ impl WebhookHandler {
         self
     }
 
+    /// Recorded already, or failed recently: nothing to write for this delivery.
     fn hook_recorded(&self, hook: &HookRef) -> bool {
+        match self
+            .hooks_recorded
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(hook)
+        {
+            Some(None) => true,
+            Some(Some(retry_at)) => Instant::now() < *retry_at,
+            None => false,
+        }
+    }
+
+    /// Best effort, bounded by [`HOOK_RECORD_TIMEOUT`]: a failed write is logged and tried again
+    /// after [`HOOK_RECORD_BACKOFF`]; the delivery is answered as if nothing happened.
+    async fn record_hook(&self, hook: Option<HookRef>) {
+        let (Some(store), Some(hook)) = (&self.hooks, hook) else {
+            return;
+        };
+        let result = tokio::time::timeout(
+            HOOK_RECORD_TIMEOUT,
+            store.remember(&hook, OffsetDateTime::now_utc()),
+        )
+        .await;
+        let retry_at = match result {
+            Ok(Ok(())) => None,
+            Ok(Err(e)) => {
+                tracing::warn!(hook = %hook, error = %e, "could not record the webhook");
+                Some(Instant::now() + HOOK_RECORD_BACKOFF)
+            }
+            Err(_) => {
+                tracing::warn!(hook = %hook, "recording the webhook timed out");
+                Some(Instant::now() + HOOK_RECORD_BACKOFF)
+            }
+        };
         self.hooks_recorded
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .contains(hook)
-    }
-
-    /// Best effort: a failed write is logged and tried again on the hook's next delivery; the
-    /// delivery itself is answered as if nothing happened.
-    async fn record_hook(&self, hook: HookRef) {
-        let Some(store) = &self.hooks else { return };
-        match store.remember(&hook, OffsetDateTime::now_utc()).await {
-            Ok(()) => {
-                self.hooks_recorded
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(hook);
-            }
-            Err(e) => tracing::warn!(hook = %hook, error = %e, "could not record the webhook"),
-        }
+            .insert(hook, retry_at);
     }
 
     /// Builds the handler from configuration, fetching the secret once (cold start).
@@ -211,13 +237,17 @@ impl WebhookHandler {
     pub async fn handle(&self, request: WebhookRequest) -> WebhookResponse {
         let started = Instant::now();
         let mut log = RequestLog::default();
-        let (response, outcome) = match self.decide(&request, OffsetDateTime::now_utc(), &mut log) {
-            Decision::Respond(response, outcome) => (response, outcome),
-            Decision::Store(pr, delivery) => self.store_pr(&pr, &delivery).await,
+        let decision = self.decide(&request, OffsetDateTime::now_utc(), &mut log);
+        let hook = log.hook.take();
+        // The hook's record runs alongside the store: it never adds its latency to the answer.
+        let ((response, outcome), ()) = match decision {
+            Decision::Respond(response, outcome) => {
+                ((response, outcome), self.record_hook(hook).await)
+            }
+            Decision::Store(pr, delivery) => {
+                tokio::join!(self.store_pr(&pr, &delivery), self.record_hook(hook))
+            }
         };
-        if let Some(hook) = log.hook.take() {
-            self.record_hook(hook).await;
-        }
         self.outcomes.add(outcome);
         let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
         macro_rules! line {
@@ -304,6 +334,8 @@ impl WebhookHandler {
                 header(HOOK_TARGET_TYPE_HEADER).as_deref(),
                 &json,
             )
+            // A GitHub App's hook is listed with the app's JWT, which Chronicle does not hold.
+            .filter(|hook| hook.target != crate::hooks::HookTarget::App)
             .filter(|hook| !self.hook_recorded(hook));
         }
         if event == "ping" {

@@ -470,7 +470,7 @@ async fn handle(
         }
         None => answer,
     };
-    hooks::run_redeliveries(&state).await;
+    hooks::run_redeliveries(&state);
     let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
     if answer.status.is_success() {
         st.served += 1;

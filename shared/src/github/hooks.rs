@@ -51,8 +51,11 @@ pub struct DeliveryPage {
 pub enum Redelivery {
     /// 202: GitHub will deliver it again, with the same GUID.
     Accepted,
-    /// A 4xx other than a rate limit: GitHub will not (too old, gone, no access). Final.
+    /// 400 or 422: GitHub will not (too old, malformed). Final.
     Refused { status: u16, message: String },
+    /// 401, 403 (not a rate limit) or 404: the token may not redeliver (it needs write access
+    /// to the hook), or the hook is gone. Nothing was done.
+    NoAccess { status: u16, message: String },
     /// A 5xx or a rate limit: certainly not done; may be asked again later.
     NotDone(String),
     /// The request went out but no answer came: GitHub may have redelivered it.
@@ -146,13 +149,24 @@ impl GitHubClient {
                     .map(str::to_string)
             })
             .unwrap_or_default();
-        if limited || status.is_server_error() || super::rest::names_secondary_limit(&message) {
-            Redelivery::NotDone(format!("GitHub answered {status} for {path}: {message}"))
-        } else {
-            Redelivery::Refused {
+        let said = format!("GitHub answered {status} for {path}: {message}");
+        if limited || super::rest::names_secondary_limit(&message) {
+            return Redelivery::NotDone(said);
+        }
+        match status {
+            // A gateway's error may hide a request GitHub did queue.
+            StatusCode::BAD_GATEWAY | StatusCode::GATEWAY_TIMEOUT => Redelivery::Unknown(said),
+            s if s.is_server_error() => Redelivery::NotDone(said),
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN | StatusCode::NOT_FOUND => {
+                Redelivery::NoAccess {
+                    status: status.as_u16(),
+                    message,
+                }
+            }
+            _ => Redelivery::Refused {
                 status: status.as_u16(),
                 message,
-            }
+            },
         }
     }
 }

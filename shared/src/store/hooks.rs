@@ -1,7 +1,15 @@
-//! The webhooks Chronicle has heard from, one item per hook in the pages table's
-//! [`HOOKS_PARTITION`] (module = the hook's key, e.g. `repos/octo/app/hooks/42`), and the
-//! redeliveries asked of each: `attempts` maps a delivery GUID to when it was redelivered, so a
-//! GUID is redelivered at most once (the claim is a conditional write). One Query lists them.
+//! The webhooks Chronicle has heard from, and what the redelivery stage did about their failed
+//! deliveries, in the pages table's [`HOOKS_PARTITION`]:
+//!
+//! * one item per hook (module = its key, e.g. `repos/octo/app/hooks/42`): when it was first and
+//!   last seen, when its deliveries were last listed, and since when GitHub says it is gone;
+//! * one item per failed delivery looked at (module = `{hook}#{guid}`): its [`DeliveryState`] and
+//!   when. A redelivery is claimed by creating this item (conditional), so a GUID is asked at
+//!   most once; a delivery found stored or not merged is remembered the same way, so later runs
+//!   do not read it again. Items past GitHub's window are deleted: the partition holds the last
+//!   few days' failures, not the history.
+//!
+//! One Query reads the whole partition.
 
 use std::collections::BTreeMap;
 
@@ -16,20 +24,91 @@ use crate::hooks::HookRef;
 pub const HOOKS_PARTITION: &str = "#hooks";
 const FIRST_SEEN_AT: &str = "firstSeenAt";
 const LAST_SEEN_AT: &str = "lastSeenAt";
-const ATTEMPTS: &str = "attempts";
+const LISTED_AT: &str = "listedAt";
+const GONE_AT: &str = "goneAt";
+const STATE: &str = "state";
+const AT: &str = "at";
 
-/// A recorded hook and the GUIDs already redelivered for it (GUID → when).
+/// What the redelivery stage knows of one failed delivery (by GUID).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeliveryState {
+    /// Claimed; GitHub not yet asked (a crash here leaves it claimed: reported, never asked).
+    Claimed,
+    /// GitHub accepted the redelivery (202).
+    Asked,
+    /// GitHub refused it for good (e.g. 422, too old), or its answer never came.
+    Refused,
+    Unknown,
+    /// Chronicle stored it (or a newer state of its PR) after all: nothing to ask.
+    Stored,
+    /// Not a merged PR: nothing to store.
+    NotMerged,
+}
+
+impl DeliveryState {
+    fn as_str(self) -> &'static str {
+        match self {
+            DeliveryState::Claimed => "claimed",
+            DeliveryState::Asked => "asked",
+            DeliveryState::Refused => "refused",
+            DeliveryState::Unknown => "unknown",
+            DeliveryState::Stored => "stored",
+            DeliveryState::NotMerged => "notMerged",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "claimed" => DeliveryState::Claimed,
+            "asked" => DeliveryState::Asked,
+            "refused" => DeliveryState::Refused,
+            "unknown" => DeliveryState::Unknown,
+            "stored" => DeliveryState::Stored,
+            "notMerged" => DeliveryState::NotMerged,
+            _ => return None,
+        })
+    }
+}
+
+/// A recorded hook and what is known of its failed deliveries (GUID → state, when).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HookRecord {
     pub hook: HookRef,
     pub last_seen_at: String,
-    pub attempts: BTreeMap<String, String>,
+    /// When its deliveries were last listed (`""`: never).
+    pub listed_at: String,
+    /// When GitHub last answered that the hook (or the token's access to it) is gone.
+    pub gone_at: Option<String>,
+    pub deliveries: BTreeMap<String, (DeliveryState, String)>,
+}
+
+impl HookRecord {
+    /// Gone, and no delivery since: not worth asking GitHub again.
+    pub fn dormant(&self) -> bool {
+        self.gone_at
+            .as_deref()
+            .is_some_and(|gone| self.last_seen_at.as_str() <= gone)
+    }
 }
 
 #[derive(Clone, Debug)]
 pub struct HookStore {
     client: Client,
     table: String,
+}
+
+fn key(module: String) -> std::collections::HashMap<String, AttributeValue> {
+    std::collections::HashMap::from([
+        (
+            "repo".to_string(),
+            AttributeValue::S(HOOKS_PARTITION.into()),
+        ),
+        ("module".to_string(), AttributeValue::S(module)),
+    ])
+}
+
+fn delivery_module(hook: &HookRef, guid: &str) -> String {
+    format!("{hook}#{guid}")
 }
 
 impl HookStore {
@@ -41,42 +120,31 @@ impl HookStore {
         }
     }
 
-    fn key(&self, hook: &HookRef) -> [(String, AttributeValue); 2] {
-        [
-            ("repo".into(), AttributeValue::S(HOOKS_PARTITION.into())),
-            ("module".into(), AttributeValue::S(hook.to_string())),
-        ]
-    }
-
-    /// Records that `hook` delivered at `now` (creating its item and empty `attempts` map).
+    /// Records that `hook` delivered at `now`. Touches only `firstSeenAt` and `lastSeenAt`
+    /// (the webhook's grant allows no other attribute).
     pub async fn remember(
         &self,
         hook: &HookRef,
         now: time::OffsetDateTime,
     ) -> Result<(), StoreError> {
-        let at = AttributeValue::S(rfc3339_millis(now));
         self.client
             .update_item()
             .table_name(&self.table)
-            .set_key(Some(self.key(hook).into_iter().collect()))
-            .update_expression(
-                "SET #last = :now, #first = if_not_exists(#first, :now), \
-                 #attempts = if_not_exists(#attempts, :empty)",
-            )
+            .set_key(Some(key(hook.to_string())))
+            .update_expression("SET #last = :now, #first = if_not_exists(#first, :now)")
             .expression_attribute_names("#last", LAST_SEEN_AT)
             .expression_attribute_names("#first", FIRST_SEEN_AT)
-            .expression_attribute_names("#attempts", ATTEMPTS)
-            .expression_attribute_values(":now", at)
-            .expression_attribute_values(":empty", AttributeValue::M(Default::default()))
+            .expression_attribute_values(":now", AttributeValue::S(rfc3339_millis(now)))
             .send()
             .await
             .map_err(|e| dynamo_error(&self.table, "UpdateItem", &e))?;
         Ok(())
     }
 
-    /// Every recorded hook (one Query of the hooks partition; unreadable keys are skipped).
+    /// Every recorded hook with its deliveries' states (one Query of the partition).
     pub async fn list(&self) -> Result<Vec<HookRecord>, StoreError> {
-        let mut records = Vec::new();
+        let mut hooks: BTreeMap<String, HookRecord> = BTreeMap::new();
+        let mut deliveries: Vec<(String, String, DeliveryState, String)> = Vec::new();
         let mut start = None;
         loop {
             let out = self
@@ -93,86 +161,134 @@ impl HookStore {
                 .map_err(|e| dynamo_error(&self.table, "Query", &e))?;
             for item in out.items() {
                 let text = |name: &str| item.get(name).and_then(|v| v.as_s().ok()).cloned();
-                let Some(hook) = text("module").as_deref().and_then(HookRef::parse) else {
+                let Some(module) = text("module") else {
                     continue;
                 };
-                let attempts = item
-                    .get(ATTEMPTS)
-                    .and_then(|v| v.as_m().ok())
-                    .map(|m| {
-                        m.iter()
-                            .filter_map(|(guid, at)| Some((guid.clone(), at.as_s().ok()?.clone())))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                records.push(HookRecord {
-                    hook,
-                    last_seen_at: text(LAST_SEEN_AT).unwrap_or_default(),
-                    attempts,
-                });
+                if let Some((hook, guid)) = module.split_once('#') {
+                    if let Some(state) = text(STATE).as_deref().and_then(DeliveryState::parse) {
+                        deliveries.push((
+                            hook.to_string(),
+                            guid.to_string(),
+                            state,
+                            text(AT).unwrap_or_default(),
+                        ));
+                    }
+                    continue;
+                }
+                let Some(hook) = HookRef::parse(&module) else {
+                    continue;
+                };
+                hooks.insert(
+                    module,
+                    HookRecord {
+                        hook,
+                        last_seen_at: text(LAST_SEEN_AT).unwrap_or_default(),
+                        listed_at: text(LISTED_AT).unwrap_or_default(),
+                        gone_at: text(GONE_AT),
+                        deliveries: BTreeMap::new(),
+                    },
+                );
             }
             match out.last_evaluated_key {
                 Some(key) if !key.is_empty() => start = Some(key),
-                _ => return Ok(records),
+                _ => break,
             }
         }
+        for (hook, guid, state, at) in deliveries {
+            if let Some(record) = hooks.get_mut(&hook) {
+                record.deliveries.insert(guid, (state, at));
+            }
+        }
+        Ok(hooks.into_values().collect())
     }
 
-    /// Claims the redelivery of `guid`: `false` if it was already claimed (by an earlier run or
-    /// a concurrent one). The claim is written before GitHub is asked, so a crash after asking
-    /// never leads to asking twice.
-    pub async fn claim_attempt(
+    /// Notes that the hook's deliveries were listed at `now` (`gone`: GitHub answered that the
+    /// hook, or the token's access to it, is gone).
+    pub async fn listed(
+        &self,
+        hook: &HookRef,
+        now: time::OffsetDateTime,
+        gone: bool,
+    ) -> Result<(), StoreError> {
+        let at = AttributeValue::S(rfc3339_millis(now));
+        let update = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key(hook.to_string())))
+            .expression_attribute_names("#listed", LISTED_AT)
+            .expression_attribute_names("#gone", GONE_AT)
+            .expression_attribute_values(":now", at)
+            // Only an existing hook: a concurrent prune must not be undone.
+            .condition_expression("attribute_exists(#module)")
+            .expression_attribute_names("#module", "module");
+        let update = if gone {
+            update.update_expression("SET #listed = :now, #gone = :now")
+        } else {
+            update.update_expression("SET #listed = :now REMOVE #gone")
+        };
+        applied(&self.table, "UpdateItem", update.send().await)?;
+        Ok(())
+    }
+
+    /// Claims the redelivery of `guid`: `false` if it is already known (claimed or remembered by
+    /// an earlier run, or a concurrent one). Written before GitHub is asked, so a crash after
+    /// asking never leads to asking twice.
+    pub async fn claim(
         &self,
         hook: &HookRef,
         guid: &str,
         now: time::OffsetDateTime,
     ) -> Result<bool, StoreError> {
-        let result = self
+        self.put_state(hook, guid, DeliveryState::Claimed, now, true)
+            .await
+    }
+
+    /// Records what became of a claimed (or looked-at) delivery.
+    pub async fn set_state(
+        &self,
+        hook: &HookRef,
+        guid: &str,
+        state: DeliveryState,
+        now: time::OffsetDateTime,
+    ) -> Result<(), StoreError> {
+        self.put_state(hook, guid, state, now, false).await?;
+        Ok(())
+    }
+
+    async fn put_state(
+        &self,
+        hook: &HookRef,
+        guid: &str,
+        state: DeliveryState,
+        now: time::OffsetDateTime,
+        only_new: bool,
+    ) -> Result<bool, StoreError> {
+        let mut put = self
             .client
-            .update_item()
+            .put_item()
             .table_name(&self.table)
-            .set_key(Some(self.key(hook).into_iter().collect()))
-            .update_expression("SET #attempts.#guid = :now")
-            .condition_expression(
-                "attribute_exists(#attempts) AND attribute_not_exists(#attempts.#guid)",
-            )
-            .expression_attribute_names("#attempts", ATTEMPTS)
-            .expression_attribute_names("#guid", guid)
-            .expression_attribute_values(":now", AttributeValue::S(rfc3339_millis(now)))
-            .send()
-            .await;
-        applied(&self.table, "UpdateItem", result)
-    }
-
-    /// Gives a claim back: GitHub certainly did not redeliver (it refused with a server error or
-    /// a rate limit), so the next run may ask again.
-    pub async fn release_attempt(&self, hook: &HookRef, guid: &str) -> Result<(), StoreError> {
-        self.forget(hook, &[guid.to_string()]).await
-    }
-
-    /// Drops the claims of `guids` (those past GitHub's redelivery window: they can never be
-    /// asked again, so they need no memory).
-    pub async fn forget(&self, hook: &HookRef, guids: &[String]) -> Result<(), StoreError> {
-        // A bounded expression per request (DynamoDB caps an expression at 4 KB).
-        for chunk in guids.chunks(50) {
-            let mut update = self
-                .client
-                .update_item()
-                .table_name(&self.table)
-                .set_key(Some(self.key(hook).into_iter().collect()))
-                .expression_attribute_names("#attempts", ATTEMPTS)
-                .condition_expression("attribute_exists(#attempts)");
-            let mut removes = Vec::with_capacity(chunk.len());
-            for (i, guid) in chunk.iter().enumerate() {
-                update = update.expression_attribute_names(format!("#g{i}"), guid);
-                removes.push(format!("#attempts.#g{i}"));
-            }
-            let result = update
-                .update_expression(format!("REMOVE {}", removes.join(", ")))
-                .send()
-                .await;
-            applied(&self.table, "UpdateItem", result)?;
+            .set_item(Some(key(delivery_module(hook, guid))))
+            .item(STATE, AttributeValue::S(state.as_str().into()))
+            .item(AT, AttributeValue::S(rfc3339_millis(now)));
+        if only_new {
+            put = put
+                .condition_expression("attribute_not_exists(#module)")
+                .expression_attribute_names("#module", "module");
         }
+        applied(&self.table, "PutItem", put.send().await)
+    }
+
+    /// Drops what is known of `guid`: a claim GitHub certainly did not act on (the next run may
+    /// ask again), or a memory past GitHub's window.
+    pub async fn forget(&self, hook: &HookRef, guid: &str) -> Result<(), StoreError> {
+        self.client
+            .delete_item()
+            .table_name(&self.table)
+            .set_key(Some(key(delivery_module(hook, guid))))
+            .send()
+            .await
+            .map_err(|e| dynamo_error(&self.table, "DeleteItem", &e))?;
         Ok(())
     }
 }

@@ -5,8 +5,8 @@
 //!   with a `Link: <…>; rel="next"` while more remain;
 //! * `GET …/deliveries/{delivery_id}`: one attempt with `request.payload`;
 //! * `POST …/deliveries/{delivery_id}/attempts`: 202, then the payload is delivered again to the
-//!   hook's URL with the **same GUID** and a fresh signature, and the answer recorded as a new
-//!   attempt (`redelivery: true`); a delivery older than [`REDELIVERY_WINDOW_SECS`] is refused
+//!   hook's URL with the **same GUID** and a fresh signature, in the background (the 202 does
+//!   not wait for it), and the answer recorded as a new attempt (`redelivery: true`); a delivery older than [`REDELIVERY_WINDOW_SECS`] is refused
 //!   with 422. The method must match (GET on `/attempts`, POST elsewhere → 404, as GitHub).
 //!
 //! A token without access to a hook (see [`GitHubStub::forbid_hooks`]) gets 404, as GitHub
@@ -306,12 +306,21 @@ pub(super) fn answer(
 }
 
 /// Sends the accepted redeliveries to their hooks' URLs (same GUID, fresh signature) and
-/// records each answer as a new attempt. Called after a request, outside the state lock.
-pub(super) async fn run_redeliveries(state: &Arc<Mutex<State>>) {
+/// records each answer as a new attempt, in the background as GitHub does: the 202 does not
+/// wait for it. Called after a request, outside the state lock.
+pub(super) fn run_redeliveries(state: &Arc<Mutex<State>>) {
     let queued = {
         let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
         std::mem::take(&mut st.hooks.queued)
     };
+    if !queued.is_empty() {
+        tokio::spawn(deliver(state.clone(), queued));
+    }
+}
+
+async fn deliver(state: Arc<Mutex<State>>, queued: Vec<(String, u64, Attempt)>) {
+    // After the 202 has gone out.
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     for (repo, hook_id, attempt) in queued {
         let target = {
             let st = state.lock().unwrap_or_else(|e| e.into_inner());
