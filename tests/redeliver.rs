@@ -405,6 +405,28 @@ async fn a_missing_token_or_scope_gets_a_clear_message() {
         "{problem}"
     );
     assert_eq!(w.stub.redeliveries_asked("lost-41"), 0);
+    // Not asked again within the day (the problem is not repeated every hour).
+    let later = w
+        .redeliverer(10)
+        .run(time::OffsetDateTime::now_utc(), far(), false)
+        .await
+        .unwrap();
+    assert_eq!((later.dormant, later.problems.len()), (1, 0), "{later:?}");
+    // A day later it is listed (and reported) again.
+    let next_day = w
+        .redeliverer(10)
+        .run(
+            time::OffsetDateTime::now_utc() + time::Duration::days(1),
+            far(),
+            true,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (next_day.dormant, next_day.problems.len()),
+        (0, 1),
+        "{next_day:?}"
+    );
     w.stop().await;
 }
 

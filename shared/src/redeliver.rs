@@ -174,7 +174,7 @@ impl Redeliverer {
             if run.report.stopped.is_some() {
                 continue;
             }
-            if record.dormant() {
+            if record.dormant(now) {
                 run.report.dormant += 1;
                 continue;
             }

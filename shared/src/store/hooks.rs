@@ -83,11 +83,14 @@ pub struct HookRecord {
 }
 
 impl HookRecord {
-    /// Gone, and no delivery since: not worth asking GitHub again.
-    pub fn dormant(&self) -> bool {
-        self.gone_at
-            .as_deref()
-            .is_some_and(|gone| self.last_seen_at.as_str() <= gone)
+    /// GitHub said it was gone less than a day before `now`, and it has not delivered since:
+    /// not worth asking again yet (once a day, the problem is reported again).
+    pub fn dormant(&self, now: time::OffsetDateTime) -> bool {
+        self.gone_at.as_deref().is_some_and(|gone| {
+            self.last_seen_at.as_str() <= gone
+                && crate::domain::parse_rfc3339(gone)
+                    .is_some_and(|t| now - t < time::Duration::days(1))
+        })
     }
 }
 
