@@ -50,6 +50,8 @@ PARAMETER_SETS = {
         "WebhookReservedConcurrency": "50",
         "GitHubTokenSecretArn": f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:chronicle/github-token-AbC123",
         "GitHubApiUrl": "https://github.example.com/api/v3",
+        "GitHubAppId": "424242",
+        "GitHubAppPrivateKeySecretArn": f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:chronicle/github-app-key-QrS456",
         "EnrichBatchSize": "20",
         "EnrichMaximumRetryAttempts": "7",
         "EnrichMaximumRecordAgeSeconds": "7200",
@@ -1041,6 +1043,9 @@ def check_roles(report, tpl, values, live, ev):
     notion = bool(values["NotionTokenSecretArn"] and values["NotionParentPageId"])
     optional = [
         ("EnrichFunction", "secretsmanager:GetSecretValue", values["GitHubTokenSecretArn"], "GitHubTokenSecretArn"),
+        ("RedeliverFunction", "secretsmanager:GetSecretValue", values["GitHubTokenSecretArn"], "GitHubTokenSecretArn"),
+        ("RedeliverFunction", "secretsmanager:GetSecretValue",
+         values["GitHubAppPrivateKeySecretArn"] if values["GitHubAppId"] else "", "GitHubAppPrivateKeySecretArn"),
         ("PageBuilderFunction", "secretsmanager:GetSecretValue", values["NotionTokenSecretArn"] if notion else "", "NotionTokenSecretArn"),
         ("SummarizeFunction", "secretsmanager:GetSecretValue", values["AnthropicApiKeySecretArn"], "AnthropicApiKeySecretArn"),
         ("SummarizeFunction", "ssm:GetParameter", ssm_arn if values["ModulesConfigParameter"] else "", "ModulesConfigParameter"),

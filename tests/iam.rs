@@ -305,6 +305,11 @@ async fn every_function_calls_exactly_what_its_role_grants() {
     let github_secret = secret(&admin, "github", GITHUB_TOKEN).await;
     let notion_secret = secret(&admin, "notion", NOTION_TOKEN).await;
     let anthropic_secret = secret(&admin, "anthropic", ANTHROPIC_KEY).await;
+    let app_key = std::fs::read_to_string(
+        infra::emulator::repo_root().join("tests/fixtures/github/app-test-key.pem"),
+    )
+    .unwrap();
+    let app_key_secret = secret(&admin, "github-app-key", &app_key).await;
     let modules_param = format!("/chronicle-iam/{id}/modules");
     aws_sdk_ssm::Client::new(&admin)
         .put_parameter()
@@ -326,6 +331,10 @@ async fn every_function_calls_exactly_what_its_role_grants() {
         (github_secret.clone(), "GitHubTokenSecretArn".into()),
         (notion_secret.clone(), "NotionTokenSecretArn".into()),
         (anthropic_secret.clone(), "AnthropicApiKeySecretArn".into()),
+        (
+            app_key_secret.clone(),
+            "GitHubAppPrivateKeySecretArn".into(),
+        ),
         (modules_param.clone(), "ModulesConfigParameter".into()),
     ]);
 
@@ -566,6 +575,8 @@ async fn every_function_calls_exactly_what_its_role_grants() {
             pages_table: pages_table.clone(),
             api_url: hooks_github.url(),
             token: SecretSource::SecretsManager(github_secret.clone()),
+            app_id: Some("424242".into()),
+            app_key: SecretSource::SecretsManager(app_key_secret.clone()),
             timeout: Duration::from_secs(10),
             max_retries: 1,
             max_per_run: 10,

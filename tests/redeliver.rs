@@ -75,7 +75,12 @@ impl World {
             1,
         )
         .unwrap();
-        Redeliverer::new(github, self.hooks.clone(), self.prs.clone(), max_per_run)
+        Redeliverer::new(
+            Some(github),
+            self.hooks.clone(),
+            self.prs.clone(),
+            max_per_run,
+        )
     }
 
     /// A delivery through the real HTTP server, as GitHub sends it (hook headers included).
@@ -370,6 +375,8 @@ async fn a_missing_token_or_scope_gets_a_clear_message() {
         pages_table: "unused".into(),
         api_url: "http://127.0.0.1:9".into(),
         token: SecretSource::Unset,
+        app_id: None,
+        app_key: SecretSource::Unset,
         timeout: Duration::from_secs(1),
         max_retries: 0,
         max_per_run: 10,
@@ -592,5 +599,106 @@ async fn a_claim_never_confirmed_is_reported_and_not_asked() {
         "{report:?}"
     );
     assert_eq!(w.stub.redeliveries_asked("lost-81"), 0);
+    w.stop().await;
+}
+
+fn app_key(name: &str) -> String {
+    std::fs::read_to_string(
+        infra::emulator::repo_root()
+            .join("tests/fixtures/github")
+            .join(name),
+    )
+    .unwrap()
+}
+
+/// A GitHub App's hook: recorded from its `integration` deliveries, listed and redelivered with
+/// the app's JWT (RS256, checked by the stand-in against the app's public key). The token's
+/// client is refused there, and a run without the app's key says what to configure.
+#[tokio::test]
+async fn a_github_app_hook_is_healed_with_the_apps_jwt() {
+    const APP_HOOK: u64 = 555;
+    let w = World::start(true).await;
+    let url = w.server.webhook_url();
+    w.stub.add_app_hook(
+        "424242",
+        &app_key("app-test-key.pub.pem"),
+        APP_HOOK,
+        Some((url.as_str(), SECRET)),
+    );
+    // A delivery through the app's hook records it.
+    let body = serde_json::to_vec(&merged_pr(90)).unwrap();
+    let status = reqwest::Client::new()
+        .post(&url)
+        .header("content-type", "application/json")
+        .header("x-github-event", "pull_request")
+        .header("x-github-delivery", "app-first-90")
+        .header("x-github-hook-id", APP_HOOK.to_string())
+        .header("x-github-hook-installation-target-type", "integration")
+        .header(
+            "x-hub-signature-256",
+            shared::signature::sign(SECRET.as_bytes(), &body),
+        )
+        .body(body)
+        .send()
+        .await
+        .unwrap()
+        .status();
+    assert_eq!(status, 200);
+    let hooks: Vec<String> = w
+        .hooks
+        .list()
+        .await
+        .unwrap()
+        .iter()
+        .map(|h| h.hook.to_string())
+        .collect();
+    assert_eq!(hooks, vec![format!("app/hook/{APP_HOOK}")]);
+    w.stub
+        .add_app_delivery(spec("app-lost-91", 7200, 500, "closed", merged_pr(91)));
+
+    // Only a token: the app's hook cannot be read, and the run says what to configure.
+    let token_only = w
+        .redeliverer(10)
+        .run(time::OffsetDateTime::now_utc(), far(), false)
+        .await
+        .unwrap();
+    assert!(token_only.redelivered.is_empty());
+    assert!(
+        token_only.problems[0].message.contains("GITHUB_APP_ID"),
+        "{token_only:?}"
+    );
+
+    let app = shared::redeliver::AppAccess {
+        credentials: shared::github::app::AppCredentials::new(
+            "424242",
+            &Secret::new(app_key("app-test-key.pem")),
+        )
+        .unwrap(),
+        api_url: w.stub.url(),
+        timeout: Duration::from_secs(10),
+        max_retries: 1,
+    };
+    // A JWT of another app is refused (401), reported, nothing asked.
+    let mut wrong = app.clone();
+    wrong.credentials =
+        shared::github::app::AppCredentials::new("1", &Secret::new(app_key("app-test-key.pem")))
+            .unwrap();
+    let refused = Redeliverer::new(None, w.hooks.clone(), w.prs.clone(), 10)
+        .with_app(wrong)
+        .run(time::OffsetDateTime::now_utc(), far(), true)
+        .await
+        .unwrap();
+    assert!(refused.redelivered.is_empty(), "{refused:?}");
+    assert!(refused.problems[0].message.contains("401"), "{refused:?}");
+
+    let report = Redeliverer::new(None, w.hooks.clone(), w.prs.clone(), 10)
+        .with_app(app)
+        .run(time::OffsetDateTime::now_utc(), far(), false)
+        .await
+        .unwrap();
+    assert_eq!(guids(&report), vec!["app-lost-91"], "{report:?}");
+    assert_eq!(report.redelivered[0].hook, format!("app/hook/{APP_HOOK}"));
+    assert_eq!(w.stub.redeliveries_asked("app-lost-91"), 1);
+    w.eventually_stored(91, "app-lost-91").await;
     w.stop().await;
 }

@@ -820,32 +820,65 @@ pub async fn run_redeliver(stack: Option<&str>, dry_run: bool, json: bool) -> u8
             return target_error_code(&e);
         }
     };
-    let Some(token) = &target.token else {
+    let timeout = std::time::Duration::from_secs(10);
+    let github = match &target.token {
+        Some(token) => {
+            match shared::github::GitHubClient::new(&target.api_url, token, timeout, 3) {
+                Ok(g) => Some(g),
+                Err(e) => {
+                    eprintln!("chronicle redeliver: {e}");
+                    return EXIT_FAILED;
+                }
+            }
+        }
+        None => None,
+    };
+    // A GitHub App's hook: GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY (or …_ARN, …_PARAM).
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+    let app_key = shared::secret::SecretSource::from_vars(
+        env(shared::config::GITHUB_APP_PRIVATE_KEY),
+        env(shared::config::GITHUB_APP_PRIVATE_KEY_ARN),
+        env(shared::config::GITHUB_APP_PRIVATE_KEY_PARAM),
+    );
+    let app = match (
+        env(shared::config::GITHUB_APP_ID),
+        app_key.resolve(&target.sdk).await,
+    ) {
+        (Some(id), Ok(Some(key))) => match shared::github::app::AppCredentials::new(&id, &key) {
+            Ok(credentials) => Some(shared::redeliver::AppAccess {
+                credentials,
+                api_url: target.api_url.clone(),
+                timeout,
+                max_retries: 3,
+            }),
+            Err(e) => {
+                eprintln!("chronicle redeliver: {e}");
+                return EXIT_USAGE;
+            }
+        },
+        (_, Err(e)) => {
+            eprintln!("chronicle redeliver: {e}");
+            return EXIT_FAILED;
+        }
+        _ => None,
+    };
+    if github.is_none() && app.is_none() {
         eprintln!(
             "chronicle redeliver: {}",
             shared::redeliver::RedeliverError::NoToken
         );
         return EXIT_USAGE;
-    };
-    let github = match shared::github::GitHubClient::new(
-        &target.api_url,
-        token,
-        std::time::Duration::from_secs(10),
-        3,
-    ) {
-        Ok(g) => g,
-        Err(e) => {
-            eprintln!("chronicle redeliver: {e}");
-            return EXIT_FAILED;
-        }
-    };
+    }
     let dynamo = aws_sdk_dynamodb::Client::new(&target.sdk);
-    let redeliverer = shared::redeliver::Redeliverer::new(
+    let mut redeliverer = shared::redeliver::Redeliverer::new(
         github,
         shared::store::HookStore::new(dynamo.clone(), &target.pages_table),
         PrStore::new(dynamo, target.table.clone()),
         REDELIVER_MAX,
     );
+    if let Some(app) = app {
+        redeliverer = redeliverer.with_app(app);
+    }
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(600);
     let report = match redeliverer
         .run(time::OffsetDateTime::now_utc(), deadline, dry_run)

@@ -47,6 +47,11 @@ pub const PAGE_REBUILD_SECONDS: &str = "PAGE_REBUILD_SECONDS";
 pub const PAGE_BUILD_CONCURRENCY: &str = "PAGE_BUILD_CONCURRENCY";
 /// `1`: publish Markdown too when Notion is configured (without Notion, Markdown is the default).
 pub const PUBLISH_MARKDOWN: &str = "PUBLISH_MARKDOWN";
+/// A GitHub App's id, and its private key (PEM), for the app's own webhook deliveries.
+pub const GITHUB_APP_ID: &str = "GITHUB_APP_ID";
+pub const GITHUB_APP_PRIVATE_KEY: &str = "GITHUB_APP_PRIVATE_KEY";
+pub const GITHUB_APP_PRIVATE_KEY_ARN: &str = "GITHUB_APP_PRIVATE_KEY_ARN";
+pub const GITHUB_APP_PRIVATE_KEY_PARAM: &str = "GITHUB_APP_PRIVATE_KEY_PARAM";
 /// Failed GitHub deliveries redelivered at most per run of the redelivery function.
 pub const REDELIVER_MAX_PER_RUN: &str = "REDELIVER_MAX_PER_RUN";
 
@@ -97,8 +102,11 @@ pub struct RedeliverConfig {
     pub table: TableConfig,
     pub pages_table: String,
     pub api_url: String,
-    /// Unset = nothing can be listed: the function says so and does nothing.
+    /// For repository and organization hooks. Unset (and no app) = nothing can be listed.
     pub token: SecretSource,
+    /// A GitHub App's id and private key, for the app's own hook (`/app/hook/deliveries`).
+    pub app_id: Option<String>,
+    pub app_key: SecretSource,
     pub timeout: std::time::Duration,
     pub max_retries: u32,
     /// Redeliveries asked at most per run.
@@ -125,6 +133,12 @@ impl RedeliverConfig {
             pages_table: required(get, PAGES_TABLE)?,
             api_url: github.api_url,
             token: github.token,
+            app_id: get(GITHUB_APP_ID).filter(|v| !v.trim().is_empty()),
+            app_key: SecretSource::from_vars(
+                get(GITHUB_APP_PRIVATE_KEY),
+                get(GITHUB_APP_PRIVATE_KEY_ARN),
+                get(GITHUB_APP_PRIVATE_KEY_PARAM),
+            ),
             timeout: github.timeout,
             max_retries: github.max_retries,
             max_per_run,

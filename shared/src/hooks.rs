@@ -73,9 +73,13 @@ impl HookRef {
         Some(HookRef { target, id })
     }
 
-    /// The hook's REST path, under which `/deliveries` lists its deliveries.
+    /// The hook's REST path, under which `/deliveries` lists its deliveries (an app has one
+    /// hook, `/app/hook`, whatever its id).
     pub fn api_path(&self) -> String {
-        format!("/{self}")
+        match self.target {
+            HookTarget::App => "/app/hook".to_string(),
+            _ => format!("/{self}"),
+        }
     }
 
     /// Reads back what [`fmt::Display`] wrote (the stored key).
@@ -147,6 +151,7 @@ mod tests {
         assert_eq!(HookRef::parse("orgs/octo-org/hooks/7"), Some(org));
         let app = HookRef::from_delivery(Some("9"), Some("integration"), &payload).unwrap();
         assert_eq!(app.target, HookTarget::App);
+        assert_eq!(app.api_path(), "/app/hook");
         assert_eq!(HookRef::parse(&app.to_string()), Some(app));
     }
 

@@ -22,6 +22,7 @@ use time::OffsetDateTime;
 
 use crate::config::RedeliverConfig;
 use crate::domain::{parse_rfc3339, RepoName};
+use crate::github::app::AppCredentials;
 use crate::github::hooks::{HookDelivery, Redelivery, REDELIVERY_WINDOW};
 use crate::github::{GitHubClient, GitHubError};
 use crate::hooks::{HookRef, HookTarget};
@@ -44,10 +45,12 @@ pub enum RedeliverError {
         "no GitHub token configured ({} / {} / {}): failed deliveries cannot be listed or \
          redelivered. Configure a token that can read and write the repository's webhooks \
          (classic: admin:repo_hook, or admin:org_hook for an organization's hook; \
-         fine-grained: \"Webhooks\" read and write)",
+         fine-grained: \"Webhooks\" read and write), or, for a GitHub App's hook, {} and {}",
         crate::config::GITHUB_TOKEN,
         crate::config::GITHUB_TOKEN_ARN,
-        crate::config::GITHUB_TOKEN_PARAM
+        crate::config::GITHUB_TOKEN_PARAM,
+        crate::config::GITHUB_APP_ID,
+        crate::config::GITHUB_APP_PRIVATE_KEY
     )]
     NoToken,
     #[error(transparent)]
@@ -106,42 +109,93 @@ pub struct RedeliverReport {
 }
 
 pub struct Redeliverer {
-    github: GitHubClient,
+    /// For repository and organization hooks.
+    github: Option<GitHubClient>,
+    /// For the GitHub App's own hook.
+    app: Option<AppAccess>,
     hooks: HookStore,
     prs: PrStore,
     max_per_run: usize,
 }
 
+/// A GitHub App's access to its hook: a JWT is minted per run.
+#[derive(Debug, Clone)]
+pub struct AppAccess {
+    pub credentials: AppCredentials,
+    pub api_url: String,
+    pub timeout: Duration,
+    pub max_retries: u32,
+}
+
+impl AppAccess {
+    fn client(&self, now: OffsetDateTime) -> Result<GitHubClient, String> {
+        let jwt = self.credentials.jwt(now).map_err(|e| e.to_string())?;
+        GitHubClient::new(&self.api_url, &jwt, self.timeout, self.max_retries)
+            .map_err(|e| e.to_string())
+    }
+}
+
 impl Redeliverer {
-    /// `max_per_run`: failed deliveries looked into (payload read, maybe redelivered) per run.
-    pub fn new(github: GitHubClient, hooks: HookStore, prs: PrStore, max_per_run: usize) -> Self {
+    /// `github`: the token's client (repository and organization hooks). `max_per_run`: failed
+    /// deliveries looked into (payload read, maybe redelivered) per run.
+    pub fn new(
+        github: Option<GitHubClient>,
+        hooks: HookStore,
+        prs: PrStore,
+        max_per_run: usize,
+    ) -> Self {
         Redeliverer {
             github,
+            app: None,
             hooks,
             prs,
             max_per_run: max_per_run.max(1),
         }
     }
 
-    /// From configuration; [`RedeliverError::NoToken`] when no token is configured.
+    /// The GitHub App's hook is read with the app's JWT.
+    pub fn with_app(mut self, app: AppAccess) -> Self {
+        self.app = Some(app);
+        self
+    }
+
+    /// From configuration; [`RedeliverError::NoToken`] when neither a token nor an app is
+    /// configured.
     pub async fn from_config(
         config: &RedeliverConfig,
         sdk: &aws_config::SdkConfig,
     ) -> Result<Self, RedeliverError> {
-        let token = config
-            .token
-            .resolve(sdk)
-            .await?
-            .ok_or(RedeliverError::NoToken)?;
-        let github = GitHubClient::new(&config.api_url, &token, config.timeout, config.max_retries)
-            .map_err(|e| RedeliverError::Http(e.to_string()))?;
+        let github = match config.token.resolve(sdk).await? {
+            Some(token) => Some(
+                GitHubClient::new(&config.api_url, &token, config.timeout, config.max_retries)
+                    .map_err(|e| RedeliverError::Http(e.to_string()))?,
+            ),
+            None => None,
+        };
+        let app = match (&config.app_id, config.app_key.resolve(sdk).await?) {
+            (Some(id), Some(key)) => Some(AppAccess {
+                credentials: AppCredentials::new(id, &key)
+                    .map_err(|e| RedeliverError::Http(e.to_string()))?,
+                api_url: config.api_url.clone(),
+                timeout: config.timeout,
+                max_retries: config.max_retries,
+            }),
+            _ => None,
+        };
+        if github.is_none() && app.is_none() {
+            return Err(RedeliverError::NoToken);
+        }
         let dynamo = aws_sdk_dynamodb::Client::new(sdk);
-        Ok(Self::new(
+        let redeliverer = Self::new(
             github,
             HookStore::new(dynamo.clone(), &config.pages_table),
             PrStore::new(dynamo, config.table.clone()),
             config.max_per_run,
-        ))
+        );
+        Ok(match app {
+            Some(app) => redeliverer.with_app(app),
+            None => redeliverer,
+        })
     }
 
     /// One run over every recorded hook, the least recently listed first (a run cut short by
@@ -167,6 +221,13 @@ impl Redeliverer {
         let mut records = self.hooks.list().await?;
         records.sort_by(|a, b| a.listed_at.cmp(&b.listed_at));
         run.report.hooks = records.len();
+        // The app's JWT, minted once for the run (it lasts nine minutes).
+        let app_client = match &self.app {
+            Some(app) if records.iter().any(|r| r.hook.target == HookTarget::App) => {
+                Some(app.client(now))
+            }
+            _ => None,
+        };
         for record in &records {
             if !dry_run {
                 self.forget_old(&run, record).await;
@@ -178,7 +239,31 @@ impl Redeliverer {
                 run.report.dormant += 1;
                 continue;
             }
-            self.hook(&mut run, record).await?;
+            let client = match (&record.hook.target, &self.github, &app_client) {
+                (HookTarget::App, _, Some(Ok(client))) => client,
+                (HookTarget::App, _, Some(Err(e))) => {
+                    run.problem(&record.hook, format!("the GitHub App's JWT: {e}"));
+                    continue;
+                }
+                (HookTarget::App, _, None) => {
+                    run.problem(
+                        &record.hook,
+                        format!(
+                            "a GitHub App's hook: its deliveries are listed with the app's JWT; \
+                             configure {} and {} (or …_ARN, …_PARAM)",
+                            crate::config::GITHUB_APP_ID,
+                            crate::config::GITHUB_APP_PRIVATE_KEY
+                        ),
+                    );
+                    continue;
+                }
+                (_, Some(client), _) => client,
+                (_, None, _) => {
+                    run.problem(&record.hook, RedeliverError::NoToken.to_string());
+                    continue;
+                }
+            };
+            self.hook(&mut run, client, record).await?;
         }
         let report = run.report;
         tracing::info!(
@@ -199,18 +284,14 @@ impl Redeliverer {
         Ok(report)
     }
 
-    async fn hook(&self, run: &mut Run, record: &HookRecord) -> Result<(), RedeliverError> {
+    async fn hook(
+        &self,
+        run: &mut Run,
+        github: &GitHubClient,
+        record: &HookRecord,
+    ) -> Result<(), RedeliverError> {
         let hook = &record.hook;
-        if hook.target == HookTarget::App {
-            run.problem(
-                hook,
-                "a GitHub App's hook: its deliveries are listed with the app's JWT, which \
-                 Chronicle does not hold; redeliver failed ones from the app's settings"
-                    .into(),
-            );
-            return Ok(());
-        }
-        let listing = self.list(run, hook).await;
+        let listing = self.list(run, github, hook).await;
         if !run.dry_run {
             self.hooks
                 .listed(hook, run.now, matches!(listing, Listing::Gone))
@@ -236,18 +317,17 @@ impl Redeliverer {
                 continue;
             }
             run.looked_into += 1;
-            self.consider(run, hook, guid, delivery).await?;
+            self.consider(run, github, hook, guid, delivery).await?;
         }
         Ok(())
     }
 
     /// The hook's delivery attempts back to the window's start.
-    async fn list(&self, run: &mut Run, hook: &HookRef) -> Listing {
+    async fn list(&self, run: &mut Run, github: &GitHubClient, hook: &HookRef) -> Listing {
         let mut attempts = Vec::new();
         let mut next: Option<String> = None;
         for page in 1..=MAX_PAGES_PER_HOOK {
-            let answer = self
-                .github
+            let answer = github
                 .hook_deliveries(hook, next.as_deref(), run.deadline)
                 .await;
             run.report.github_requests += 1;
@@ -292,12 +372,12 @@ impl Redeliverer {
     async fn consider(
         &self,
         run: &mut Run,
+        github: &GitHubClient,
         hook: &HookRef,
         guid: &str,
         delivery: &HookDelivery,
     ) -> Result<(), RedeliverError> {
-        let payload = self
-            .github
+        let payload = github
             .hook_delivery_payload(hook, delivery.id, run.deadline)
             .await;
         run.report.github_requests += 1;
@@ -350,7 +430,7 @@ impl Redeliverer {
             run.report.already_asked += 1;
             return Ok(());
         }
-        let answer = self.github.redeliver(hook, delivery.id, run.deadline).await;
+        let answer = github.redeliver(hook, delivery.id, run.deadline).await;
         run.report.github_requests += 1;
         let what = format!("{guid} ({}#{})", line.repo, line.pr);
         match answer {
@@ -463,6 +543,10 @@ enum Listing {
 /// The token scope a hook's deliveries need.
 fn access_needed(hook: &HookRef) -> &'static str {
     match hook.target {
+        HookTarget::App => {
+            "the app's own JWT: check GITHUB_APP_ID and its private key (the app's webhook \
+             deliveries need no extra permission)"
+        }
         HookTarget::Organization(_) => {
             "admin:org_hook (classic token) or the organization's \"Webhooks\" read and write \
              permission (fine-grained token or GitHub App)"

@@ -334,8 +334,6 @@ impl WebhookHandler {
                 header(HOOK_TARGET_TYPE_HEADER).as_deref(),
                 &json,
             )
-            // A GitHub App's hook is listed with the app's JWT, which Chronicle does not hold.
-            .filter(|hook| hook.target != crate::hooks::HookTarget::App)
             .filter(|hook| !self.hook_recorded(hook));
         }
         if event == "ping" {

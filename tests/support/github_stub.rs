@@ -501,6 +501,16 @@ fn decide(
             None,
         );
     }
+    // A GitHub App's own routes take its JWT, not a token.
+    if path.starts_with("/app/") {
+        if let Err(answer) = hooks::check_app_jwt(st, header("authorization")) {
+            return (answer, None);
+        }
+        return match hooks::HookRoute::parse(path) {
+            Some(route) => (hooks::answer(st, method, &route, query), None),
+            None => (not_found(), None),
+        };
+    }
     match header("authorization") {
         None => {
             return (

@@ -63,9 +63,20 @@ struct Hook {
     attempts: Vec<Attempt>,
 }
 
+/// The registered GitHub App: its id, the public half of its key, its hook's id.
+struct App {
+    id: String,
+    public_key_pem: String,
+    hook_id: u64,
+}
+
+/// The `repo` under which the app's hook is kept.
+const APP: &str = "(app)";
+
 #[derive(Default)]
 pub(super) struct Hooks {
     hooks: HashMap<(String, u64), Hook>,
+    app: Option<App>,
     next_id: u64,
     /// Redeliveries accepted and not yet sent: (repo, hook, attempt).
     queued: Vec<(String, u64, Attempt)>,
@@ -91,6 +102,42 @@ impl GitHubStub {
         hook.target = target.map(|(url, secret)| (url.to_string(), secret.to_string()));
     }
 
+    /// Registers a GitHub App (its id and public key, PEM) and its hook `hook_id`: its routes
+    /// (`/app/hook/…`) take only a JWT the app signed (RS256, `iss` = the id, at most ten
+    /// minutes long, not expired). Its deliveries are added with [`Self::add_app_delivery`].
+    pub fn add_app_hook(
+        &self,
+        app_id: &str,
+        public_key_pem: &str,
+        hook_id: u64,
+        target: Option<(&str, &str)>,
+    ) {
+        let mut st = self.lock();
+        st.hooks.app = Some(App {
+            id: app_id.to_string(),
+            public_key_pem: public_key_pem.to_string(),
+            hook_id,
+        });
+        let hook = st
+            .hooks
+            .hooks
+            .entry((APP.to_string(), hook_id))
+            .or_default();
+        hook.target = target.map(|(url, secret)| (url.to_string(), secret.to_string()));
+    }
+
+    /// Records an attempt of the app's hook; returns its delivery id.
+    pub fn add_app_delivery(&self, spec: DeliverySpec) -> u64 {
+        let hook_id = self
+            .lock()
+            .hooks
+            .app
+            .as_ref()
+            .expect("add_app_hook first")
+            .hook_id;
+        self.add_delivery(APP, hook_id, spec)
+    }
+
     /// The token loses access to the repository's hooks (no `admin:repo_hook`): 404s.
     pub fn forbid_hooks(&self, repo: &str, id: u64) {
         let mut st = self.lock();
@@ -101,6 +148,9 @@ impl GitHubStub {
 
     /// Records an attempt of hook `id`; returns its delivery id.
     pub fn add_delivery(&self, repo: &str, id: u64, spec: DeliverySpec) -> u64 {
+        if repo != APP {
+            super::check_repo(repo);
+        }
         let mut st = self.lock();
         let delivery_id = st.hooks.next_id();
         let attempt = Attempt {
@@ -170,6 +220,21 @@ impl HookRoute {
                 hook: number(h)?,
                 id: number(d)?,
             },
+            // The app's hook: its id is the registered app's (0 until resolved).
+            ["app", "hook", "deliveries"] => HookRoute::List {
+                repo: APP.into(),
+                hook: 0,
+            },
+            ["app", "hook", "deliveries", d] => HookRoute::One {
+                repo: APP.into(),
+                hook: 0,
+                id: number(d)?,
+            },
+            ["app", "hook", "deliveries", d, "attempts"] => HookRoute::Attempts {
+                repo: APP.into(),
+                hook: 0,
+                id: number(d)?,
+            },
             _ => return None,
         };
         Some(route)
@@ -218,6 +283,11 @@ pub(super) fn answer(
         HookRoute::List { repo, hook }
         | HookRoute::One { repo, hook, .. }
         | HookRoute::Attempts { repo, hook, .. } => (repo.clone(), *hook),
+    };
+    let hook_id = match (&st.hooks.app, repo.as_str()) {
+        (Some(app), APP) => app.hook_id,
+        (None, APP) => return not_found(),
+        _ => hook_id,
     };
     let post = matches!(route, HookRoute::Attempts { .. });
     if (*method == Method::POST) != post {
@@ -275,7 +345,11 @@ pub(super) fn answer(
             let mut answer = Answer::json(StatusCode::OK, Value::Array(page));
             if rest.len() > per_page {
                 let last = rest[per_page - 1].seen.id;
-                let path = format!("/repos/{repo}/hooks/{hook_id}/deliveries");
+                let path = if repo == APP {
+                    "/app/hook/deliveries".to_string()
+                } else {
+                    format!("/repos/{repo}/hooks/{hook_id}/deliveries")
+                };
                 answer = answer.header(
                     "link",
                     format!("<{base}{path}?per_page={per_page}&cursor=v1_{last}>; rel=\"next\""),
@@ -340,7 +414,14 @@ async fn deliver(state: Arc<Mutex<State>>, queued: Vec<(String, u64, Attempt)>) 
                     .header("x-github-event", &attempt.event)
                     .header("x-github-delivery", &attempt.seen.guid)
                     .header("x-github-hook-id", hook_id.to_string())
-                    .header("x-github-hook-installation-target-type", "repository")
+                    .header(
+                        "x-github-hook-installation-target-type",
+                        if repo == APP {
+                            "integration"
+                        } else {
+                            "repository"
+                        },
+                    )
                     .header("x-github-hook-installation-target-id", "1296269")
                     .header(
                         "x-hub-signature-256",
@@ -367,4 +448,42 @@ async fn deliver(state: Arc<Mutex<State>>, queued: Vec<(String, u64, Attempt)>) 
             hook.attempts.push(again);
         }
     }
+}
+
+/// Whether a request to the app's routes carries a JWT the registered app signed, as GitHub
+/// checks it: RS256 with the app's key, `iss` the app's id, `exp` in the future and at most ten
+/// minutes after `iat`. `Err`: GitHub's answer.
+pub(super) fn check_app_jwt(st: &State, authorization: Option<&str>) -> Result<(), Answer> {
+    let refused = || {
+        Answer::error(
+            StatusCode::UNAUTHORIZED,
+            "A JSON web token could not be decoded",
+        )
+    };
+    let Some(app) = &st.hooks.app else {
+        return Err(not_found());
+    };
+    let jwt = authorization
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .ok_or_else(refused)?;
+    let key = jsonwebtoken::DecodingKey::from_rsa_pem(app.public_key_pem.as_bytes())
+        .expect("the registered public key is PEM");
+    let mut validation = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::RS256);
+    validation.set_issuer(&[&app.id]);
+    validation.set_required_spec_claims(&["exp", "iat", "iss"]);
+    validation.leeway = 0;
+    let claims = jsonwebtoken::decode::<Value>(jwt, &key, &validation)
+        .map_err(|_| refused())?
+        .claims;
+    let (iat, exp) = (claims["iat"].as_i64(), claims["exp"].as_i64());
+    let (Some(iat), Some(exp)) = (iat, exp) else {
+        return Err(refused());
+    };
+    if exp - iat > 10 * 60 + 60 {
+        return Err(Answer::error(
+            StatusCode::UNAUTHORIZED,
+            "'Expiration time' claim ('exp') is too far in the future",
+        ));
+    }
+    Ok(())
 }
