@@ -686,6 +686,53 @@ pub fn emf_line(report: &RedeliverReport, now: OffsetDateTime) -> String {
 mod tests {
     use super::*;
 
+    /// The shape CloudWatch parses: every figure a declared metric in the Chronicle namespace.
+    #[test]
+    fn the_emf_line_declares_every_figure() {
+        let report = RedeliverReport {
+            failed: 3,
+            github_requests: 7,
+            problems: vec![HookProblem {
+                hook: "repos/o/r/hooks/1".into(),
+                message: "m".into(),
+            }],
+            ..Default::default()
+        };
+        let line: serde_json::Value =
+            serde_json::from_str(&emf_line(&report, OffsetDateTime::UNIX_EPOCH)).unwrap();
+        let metrics = &line["_aws"]["CloudWatchMetrics"][0];
+        assert_eq!(metrics["Namespace"], "Chronicle");
+        let names: Vec<&str> = metrics["Metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["Name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "Redelivered",
+                "DeliveriesFailed",
+                "RedeliveryProblems",
+                "RedeliverGitHubRequests"
+            ]
+        );
+        assert_eq!(
+            (
+                &line["Redelivered"],
+                &line["DeliveriesFailed"],
+                &line["RedeliveryProblems"],
+                &line["RedeliverGitHubRequests"]
+            ),
+            (
+                &serde_json::json!(0),
+                &serde_json::json!(3),
+                &serde_json::json!(1),
+                &serde_json::json!(7)
+            )
+        );
+    }
+
     fn attempt(
         id: u64,
         guid: &str,
