@@ -210,6 +210,7 @@ fn synthetic(number: u64, title: &str, merged_at: OffsetDateTime) -> SyntheticPr
             path: "api/src/lib.rs".into(),
             additions: 3,
             deletions: 1,
+            status: None,
         }],
     }
 }
@@ -413,6 +414,7 @@ async fn a_pr_with_250_files_has_every_file_counted() {
             path: format!("{}/src/f{i}.rs", if i < 200 { "core" } else { "web" }),
             additions: 1 + i,
             deletions: 0,
+            status: None,
         })
         .collect();
     stand_in.set_repo(

@@ -78,6 +78,7 @@ impl GitHub {
                     path: format!("src/file{i:04}.rs"),
                     additions: 1 + (i as u64 % 7),
                     deletions: i as u64 % 3,
+                    status: None,
                 })
                 .collect(),
         };

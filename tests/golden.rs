@@ -455,6 +455,7 @@ fn generated_history() -> Vec<ModuleEntry> {
                 ),
                 additions: 1 + rng.next(120),
                 deletions: rng.next(40),
+                status: None,
             })
             .collect();
         entries.push(ModuleEntry {

@@ -46,6 +46,7 @@ fn entry(module: &str, number: u64, merged_at: &str) -> ModuleEntry {
             path: format!("{module}/src/file{}.rs", number % 7),
             additions: number,
             deletions: 1,
+            status: None,
         }],
         files_here: 1,
         elsewhere: vec![],

@@ -138,6 +138,23 @@ impl World {
         panic!("no redelivery attempt of {guid}");
     }
 
+    /// Waits (up to 10 s) until the stand-in recorded `n` failed redeliveries of `guid`.
+    async fn failed_redeliveries(&self, guid: &str, n: usize) {
+        for _ in 0..200 {
+            let failed = self
+                .stub
+                .attempts(REPO, HOOK)
+                .iter()
+                .filter(|a| a.guid == guid && a.redelivery && a.status_code == 0)
+                .count();
+            if failed >= n {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("fewer than {n} failed redeliveries of {guid}");
+    }
+
     async fn stop(self) {
         self.server.shutdown().await;
         self.stub.stop().await;
@@ -298,35 +315,90 @@ async fn failed_deliveries_are_redelivered_once_and_the_rest_left_alone() {
 }
 
 #[tokio::test]
-async fn a_redelivery_that_fails_again_is_not_asked_twice_even_by_concurrent_runs() {
-    // No URL to deliver to: GitHub's redelivery fails too, so the GUID stays failed.
+async fn a_redelivery_that_fails_again_is_asked_again_once_per_run_up_to_a_limit() {
+    // No URL to deliver to: GitHub's redelivery fails too (the webhook still down).
     let w = World::start(false).await;
     assert_eq!(w.deliver("first-20", &merged_pr(20)).await, 200);
-    w.stub.add_delivery(
-        REPO,
-        HOOK,
-        spec("lost-21", 7200, 503, "closed", merged_pr(21)),
-    );
+    for (guid, n) in [("lost-21", 21), ("lost-22", 22)] {
+        w.stub
+            .add_delivery(REPO, HOOK, spec(guid, 7200, 503, "closed", merged_pr(n)));
+    }
     let (a, b) = (w.redeliverer(50), w.redeliverer(50));
     let now = time::OffsetDateTime::now_utc();
     let (ra, rb) = tokio::join!(a.run(now, far(), false), b.run(now, far(), false));
     let (ra, rb) = (ra.unwrap(), rb.unwrap());
     assert_eq!(
         ra.redelivered.len() + rb.redelivered.len(),
-        1,
-        "exactly one run asked: {ra:?} {rb:?}"
+        2,
+        "each asked by exactly one run: {ra:?} {rb:?}"
     );
     assert_eq!(w.stub.redeliveries_asked("lost-21"), 1);
-    assert_eq!(w.redelivery_attempt("lost-21").await.status_code, 0);
+    w.failed_redeliveries("lost-21", 1).await;
+    w.failed_redeliveries("lost-22", 1).await;
 
-    let later = a
+    // Still down: each later run asks again, until the limit; then it is a problem.
+    for ask in 2..=shared::redeliver::MAX_ASKS as usize {
+        let again = a
+            .run(time::OffsetDateTime::now_utc(), far(), false)
+            .await
+            .unwrap();
+        assert_eq!(again.redelivered.len(), 2, "ask {ask}: {again:?}");
+        w.failed_redeliveries("lost-21", ask).await;
+        w.failed_redeliveries("lost-22", ask).await;
+    }
+    let given_up = a
         .run(time::OffsetDateTime::now_utc(), far(), false)
         .await
         .unwrap();
-    assert!(later.redelivered.is_empty(), "{later:?}");
-    assert_eq!(later.already_asked, 1, "{later:?}");
-    assert_eq!(w.stub.redeliveries_asked("lost-21"), 1);
+    assert!(given_up.redelivered.is_empty(), "{given_up:?}");
+    assert_eq!(given_up.problems.len(), 2, "{given_up:?}");
+    assert!(
+        given_up.problems[0].message.contains("5 times"),
+        "{given_up:?}"
+    );
+    assert_eq!(
+        w.stub.redeliveries_asked("lost-21"),
+        shared::redeliver::MAX_ASKS as usize
+    );
     assert_eq!(w.stored_delivery(21).await, None);
+    w.stop().await;
+}
+
+#[tokio::test]
+async fn a_webhook_back_up_gets_the_delivery_on_the_next_ask() {
+    let w = World::start(false).await;
+    assert_eq!(w.deliver("first-25", &merged_pr(25)).await, 200);
+    w.stub.add_delivery(
+        REPO,
+        HOOK,
+        spec("lost-26", 7200, 502, "closed", merged_pr(26)),
+    );
+    let r = w.redeliverer(10);
+    let first = r
+        .run(time::OffsetDateTime::now_utc(), far(), false)
+        .await
+        .unwrap();
+    assert_eq!(guids(&first), vec!["lost-26"]);
+    w.failed_redeliveries("lost-26", 1).await;
+    // The webhook answers again.
+    let url = w.server.webhook_url();
+    w.stub.add_hook(REPO, HOOK, Some((url.as_str(), SECRET)));
+    let second = r
+        .run(time::OffsetDateTime::now_utc(), far(), false)
+        .await
+        .unwrap();
+    assert_eq!(guids(&second), vec!["lost-26"], "{second:?}");
+    w.eventually_stored(26, "lost-26").await;
+    // Healed: nothing more to ask.
+    let third = r
+        .run(time::OffsetDateTime::now_utc(), far(), false)
+        .await
+        .unwrap();
+    assert!(
+        third.redelivered.is_empty() && third.problems.is_empty(),
+        "{third:?}"
+    );
+    assert_eq!(w.stub.redeliveries_asked("lost-26"), 2);
     w.stop().await;
 }
 

@@ -79,8 +79,10 @@ pub async fn batch_keys(
         .shard_iterator;
     let mut keys = Vec::new();
     let mut seen = HashSet::new();
-    // Bounded: a batch is at most 10,000 records; an open shard's iterator never ends.
-    for _ in 0..100 {
+    // The batch is read whole only once a record at or past its last sequence number is seen;
+    // a stream may answer empty pages before that. Bounded: a batch is at most 10,000 records.
+    let mut reached_end = false;
+    for _ in 0..200 {
         let Some(it) = iterator.take() else { break };
         let out = streams
             .get_records()
@@ -89,17 +91,13 @@ pub async fn batch_keys(
             .send()
             .await
             .map_err(|e| gone(shared::aws::error_message(&e)))?;
-        if out.records().is_empty() {
-            break;
-        }
-        let mut past_end = false;
         for record in out.records() {
             let Some(change) = record.dynamodb() else {
                 continue;
             };
             let sequence = change.sequence_number().unwrap_or_default();
             if sequence_after(sequence, &info.end) {
-                past_end = true;
+                reached_end = true;
                 break;
             }
             let key = change.keys();
@@ -116,14 +114,25 @@ pub async fn batch_keys(
                     keys.push((repo, number));
                 }
             }
+            if sequence == info.end {
+                reached_end = true;
+                break;
+            }
         }
-        if past_end {
+        if reached_end {
             break;
         }
         iterator = out.next_shard_iterator;
     }
-    if keys.is_empty() {
-        return Err(gone("no records in its range".into()));
+    if !reached_end {
+        return Err(if keys.is_empty() {
+            gone("no records in its range".into())
+        } else {
+            format!(
+                "the stream did not give the batch up to its last record ({}): left for a later run",
+                info.end
+            )
+        });
     }
     Ok(keys)
 }
@@ -160,6 +169,8 @@ pub struct EnrichRedriveReport {
 
 /// Messages one run reads at most.
 const MAX_MESSAGES: u64 = 10_000;
+/// How long a message being worked on stays hidden (renewed before each PR it names).
+const VISIBILITY_SECS: i32 = 300;
 
 /// `redrive enrich`. `enrich` is `None` only for a dry run (no token needed to list).
 pub async fn redrive_enrich(
@@ -197,9 +208,9 @@ pub async fn redrive_enrich(
         let received = sqs
             .receive_message()
             .queue_url(&dlq.url)
-            .max_number_of_messages(10)
-            // Long enough to enrich a batch; a message not deleted is visible again after it.
-            .visibility_timeout(300)
+            // One at a time, its visibility extended before each PR: never seen again mid-work.
+            .max_number_of_messages(1)
+            .visibility_timeout(VISIBILITY_SECS)
             .wait_time_seconds(1)
             .send()
             .await
@@ -233,9 +244,17 @@ pub async fn redrive_enrich(
             };
             let mut done = true;
             for (repo, number) in keys {
-                let outcome = match enrich {
-                    None => "wouldEnrich".to_string(),
-                    Some(enrich) => {
+                let outcome = match (dry_run, enrich) {
+                    (true, _) | (_, None) => "wouldEnrich".to_string(),
+                    (false, Some(enrich)) => {
+                        // Enough time for this PR, whatever came before it.
+                        sqs.change_message_visibility()
+                            .queue_url(&dlq.url)
+                            .receipt_handle(&receipt)
+                            .visibility_timeout(VISIBILITY_SECS)
+                            .send()
+                            .await
+                            .map_err(|e| failed(shared::aws::error_message(&e)))?;
                         let (outcome, finished) =
                             enrich_one(enrich, &prs, &repo, number, &id).await?;
                         done &= finished;
@@ -290,7 +309,6 @@ async fn enrich_one(
     number: u64,
     message: &str,
 ) -> Result<(String, bool), (u8, String)> {
-    let failed = |e: String| (EXIT_FAILED, e);
     let deadline = Instant::now() + Duration::from_secs(120);
     let owner = format!("redrive/{message}/{repo}#{number}");
     let outcome = match enrich.enrich(repo, number, deadline, &owner).await {
@@ -298,35 +316,11 @@ async fn enrich_one(
         Err(e) => return Ok((format!("failed: {e}"), false)),
     };
     Ok(match outcome {
-        RecordOutcome::Enriched => {
-            // Summarized (or given up) without its files: summarized again, in place.
-            let row = prs
-                .get(repo, number)
-                .await
-                .map_err(|e| failed(e.to_string()))?;
-            let summarized = row.as_ref().is_some_and(|r| {
-                string(r, attr::SUMMARIZED_AT).is_some() || string(r, attr::FAILED_AT).is_some()
-            });
-            if !summarized {
-                ("enriched".into(), true)
-            } else {
-                match prs
-                    .reprocess(repo, number, false, time::OffsetDateTime::now_utc())
-                    .await
-                    .map_err(|e| failed(e.to_string()))?
-                {
-                    shared::store::Reprocessed::Pending => {
-                        ("enriched; to be summarized again".into(), true)
-                    }
-                    shared::store::Reprocessed::Busy => (
-                        "enriched; a worker holds it (run `chronicle reprocess` later)".into(),
-                        true,
-                    ),
-                    shared::store::Reprocessed::Missing => ("missing".into(), true),
-                }
-            }
+        RecordOutcome::Enriched => summarize_again(prs, repo, number, "enriched").await?,
+        // Enriched by an earlier run (or the retry): its summary may still predate it.
+        RecordOutcome::AlreadyEnriched => {
+            summarize_again(prs, repo, number, "alreadyEnriched").await?
         }
-        RecordOutcome::AlreadyEnriched => ("alreadyEnriched".into(), true),
         RecordOutcome::Skipped(why) => (format!("skipped: {why}"), true),
         RecordOutcome::Deleted => ("missing".into(), true),
         // Parked: the scheduled retry enriches it after GitHub's reset.
@@ -342,6 +336,47 @@ async fn enrich_one(
         RecordOutcome::Disabled => ("no token".into(), false),
         RecordOutcome::NotAnInsert => ("notAnInsert".into(), true),
     })
+}
+
+/// An enriched PR whose summary (or give-up) is older than its enrichment is put back to be
+/// summarized (entries rewritten in place). `true` when nothing is left to do.
+async fn summarize_again(
+    prs: &PrStore,
+    repo: &RepoName,
+    number: u64,
+    enriched: &str,
+) -> Result<(String, bool), (u8, String)> {
+    let failed = |e: String| (EXIT_FAILED, e);
+    let Some(row) = prs
+        .get(repo, number)
+        .await
+        .map_err(|e| failed(e.to_string()))?
+    else {
+        return Ok(("missing".into(), true));
+    };
+    let enriched_at = string(&row, attr::ENRICHED_AT).unwrap_or_default();
+    let done_at = string(&row, attr::SUMMARIZED_AT).or(string(&row, attr::FAILED_AT));
+    // RFC 3339 in UTC with milliseconds: ordered as text.
+    if done_at.is_none_or(|at| at >= enriched_at) {
+        return Ok((enriched.to_string(), true));
+    }
+    Ok(
+        match prs
+            .reprocess(repo, number, false, time::OffsetDateTime::now_utc())
+            .await
+            .map_err(|e| failed(e.to_string()))?
+        {
+            shared::store::Reprocessed::Pending => {
+                (format!("{enriched}; to be summarized again"), true)
+            }
+            // A worker holds it, maybe summarizing the unenriched row: asked again next run.
+            shared::store::Reprocessed::Busy => (
+                format!("{enriched}; a worker holds it: run again later"),
+                false,
+            ),
+            shared::store::Reprocessed::Missing => ("missing".into(), true),
+        },
+    )
 }
 
 #[cfg(test)]

@@ -206,7 +206,10 @@ pub fn history(spec: &HistorySpec) -> Vec<SyntheticPr> {
         } else {
             &modules
         };
-        let pr = if kind < 8 {
+        let pr = if i == spec.prs / 3 {
+            // One move of the busiest module's files (a rename GitHub reports file by file).
+            moved(number, merged_at, &modules[0], &humans)
+        } else if kind < 8 {
             dependency_bump(&mut rng, number, merged_at)
         } else if kind < 10 {
             release(&mut rng, number, merged_at, &humans)
@@ -216,6 +219,37 @@ pub fn history(spec: &HistorySpec) -> Vec<SyntheticPr> {
         out.push(pr);
     }
     out
+}
+
+fn moved(number: u64, merged_at: OffsetDateTime, module: &str, humans: &[String]) -> SyntheticPr {
+    let mut files: Vec<FileChange> = ["routes", "auth", "paging", "errors", "health", "users"]
+        .iter()
+        .map(|name| FileChange {
+            path: format!("{module}/src/handlers/{name}.rs"),
+            additions: 2,
+            deletions: 2,
+            status: Some("renamed".into()),
+        })
+        .collect();
+    files.push(FileChange {
+        path: format!("{module}/src/lib.rs"),
+        additions: 6,
+        deletions: 6,
+        status: Some("modified".into()),
+    });
+    SyntheticPr {
+        number,
+        title: format!("refactor({module}): move the request handlers into src/handlers"),
+        body: format!(
+            "Moves the handlers out of `src/` into `src/handlers/`, one file each; no behaviour \
+             change.\n\nSigned-off-by: {} <dev@example.com>\n",
+            humans[1]
+        ),
+        author: humans[1].clone(),
+        labels: vec!["refactor".into()],
+        merged_at,
+        files,
+    }
 }
 
 fn dependency_bump(rng: &mut Rng, number: u64, merged_at: OffsetDateTime) -> SyntheticPr {
@@ -253,11 +287,13 @@ fn dependency_bump(rng: &mut Rng, number: u64, merged_at: OffsetDateTime) -> Syn
                 path: "Cargo.toml".into(),
                 additions: 1,
                 deletions: 1,
+                status: None,
             },
             FileChange {
                 path: "Cargo.lock".into(),
                 additions: 4 + rng.below(20),
                 deletions: 4 + rng.below(20),
+                status: None,
             },
         ],
     }
@@ -285,11 +321,13 @@ fn release(
                 path: "CHANGELOG.md".into(),
                 additions: 5 + rng.below(30),
                 deletions: 0,
+                status: None,
             },
             FileChange {
                 path: "Cargo.toml".into(),
                 additions: 1,
                 deletions: 1,
+                status: None,
             },
         ],
     }
@@ -342,6 +380,7 @@ fn change(
                 ),
                 additions: rng.below(200),
                 deletions: rng.below(60),
+                status: None,
             });
         }
     }
@@ -350,6 +389,7 @@ fn change(
             path: "README.md".into(),
             additions: 1 + rng.below(10),
             deletions: rng.below(5),
+            status: None,
         });
     }
     // A module's own README and docs: they belong to the module, not to `docs`.
@@ -358,6 +398,7 @@ fn change(
             path: format!("{home}/README.md"),
             additions: 1 + rng.below(20),
             deletions: rng.below(5),
+            status: None,
         });
     }
     if rng.chance(3) {
@@ -365,6 +406,7 @@ fn change(
             path: ".github/workflows/ci.yml".into(),
             additions: 1 + rng.below(8),
             deletions: rng.below(4),
+            status: None,
         });
     }
     let body = match kind {
@@ -432,7 +474,7 @@ pub fn enrichment(pr: &SyntheticPr) -> shared::enrich::Enrichment {
             .iter()
             .map(|f| shared::github::ChangedFile {
                 path: f.path.clone(),
-                status: "modified".into(),
+                status: f.status.clone().unwrap_or_else(|| "modified".into()),
                 additions: f.additions,
                 deletions: f.deletions,
             })
@@ -471,6 +513,7 @@ pub fn standin_pull(repo: &str, number: u64, files: usize) -> serde_json::Value 
                 path: format!("src/mod{}/file{i}.rs", i % 7),
                 additions: 1 + (i as u64 % 40),
                 deletions: i as u64 % 9,
+                status: None,
             })
             .collect(),
     };

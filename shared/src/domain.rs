@@ -101,6 +101,10 @@ pub struct FileChange {
     pub additions: u64,
     #[serde(default)]
     pub deletions: u64,
+    /// GitHub's change type (`added`, `modified`, `removed`, `renamed`); unknown on rows
+    /// enriched before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
 }
 
 impl FileChange {

@@ -531,7 +531,10 @@ impl EnrichHandler {
             let before = self.requests_seen.swap(total, Ordering::Relaxed);
             self.outcomes
                 .add_n("GitHubRequests", total.saturating_sub(before));
-            remaining = github.graphql.rate_remaining();
+            // Only when this invocation asked: an old figure would outlive the hour's reset.
+            if total > before {
+                remaining = github.graphql.rate_remaining();
+            }
         }
         let line = crate::telemetry::outcomes_emf_line(
             now,

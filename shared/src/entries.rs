@@ -112,6 +112,7 @@ mod tests {
                     path: p.to_string(),
                     additions: *a,
                     deletions: *d,
+                    status: None,
                 })
                 .collect(),
             changed_files: files.len() as u64,

@@ -28,7 +28,9 @@ use crate::github::{GitHubClient, GitHubError};
 use crate::hooks::{HookRef, HookTarget};
 use crate::payload::{self, Classified};
 use crate::secret::SecretError;
-use crate::store::{attr, string, DeliveryState, HookRecord, HookStore, PrStore, StoreError};
+use crate::store::{
+    attr, string, DeliveryState, HookRecord, HookStore, Known, PrStore, StoreError,
+};
 
 /// Listing pages read per hook per run (100 deliveries each).
 pub const MAX_PAGES_PER_HOOK: usize = 20;
@@ -38,6 +40,9 @@ pub const MIN_RATE_REMAINING: u64 = 200;
 const MEMORY_AFTER_WINDOW: Duration = Duration::from_secs(24 * 3600);
 /// A claim older than this that was never confirmed asked: a run stopped between the two.
 const UNCONFIRMED_AFTER: Duration = Duration::from_secs(600);
+/// Times one delivery is asked at most: GitHub's redelivery fails too while the webhook is
+/// still down, so it is asked again on later runs (hourly), up to this many times.
+pub const MAX_ASKS: u32 = 5;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RedeliverError {
@@ -221,13 +226,6 @@ impl Redeliverer {
         let mut records = self.hooks.list().await?;
         records.sort_by(|a, b| a.listed_at.cmp(&b.listed_at));
         run.report.hooks = records.len();
-        // The app's JWT, minted once for the run (it lasts nine minutes).
-        let app_client = match &self.app {
-            Some(app) if records.iter().any(|r| r.hook.target == HookTarget::App) => {
-                Some(app.client(now))
-            }
-            _ => None,
-        };
         for record in &records {
             if !dry_run {
                 self.forget_old(&run, record).await;
@@ -239,6 +237,11 @@ impl Redeliverer {
                 run.report.dormant += 1;
                 continue;
             }
+            // The app's JWT is minted per hook (it lasts nine minutes).
+            let app_client = match (&record.hook.target, &self.app) {
+                (HookTarget::App, Some(app)) => Some(app.client(OffsetDateTime::now_utc())),
+                _ => None,
+            };
             let client = match (&record.hook.target, &self.github, &app_client) {
                 (HookTarget::App, _, Some(Ok(client))) => client,
                 (HookTarget::App, _, Some(Err(e))) => {
@@ -302,9 +305,31 @@ impl Redeliverer {
         };
         for (guid, delivery) in candidates(&attempts, run.cutoff) {
             run.report.failed += 1;
-            if let Some((state, at)) = record.deliveries.get(guid) {
-                run.known(hook, guid, *state, at);
-                continue;
+            let known = record.deliveries.get(guid);
+            // Asked before, and GitHub's redelivery failed too (the webhook still down).
+            let failed_again = known.filter(|k| {
+                k.state == DeliveryState::Asked
+                    && delivery.redelivery
+                    && redelivered_since(&delivery.delivered_at, &k.at)
+            });
+            match (known, failed_again) {
+                (Some(k), Some(_)) if k.asks >= MAX_ASKS => {
+                    run.problem(
+                        hook,
+                        format!(
+                            "delivery {guid} was redelivered {} times and failed each time: \
+                             is the webhook answering? It is not asked again",
+                            k.asks
+                        ),
+                    );
+                    continue;
+                }
+                (Some(_), Some(_)) => {}
+                (Some(k), None) => {
+                    run.known(hook, guid, k.state, &k.at);
+                    continue;
+                }
+                (None, _) => {}
             }
             if run.report.stopped.is_some() {
                 continue;
@@ -317,7 +342,8 @@ impl Redeliverer {
                 continue;
             }
             run.looked_into += 1;
-            self.consider(run, github, hook, guid, delivery).await?;
+            self.consider(run, github, hook, guid, delivery, failed_again)
+                .await?;
         }
         Ok(())
     }
@@ -367,8 +393,8 @@ impl Redeliverer {
         Listing::Attempts(attempts)
     }
 
-    /// One failed delivery not looked at before: stored already? merged? if it should be, claim
-    /// it and ask GitHub.
+    /// One failed delivery not looked at before (or asked before and failed again: `again`):
+    /// stored already? merged? if it should be, claim it and ask GitHub.
     async fn consider(
         &self,
         run: &mut Run,
@@ -376,6 +402,7 @@ impl Redeliverer {
         hook: &HookRef,
         guid: &str,
         delivery: &HookDelivery,
+        again: Option<&Known>,
     ) -> Result<(), RedeliverError> {
         let payload = github
             .hook_delivery_payload(hook, delivery.id, run.deadline)
@@ -426,7 +453,11 @@ impl Redeliverer {
             run.report.redelivered.push(line);
             return Ok(());
         }
-        if !self.hooks.claim(hook, guid, run.now).await? {
+        let claimed = match again {
+            Some(k) => self.hooks.reclaim(hook, guid, &k.at, run.now).await?,
+            None => self.hooks.claim(hook, guid, run.now).await?,
+        };
+        if !claimed {
             run.report.already_asked += 1;
             return Ok(());
         }
@@ -519,8 +550,8 @@ impl Redeliverer {
     /// What is known of deliveries past GitHub's window (and a day) can never matter again.
     async fn forget_old(&self, run: &Run, record: &HookRecord) {
         let horizon = run.cutoff - MEMORY_AFTER_WINDOW;
-        for (guid, (_, at)) in &record.deliveries {
-            if parse_rfc3339(at).is_some_and(|t| t >= horizon) {
+        for (guid, known) in &record.deliveries {
+            if parse_rfc3339(&known.at).is_some_and(|t| t >= horizon) {
                 continue;
             }
             if let Err(e) = self.hooks.forget(&record.hook, guid).await {
@@ -607,6 +638,17 @@ impl Run {
     /// A failed GitHub request: a clear problem, and a stop when the budget or time is gone.
     fn github_failed(&mut self, hook: &HookRef, error: GitHubError) -> Listing {
         match &error {
+            // A refused JWT (expired, clock skew, wrong key) says nothing about the app's hook.
+            GitHubError::Refused { status: 401, .. } if hook.target == HookTarget::App => {
+                self.problem(
+                    hook,
+                    format!(
+                        "{error}. The app's JWT was refused: {}",
+                        access_needed(hook)
+                    ),
+                );
+                Listing::Failed
+            }
             GitHubError::Gone { status, .. } | GitHubError::Refused { status, .. }
                 if matches!(status, 401 | 403 | 404) =>
             {
@@ -630,6 +672,15 @@ impl Run {
                 Listing::Failed
             }
         }
+    }
+}
+
+/// Whether an attempt GitHub made at `delivered_at` (whole seconds) came after an ask at
+/// `asked_at` (milliseconds): same second or later.
+fn redelivered_since(delivered_at: &str, asked_at: &str) -> bool {
+    match (parse_rfc3339(delivered_at), parse_rfc3339(asked_at)) {
+        (Some(d), Some(a)) => d.unix_timestamp() >= a.unix_timestamp(),
+        _ => false,
     }
 }
 

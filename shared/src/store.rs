@@ -120,7 +120,7 @@ pub use context::{ContextCache, ContextStore, CONTEXT_MODULE};
 pub use deferred::{Deferral, DEFERRED_SHARD};
 pub use entries::{entry_attr, EntryStore};
 pub use failed::{FailedRow, Reprocessed};
-pub use hooks::{DeliveryState, HookRecord, HookStore, HOOKS_PARTITION};
+pub use hooks::{DeliveryState, HookRecord, HookStore, Known, HOOKS_PARTITION};
 pub use meter::{Meter, MeterReading};
 pub use pages::{
     page_attr, BuildClaim, BuildCompletion, BuildResult, CreateClaim, PageStore, StalePage,

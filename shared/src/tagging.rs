@@ -121,6 +121,8 @@ pub struct RepoModules {
 struct Module {
     name: String,
     rules: Vec<Rule>,
+    /// `description:` of the mapping form: what the module is, for its page.
+    description: Option<String>,
 }
 
 /// A plain glob list (`any` only) or a labeler v4 group (`any` and/or `all`).
@@ -377,11 +379,19 @@ fn parse_repo(repo: &str, value: Value, origin: &str) -> Result<RepoModules, Tag
             repo,
             module: &name,
         };
+        let (entries, description) = ctx.described(entries)?;
         let rules = ctx.rules(entries)?;
         if modules.contains_key(&name) {
             return Err(ctx.err(format!("module {name:?} is configured twice")));
         }
-        modules.insert(name.clone(), Module { name, rules });
+        modules.insert(
+            name.clone(),
+            Module {
+                name,
+                rules,
+                description,
+            },
+        );
     }
     Ok(RepoModules {
         modules: modules.into_values().collect(),
@@ -402,6 +412,42 @@ impl ModuleCtx<'_> {
             location: format!("repository {}, module {}", self.repo, self.module),
             message,
         }
+    }
+
+    /// The mapping form `{paths: …, description: …}` split into its paths and description;
+    /// any other value is the paths themselves.
+    fn described(&self, value: Value) -> Result<(Value, Option<String>), TaggingError> {
+        let Value::Mapping(mapping) = value else {
+            return Ok((value, None));
+        };
+        let mut paths = None;
+        let mut description = None;
+        for (key, v) in mapping {
+            match key.as_str() {
+                Some("paths") => paths = Some(v),
+                Some("description") => match v {
+                    Value::String(s) if !s.trim().is_empty() => {
+                        description = Some(s.trim().to_string())
+                    }
+                    other => {
+                        return Err(self.err(format!(
+                            "description is {}, expected a non-empty string",
+                            kind(&other)
+                        )))
+                    }
+                },
+                _ => {
+                    return Err(self.err(format!(
+                        "unknown key {}, expected paths and description (or a list of globs)",
+                        serde_yaml::to_string(&key).unwrap_or_default().trim_end()
+                    )))
+                }
+            }
+        }
+        let paths = paths.ok_or_else(|| {
+            self.err("a module given as a mapping needs paths (its globs)".into())
+        })?;
+        Ok((paths, description))
     }
 
     /// A module's value: a glob, or a list of globs and `any`/`all` groups.
@@ -552,6 +598,15 @@ impl RepoModules {
             }
         }
         Some(paths)
+    }
+
+    /// A configured module's `description:`, if it has one.
+    pub fn description_of(&self, module: &str) -> Option<&str> {
+        self.modules
+            .iter()
+            .find(|m| m.name == module)?
+            .description
+            .as_deref()
     }
 
     /// The configured module names, sorted.
@@ -938,6 +993,37 @@ Codertocat/Hello-World:
         assert_eq!(module_paths(&r, "lib", None, None), ["lib/**"]);
         assert_eq!(module_paths(&r, ROOT_MODULE, None, None), ["*"]);
         assert!(module_paths(&r, FIXTURE_REPO, None, None).is_empty());
+    }
+
+    /// The mapping form carries a description for the module's page; a bad one is named.
+    #[test]
+    fn a_module_mapping_gives_paths_and_a_description() {
+        let m = modules(
+            "Codertocat/Hello-World:\n  api:\n    description: The public HTTP API.\n    paths: ['api/**']\n  web: ['web/**']\n",
+        );
+        assert_eq!(m.modules_of("api/routes.rs"), ["api"]);
+        assert_eq!(m.description_of("api"), Some("The public HTTP API."));
+        assert_eq!(m.description_of("web"), None);
+        assert_eq!(
+            module_paths(&repo(FIXTURE_REPO), "api", Some(&m), None),
+            ["api/**"]
+        );
+        for (yaml, says) in [
+            ("x:\n    description: A thing.\n", "needs paths"),
+            (
+                "x:\n    paths: ['x/**']\n    owner: me\n",
+                "unknown key owner",
+            ),
+            (
+                "x:\n    paths: ['x/**']\n    description: ''\n",
+                "non-empty string",
+            ),
+        ] {
+            let err = ModulesConfig::from_yaml(&format!("Codertocat/Hello-World:\n  {yaml}"))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(says), "{yaml}: {err}");
+        }
     }
 
     #[test]

@@ -217,7 +217,6 @@ impl GraphQlClient {
         self
     }
 
-    /// Requests sent so far.
     /// GraphQL points left in the hour, as the last answer said.
     pub fn rate_remaining(&self) -> Option<u64> {
         let n = self
@@ -233,6 +232,7 @@ impl GraphQlClient {
         }
     }
 
+    /// Requests sent so far.
     pub fn requests(&self) -> u64 {
         self.requests.load(std::sync::atomic::Ordering::Relaxed)
     }

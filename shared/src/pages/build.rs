@@ -494,6 +494,16 @@ impl PageBuilder {
         );
         let (description, gone) =
             super::content::what_it_is(context.as_deref(), module, &paths, layout.as_ref());
+        // The module's own files first; else what the modules config says of it.
+        let description = description.or_else(|| {
+            self.modules
+                .for_repo(&repo_name)
+                .and_then(|c| c.description_of(module))
+                .map(|text| super::content::Description {
+                    text: text.to_string(),
+                    source: String::new(),
+                })
+        });
         let mut facts = ModuleFacts {
             repo: repo.to_string(),
             module: module.to_string(),

@@ -112,7 +112,7 @@ pub fn owners_of(codeowners: &crate::tagging::Codeowners, files: &[String]) -> V
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Description {
     pub text: String,
-    /// A repository path (`crates/x/Cargo.toml`).
+    /// A repository path (`crates/x/Cargo.toml`); empty for the modules config's `description:`.
     pub source: String,
 }
 
@@ -669,6 +669,7 @@ mod tests {
                 path: format!("src/f{i}.rs"),
                 additions: 10 - i,
                 deletions: 0,
+                status: None,
             })
             .collect();
         e.files_here = 9;
@@ -741,6 +742,32 @@ mod tests {
         );
         assert!(
             md.contains("**What it is:** The public HTTP API ([`crates/api/Cargo.toml`](https://github.com/acme/widgets/blob/HEAD/crates/api/Cargo.toml)); it lives under `crates/api/**`"),
+            "{md}"
+        );
+    }
+
+    /// The modules config's `description:` (no file behind it) is said to come from the config.
+    #[test]
+    fn what_it_is_may_come_from_the_modules_config() {
+        let e = entry(12, "2024-02-10T08:00:00Z", "alice");
+        let facts = ModuleFacts {
+            repo: "acme/widgets".into(),
+            module: "api".into(),
+            paths: vec!["api/**".into()],
+            entry_count: 1,
+            years: one_year(&e),
+            now: crate::domain::parse_rfc3339("2024-03-01T00:00:00Z"),
+            description: Some(Description {
+                text: "The public HTTP API.".into(),
+                source: String::new(),
+            }),
+            ..Default::default()
+        };
+        let md = super::super::render::commonmark(&module_page(&facts, &[e]));
+        assert!(
+            md.contains(
+                "**What it is:** The public HTTP API (modules config); it lives under `api/**`"
+            ),
             "{md}"
         );
     }

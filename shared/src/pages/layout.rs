@@ -285,6 +285,7 @@ mod tests {
                 path: format!("src/some/deeply/nested/directory/file_{i}.rs"),
                 additions: 10,
                 deletions: 2,
+                status: None,
             })
             .collect();
         e.files_here = 40;

@@ -32,6 +32,9 @@ pub const RECENT_DAYS: i64 = 90;
 pub const QUIET_DAYS: i64 = 365;
 /// Breaking changes kept per year as milestones.
 const YEAR_BREAKING: usize = 2;
+/// Renames and moves kept per year as milestones, and the renamed files that make one.
+const YEAR_MOVES: usize = 2;
+const MOVE_MIN_FILES: usize = 3;
 
 /// One author's changes to the module in one year.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -226,6 +229,24 @@ fn milestones(entries: &[ModuleEntry]) -> Vec<Milestone> {
             out.push(milestone("breaking", e));
         }
     }
+    // Renames and moves: PRs most of whose files here GitHub reports as renamed.
+    let renamed = |e: &ModuleEntry| {
+        e.files
+            .iter()
+            .filter(|f| f.status.as_deref() == Some("renamed"))
+            .count()
+    };
+    let mut moves: Vec<(&ModuleEntry, usize)> = entries
+        .iter()
+        .map(|e| (e, renamed(e)))
+        .filter(|(e, n)| *n >= MOVE_MIN_FILES && n * 2 >= e.files.len())
+        .collect();
+    moves.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.number.cmp(&b.0.number)));
+    for (e, _) in moves.into_iter().take(YEAR_MOVES) {
+        if !out.iter().any(|m| m.number == e.number) {
+            out.push(milestone("moved", e));
+        }
+    }
     out
 }
 
@@ -342,16 +363,20 @@ pub fn overview(input: &OverviewInput) -> Vec<Block> {
         // Its own words first, with where they come from, then where it lives.
         // A README's lead is inline Markdown (code spans, links); a manifest's is text.
         what.extend(super::blocks::inline_spans(d.text.trim_end_matches('.')));
-        what.push(Span::text(" ("));
-        let source = Span::code(d.source.clone());
-        what.push(match &input.repo_url {
-            Some(base) => Span {
-                link: Some(super::Link::Url(format!("{base}/blob/HEAD/{}", d.source))),
-                ..source
-            },
-            None => source,
-        });
-        what.push(Span::text(")"));
+        if d.source.is_empty() {
+            what.push(Span::text(" (modules config)"));
+        } else {
+            what.push(Span::text(" ("));
+            let source = Span::code(d.source.clone());
+            what.push(match &input.repo_url {
+                Some(base) => Span {
+                    link: Some(super::Link::Url(format!("{base}/blob/HEAD/{}", d.source))),
+                    ..source
+                },
+                None => source,
+            });
+            what.push(Span::text(")"));
+        }
         what.push(Span::text(if paths.is_empty() {
             ""
         } else {
@@ -579,6 +604,7 @@ fn story_line(year: &str, stats: &YearStats, created: Option<&Milestone>) -> Vec
             "first" => continue,
             "largest" => "largest change",
             "breaking" => "breaking",
+            "moved" => "files moved or renamed in",
             _ => continue,
         };
         spans.push(Span::text(if named == 0 { " Milestones: " } else { "; " }));
@@ -609,4 +635,48 @@ fn singular(family: &str, n: u64) -> String {
         other => other,
     }
     .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::FileChange;
+    use crate::pages::content::sample::entry;
+
+    fn with_files(number: u64, statuses: &[&str]) -> ModuleEntry {
+        let mut e = entry(number, &format!("2024-0{number}-01T00:00:00Z"), "alice");
+        e.files = statuses
+            .iter()
+            .enumerate()
+            .map(|(i, s)| FileChange {
+                path: format!("src/f{i}.rs"),
+                additions: 1,
+                deletions: 1,
+                status: Some(s.to_string()),
+            })
+            .collect();
+        e
+    }
+
+    /// A PR most of whose files here were renamed (at least three) is a "moved" milestone; a
+    /// couple of renames among many edits is not.
+    #[test]
+    fn renames_and_moves_are_milestones() {
+        let entries = vec![
+            with_files(1, &["added", "added"]),
+            with_files(2, &["renamed", "renamed", "renamed", "modified"]),
+            with_files(
+                3,
+                &["renamed", "renamed", "modified", "modified", "modified"],
+            ),
+            with_files(4, &["renamed", "renamed"]),
+        ];
+        let moved: Vec<u64> = digest(&entries)
+            .milestones
+            .iter()
+            .filter(|m| m.what == "moved")
+            .map(|m| m.number)
+            .collect();
+        assert_eq!(moved, vec![2]);
+    }
 }

@@ -28,6 +28,7 @@ const LISTED_AT: &str = "listedAt";
 const GONE_AT: &str = "goneAt";
 const STATE: &str = "state";
 const AT: &str = "at";
+const ASKS: &str = "asks";
 
 /// What the redelivery stage knows of one failed delivery (by GUID).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,7 +71,17 @@ impl DeliveryState {
     }
 }
 
-/// A recorded hook and what is known of its failed deliveries (GUID → state, when).
+/// What is known of one failed delivery.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Known {
+    pub state: DeliveryState,
+    /// When the state was reached (RFC 3339).
+    pub at: String,
+    /// How many times GitHub was asked to redeliver it.
+    pub asks: u32,
+}
+
+/// A recorded hook and what is known of its failed deliveries (by GUID).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HookRecord {
     pub hook: HookRef,
@@ -79,7 +90,7 @@ pub struct HookRecord {
     pub listed_at: String,
     /// When GitHub last answered that the hook (or the token's access to it) is gone.
     pub gone_at: Option<String>,
-    pub deliveries: BTreeMap<String, (DeliveryState, String)>,
+    pub deliveries: BTreeMap<String, Known>,
 }
 
 impl HookRecord {
@@ -147,7 +158,7 @@ impl HookStore {
     /// Every recorded hook with its deliveries' states (one Query of the partition).
     pub async fn list(&self) -> Result<Vec<HookRecord>, StoreError> {
         let mut hooks: BTreeMap<String, HookRecord> = BTreeMap::new();
-        let mut deliveries: Vec<(String, String, DeliveryState, String)> = Vec::new();
+        let mut deliveries: Vec<(String, String, Known)> = Vec::new();
         let mut start = None;
         loop {
             let out = self
@@ -169,11 +180,19 @@ impl HookStore {
                 };
                 if let Some((hook, guid)) = module.split_once('#') {
                     if let Some(state) = text(STATE).as_deref().and_then(DeliveryState::parse) {
+                        let asks = item
+                            .get(ASKS)
+                            .and_then(|v| v.as_n().ok())
+                            .and_then(|n| n.parse().ok())
+                            .unwrap_or(0);
                         deliveries.push((
                             hook.to_string(),
                             guid.to_string(),
-                            state,
-                            text(AT).unwrap_or_default(),
+                            Known {
+                                state,
+                                at: text(AT).unwrap_or_default(),
+                                asks,
+                            },
                         ));
                     }
                     continue;
@@ -197,9 +216,9 @@ impl HookStore {
                 _ => break,
             }
         }
-        for (hook, guid, state, at) in deliveries {
+        for (hook, guid, known) in deliveries {
             if let Some(record) = hooks.get_mut(&hook) {
-                record.deliveries.insert(guid, (state, at));
+                record.deliveries.insert(guid, known);
             }
         }
         Ok(hooks.into_values().collect())
@@ -222,7 +241,7 @@ impl HookStore {
             .expression_attribute_names("#listed", LISTED_AT)
             .expression_attribute_names("#gone", GONE_AT)
             .expression_attribute_values(":now", at)
-            // Only an existing hook: a concurrent prune must not be undone.
+            // Only a hook the webhook recorded (never one made up here).
             .condition_expression("attribute_exists(#module)")
             .expression_attribute_names("#module", "module");
         let update = if gone {
@@ -243,11 +262,56 @@ impl HookStore {
         guid: &str,
         now: time::OffsetDateTime,
     ) -> Result<bool, StoreError> {
-        self.put_state(hook, guid, DeliveryState::Claimed, now, true)
-            .await
+        let put = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(key(delivery_module(hook, guid))))
+            .item(
+                STATE,
+                AttributeValue::S(DeliveryState::Claimed.as_str().into()),
+            )
+            .item(AT, AttributeValue::S(rfc3339_millis(now)))
+            .item(ASKS, AttributeValue::N("1".into()))
+            .condition_expression("attribute_not_exists(#module)")
+            .expression_attribute_names("#module", "module");
+        applied(&self.table, "PutItem", put.send().await)
     }
 
-    /// Records what became of a claimed (or looked-at) delivery.
+    /// Claims `guid` again after GitHub's redelivery failed too: only while it is still in the
+    /// state an earlier run left (`asked` at `asked_at`), so of two runs one asks.
+    pub async fn reclaim(
+        &self,
+        hook: &HookRef,
+        guid: &str,
+        asked_at: &str,
+        now: time::OffsetDateTime,
+    ) -> Result<bool, StoreError> {
+        let update = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key(delivery_module(hook, guid))))
+            .update_expression("SET #state = :claimed, #at = :now ADD #asks :one")
+            .condition_expression("#state = :asked AND #at = :asked_at")
+            .expression_attribute_names("#state", STATE)
+            .expression_attribute_names("#at", AT)
+            .expression_attribute_names("#asks", ASKS)
+            .expression_attribute_values(
+                ":claimed",
+                AttributeValue::S(DeliveryState::Claimed.as_str().into()),
+            )
+            .expression_attribute_values(
+                ":asked",
+                AttributeValue::S(DeliveryState::Asked.as_str().into()),
+            )
+            .expression_attribute_values(":asked_at", AttributeValue::S(asked_at.to_string()))
+            .expression_attribute_values(":now", AttributeValue::S(rfc3339_millis(now)))
+            .expression_attribute_values(":one", AttributeValue::N("1".into()));
+        applied(&self.table, "UpdateItem", update.send().await)
+    }
+
+    /// Records what became of a claimed (or looked-at) delivery; its ask count is kept.
     pub async fn set_state(
         &self,
         hook: &HookRef,
@@ -255,31 +319,19 @@ impl HookStore {
         state: DeliveryState,
         now: time::OffsetDateTime,
     ) -> Result<(), StoreError> {
-        self.put_state(hook, guid, state, now, false).await?;
-        Ok(())
-    }
-
-    async fn put_state(
-        &self,
-        hook: &HookRef,
-        guid: &str,
-        state: DeliveryState,
-        now: time::OffsetDateTime,
-        only_new: bool,
-    ) -> Result<bool, StoreError> {
-        let mut put = self
-            .client
-            .put_item()
+        self.client
+            .update_item()
             .table_name(&self.table)
-            .set_item(Some(key(delivery_module(hook, guid))))
-            .item(STATE, AttributeValue::S(state.as_str().into()))
-            .item(AT, AttributeValue::S(rfc3339_millis(now)));
-        if only_new {
-            put = put
-                .condition_expression("attribute_not_exists(#module)")
-                .expression_attribute_names("#module", "module");
-        }
-        applied(&self.table, "PutItem", put.send().await)
+            .set_key(Some(key(delivery_module(hook, guid))))
+            .update_expression("SET #state = :state, #at = :now")
+            .expression_attribute_names("#state", STATE)
+            .expression_attribute_names("#at", AT)
+            .expression_attribute_values(":state", AttributeValue::S(state.as_str().into()))
+            .expression_attribute_values(":now", AttributeValue::S(rfc3339_millis(now)))
+            .send()
+            .await
+            .map_err(|e| dynamo_error(&self.table, "UpdateItem", &e))?;
+        Ok(())
     }
 
     /// Drops what is known of `guid`: a claim GitHub certainly did not act on (the next run may

@@ -479,10 +479,18 @@ pub(super) fn check_app_jwt(st: &State, authorization: Option<&str>) -> Result<(
     let (Some(iat), Some(exp)) = (iat, exp) else {
         return Err(refused());
     };
-    if exp - iat > 10 * 60 + 60 {
+    // GitHub: issued no later than now, expiring at most ten minutes from now.
+    let now = epoch_secs() as i64;
+    if exp > now + 10 * 60 || exp - iat > 11 * 60 {
         return Err(Answer::error(
             StatusCode::UNAUTHORIZED,
             "'Expiration time' claim ('exp') is too far in the future",
+        ));
+    }
+    if iat > now {
+        return Err(Answer::error(
+            StatusCode::UNAUTHORIZED,
+            "'Issued at' claim ('iat') must be an Integer representing a time in the past",
         ));
     }
     Ok(())
