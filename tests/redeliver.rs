@@ -67,6 +67,17 @@ impl World {
         }
     }
 
+    /// Started, and hook 42 recorded by a delivery of PR `first` through the webhook.
+    async fn recorded(target: bool, first: u64) -> World {
+        let w = World::start(target).await;
+        assert_eq!(
+            w.deliver(&format!("first-{first}"), &merged_pr(first))
+                .await,
+            200
+        );
+        w
+    }
+
     fn redeliverer(&self, max_per_run: usize) -> Redeliverer {
         let github = GitHubClient::new(
             &self.stub.url(),
@@ -317,8 +328,7 @@ async fn failed_deliveries_are_redelivered_once_and_the_rest_left_alone() {
 #[tokio::test]
 async fn a_redelivery_that_fails_again_is_asked_again_once_per_run_up_to_a_limit() {
     // No URL to deliver to: GitHub's redelivery fails too (the webhook still down).
-    let w = World::start(false).await;
-    assert_eq!(w.deliver("first-20", &merged_pr(20)).await, 200);
+    let w = World::recorded(false, 20).await;
     for (guid, n) in [("lost-21", 21), ("lost-22", 22)] {
         w.stub
             .add_delivery(REPO, HOOK, spec(guid, 7200, 503, "closed", merged_pr(n)));
@@ -366,8 +376,7 @@ async fn a_redelivery_that_fails_again_is_asked_again_once_per_run_up_to_a_limit
 
 #[tokio::test]
 async fn a_webhook_back_up_gets_the_delivery_on_the_next_ask() {
-    let w = World::start(false).await;
-    assert_eq!(w.deliver("first-25", &merged_pr(25)).await, 200);
+    let w = World::recorded(false, 25).await;
     w.stub.add_delivery(
         REPO,
         HOOK,
@@ -404,8 +413,7 @@ async fn a_webhook_back_up_gets_the_delivery_on_the_next_ask() {
 
 #[tokio::test]
 async fn the_per_run_cap_leaves_the_rest_for_the_next_run() {
-    let w = World::start(true).await;
-    assert_eq!(w.deliver("first-30", &merged_pr(30)).await, 200);
+    let w = World::recorded(true, 30).await;
     for n in 31..34 {
         w.stub.add_delivery(
             REPO,
@@ -463,8 +471,7 @@ async fn a_missing_token_or_scope_gets_a_clear_message() {
         "{message}"
     );
 
-    let w = World::start(true).await;
-    assert_eq!(w.deliver("first-40", &merged_pr(40)).await, 200);
+    let w = World::recorded(true, 40).await;
     w.stub.add_delivery(
         REPO,
         HOOK,
@@ -543,8 +550,7 @@ async fn the_webhook_records_each_hook_once_per_instance_and_only_when_signed() 
 
 #[tokio::test]
 async fn a_pr_stored_in_a_newer_state_is_not_redelivered() {
-    let w = World::start(true).await;
-    assert_eq!(w.deliver("first-60", &merged_pr(60)).await, 200);
+    let w = World::recorded(true, 60).await;
     // A later edit of #61 was stored (e.g. by the backfill or a later event); the failed
     // delivery carries an older state.
     let mut newer = merged_pr(61);
@@ -569,8 +575,7 @@ async fn a_pr_stored_in_a_newer_state_is_not_redelivered() {
 #[tokio::test]
 async fn github_failures_on_the_request_release_or_keep_the_claim_as_they_must() {
     use support::github_stub::Fault;
-    let w = World::start(true).await;
-    assert_eq!(w.deliver("first-70", &merged_pr(70)).await, 200);
+    let w = World::recorded(true, 70).await;
     let five_hundred = w.stub.add_delivery(
         REPO,
         HOOK,
@@ -641,8 +646,7 @@ async fn github_failures_on_the_request_release_or_keep_the_claim_as_they_must()
 
 #[tokio::test]
 async fn a_claim_never_confirmed_is_reported_and_not_asked() {
-    let w = World::start(true).await;
-    assert_eq!(w.deliver("first-80", &merged_pr(80)).await, 200);
+    let w = World::recorded(true, 80).await;
     w.stub.add_delivery(
         REPO,
         HOOK,

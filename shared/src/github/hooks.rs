@@ -139,16 +139,7 @@ impl GitHubClient {
             return Redelivery::Accepted;
         }
         let limited = super::rest::rate_limit_wait(status, response.headers()).is_some();
-        let message = response
-            .json::<serde_json::Value>()
-            .await
-            .ok()
-            .and_then(|v| {
-                v.get("message")
-                    .and_then(|m| m.as_str())
-                    .map(str::to_string)
-            })
-            .unwrap_or_default();
+        let message = super::rest::response_message(response).await;
         let said = format!("GitHub answered {status} for {path}: {message}");
         if limited || super::rest::names_secondary_limit(&message) {
             return Redelivery::NotDone(said);

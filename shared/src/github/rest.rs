@@ -390,16 +390,7 @@ impl GitHubClient {
                         }
                         backoff(attempts)
                     } else {
-                        let message = response
-                            .json::<serde_json::Value>()
-                            .await
-                            .ok()
-                            .and_then(|v| {
-                                v.get("message")
-                                    .and_then(|m| m.as_str())
-                                    .map(str::to_string)
-                            })
-                            .unwrap_or_default();
+                        let message = response_message(response).await;
                         // A secondary limit without headers names itself only in the message:
                         // GitHub asks for at least a minute's wait.
                         if status == StatusCode::FORBIDDEN && names_secondary_limit(&message) {
@@ -492,6 +483,20 @@ pub(super) fn decode<T: serde::de::DeserializeOwned>(
         path: path.to_string(),
         message: e.to_string(),
     })
+}
+
+/// The `message` of a GitHub error answer (empty when there is none).
+pub(super) async fn response_message(response: reqwest::Response) -> String {
+    response
+        .json::<serde_json::Value>()
+        .await
+        .ok()
+        .and_then(|v| {
+            v.get("message")
+                .and_then(|m| m.as_str())
+                .map(str::to_string)
+        })
+        .unwrap_or_default()
 }
 
 /// Whether a 403/429 message is GitHub's secondary limit (older Enterprise Servers call it
