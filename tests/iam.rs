@@ -106,6 +106,85 @@ struct Statement {
     sid: String,
     actions: Vec<String>,
     resources: Vec<String>,
+    /// `(operator, key, values)` of its `Condition`.
+    conditions: Vec<(String, String, Vec<String>)>,
+}
+
+impl Statement {
+    /// Whether `call` meets the statement's conditions, as IAM evaluates the DynamoDB keys it
+    /// uses; `hash_key` is the partition key's name of the table the call names.
+    fn admits(&self, call: &Call, hash_key: Option<&str>) -> Result<(), String> {
+        for (op, key, values) in &self.conditions {
+            let ok = match (op.as_str(), key.as_str()) {
+                ("ForAllValues:StringEquals", "dynamodb:LeadingKeys") => {
+                    let leading = hash_key.and_then(|h| {
+                        call.keys
+                            .iter()
+                            .find(|(n, _)| n == h)
+                            .map(|(_, v)| v.clone())
+                    });
+                    leading.is_some_and(|v| values.contains(&v))
+                }
+                ("ForAllValues:StringEquals", "dynamodb:Attributes") => {
+                    call.attributes.iter().all(|a| values.contains(a))
+                }
+                ("StringEqualsIfExists", "dynamodb:ReturnValues") => call
+                    .return_values
+                    .as_ref()
+                    .is_none_or(|r| values.contains(r)),
+                _ => return Err(format!("{op} {key}: a condition this test cannot evaluate")),
+            };
+            if !ok {
+                return Err(format!(
+                    "{op} {key} {values:?} refuses keys {:?}, attributes {:?}, ReturnValues {:?}",
+                    call.keys, call.attributes, call.return_values
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The partition key's name of each table in the template.
+fn hash_keys(template: &Value) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    if let Some(resources) = template["Resources"].as_mapping() {
+        for (id, r) in resources {
+            if r["Type"].as_str() != Some("AWS::DynamoDB::Table") {
+                continue;
+            }
+            for k in r["Properties"]["KeySchema"]
+                .as_sequence()
+                .into_iter()
+                .flatten()
+            {
+                if k["KeyType"].as_str() == Some("HASH") {
+                    out.insert(
+                        id.as_str().unwrap_or_default().to_string(),
+                        k["AttributeName"].as_str().unwrap_or_default().to_string(),
+                    );
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A statement's `Condition` as `(operator, key, values)`.
+fn conditions(v: &Value) -> Vec<(String, String, Vec<String>)> {
+    let mut out = Vec::new();
+    if let Some(ops) = v.as_mapping() {
+        for (op, keys) in ops {
+            for (key, values) in keys.as_mapping().into_iter().flatten() {
+                out.push((
+                    op.as_str().unwrap_or_default().to_string(),
+                    key.as_str().unwrap_or_default().to_string(),
+                    strings(values),
+                ));
+            }
+        }
+    }
+    out
 }
 
 fn tagged<'a>(v: &'a Value, tag: &str) -> Option<&'a Value> {
@@ -197,6 +276,7 @@ fn granted() -> BTreeMap<String, Vec<Statement>> {
                     sid: s["Sid"].as_str().expect("every statement has a Sid").into(),
                     actions: strings(&s["Action"]),
                     resources: logical_resources(&s["Resource"], &template),
+                    conditions: conditions(&s["Condition"]),
                 });
             }
         }
@@ -592,7 +672,14 @@ async fn every_function_calls_exactly_what_its_role_grants() {
     assert_eq!(report.redelivered.len(), 1, "{report:?}");
     hooks_github.stop().await;
 
-    // Every call granted; every grant called (or used by Lambda, or on a listed path).
+    // Every call granted (conditions included); every grant called (or used by Lambda, or on a
+    // listed path).
+    let tables_hash = hash_keys(
+        &serde_yaml::from_str::<Value>(
+            &std::fs::read_to_string(infra::emulator::repo_root().join("template.yaml")).unwrap(),
+        )
+        .unwrap(),
+    );
     let mut problems = Vec::new();
     for function in FUNCTIONS {
         let statements = &grants[function];
@@ -601,12 +688,30 @@ async fn every_function_calls_exactly_what_its_role_grants() {
         let mut used: BTreeSet<(String, String, String)> = BTreeSet::new();
         for call in &calls {
             let logical = names.logical(&call.resource);
+            let table = logical.split('/').next().unwrap_or_default();
+            let hash_key = tables_hash.get(table).map(String::as_str);
+            let mut refusals = Vec::new();
             let grant = statements.iter().find_map(|s| {
                 let resource = s.resources.iter().find(|r| matches(r, &logical))?;
-                s.actions
-                    .contains(&call.action)
-                    .then(|| (s, resource.clone()))
+                if !s.actions.contains(&call.action) {
+                    return None;
+                }
+                match s.admits(call, hash_key) {
+                    Ok(()) => Some((s, resource.clone())),
+                    Err(why) => {
+                        refusals.push(format!("{}: {why}", s.sid));
+                        None
+                    }
+                }
             });
+            if grant.is_none() && !refusals.is_empty() {
+                problems.push(format!(
+                    "{function} calls {} on {logical}: refused by {}",
+                    call.action,
+                    refusals.join("; ")
+                ));
+                continue;
+            }
             match grant {
                 Some((s, resource)) => {
                     used.insert((s.sid.clone(), call.action.clone(), resource));

@@ -19,6 +19,13 @@ use tokio::net::TcpListener;
 pub struct Call {
     pub action: String,
     pub resource: String,
+    /// DynamoDB: what the IAM condition keys see. The key attributes' values (`Key`, a
+    /// PutItem's `Item`, a Query's `name = :value` conditions), as text.
+    pub keys: Vec<(String, String)>,
+    /// DynamoDB: the top-level attribute names the request touches (`dynamodb:Attributes`).
+    pub attributes: Vec<String>,
+    /// DynamoDB: `ReturnValues`, when given.
+    pub return_values: Option<String>,
 }
 
 #[derive(Clone)]
@@ -74,6 +81,9 @@ fn call_of(parts: &http::request::Parts, body: &[u8]) -> Call {
         return Call {
             action: format!("s3:{}", s3_action(parts, &path)),
             resource: path,
+            keys: Vec::new(),
+            attributes: Vec::new(),
+            return_values: None,
         };
     }
     let operation = parts
@@ -99,10 +109,73 @@ fn call_of(parts: &http::request::Parts, body: &[u8]) -> Call {
         "ssm" => field("Name").unwrap_or_default(),
         _ => String::new(),
     };
+    let (keys, attributes) = if service == "dynamodb" {
+        dynamodb_keys(&json)
+    } else {
+        (Vec::new(), Vec::new())
+    };
     Call {
         action: format!("{service}:{operation}"),
         resource,
+        keys,
+        attributes,
+        return_values: field("ReturnValues"),
     }
+}
+
+/// A DynamoDB request's key values and the attribute names it touches.
+fn dynamodb_keys(json: &serde_json::Value) -> (Vec<(String, String)>, Vec<String>) {
+    let text = |v: &serde_json::Value| {
+        v.get("S")
+            .or_else(|| v.get("N"))
+            .and_then(|s| s.as_str())
+            .map(str::to_string)
+    };
+    let mut keys: Vec<(String, String)> = Vec::new();
+    let mut attributes: Vec<String> = Vec::new();
+    for map in ["Key", "Item"] {
+        if let Some(m) = json.get(map).and_then(|m| m.as_object()) {
+            for (name, value) in m {
+                attributes.push(name.clone());
+                if let Some(t) = text(value) {
+                    keys.push((name.clone(), t));
+                }
+            }
+        }
+    }
+    let names = json
+        .get("ExpressionAttributeNames")
+        .and_then(|n| n.as_object());
+    if let Some(names) = names {
+        attributes.extend(
+            names
+                .values()
+                .filter_map(|v| v.as_str())
+                .map(str::to_string),
+        );
+    }
+    // A Query's `#name = :value` (or `name = :value`) conditions.
+    if let Some(condition) = json.get("KeyConditionExpression").and_then(|c| c.as_str()) {
+        let values = json.get("ExpressionAttributeValues");
+        for part in condition.split(" AND ") {
+            if let Some((name, value)) = part.split_once('=') {
+                let name = name.trim();
+                let name = names
+                    .and_then(|n| n.get(name))
+                    .and_then(|v| v.as_str())
+                    .unwrap_or(name)
+                    .to_string();
+                if let Some(v) = values.and_then(|vs| vs.get(value.trim())).and_then(text) {
+                    keys.push((name, v));
+                }
+            }
+        }
+    }
+    attributes.sort();
+    attributes.dedup();
+    keys.sort();
+    keys.dedup();
+    (keys, attributes)
 }
 
 /// The IAM action an S3 request needs: by method, whether it names an object, its
