@@ -51,6 +51,8 @@ PARAMETER_SETS = {
         "GitHubTokenSecretArn": f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:chronicle/github-token-AbC123",
         "GitHubApiUrl": "https://github.example.com/api/v3",
         "GitHubAppId": "424242",
+        "StoryModelId": "anthropic.claude-3-5-haiku-20241022-v1:0",
+        "StoryMinNewEntries": "30",
         "GitHubAppPrivateKeySecretArn": f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:chronicle/github-app-key-QrS456",
         "EnrichBatchSize": "20",
         "EnrichMaximumRetryAttempts": "7",
@@ -1050,6 +1052,9 @@ def check_roles(report, tpl, values, live, ev):
         ("SummarizeFunction", "secretsmanager:GetSecretValue", values["AnthropicApiKeySecretArn"], "AnthropicApiKeySecretArn"),
         ("SummarizeFunction", "ssm:GetParameter", ssm_arn if values["ModulesConfigParameter"] else "", "ModulesConfigParameter"),
         ("PageBuilderFunction", "ssm:GetParameter", ssm_arn if values["ModulesConfigParameter"] else "", "ModulesConfigParameter"),
+        ("PageBuilderFunction", "bedrock:InvokeModel",
+         f"arn:aws:bedrock:{REGION}::foundation-model/{values['StoryModelId']}" if values["StoryModelId"] else "",
+         "StoryModelId"),
     ]
     for fn, action, resource, param in optional:
         if resource:

@@ -98,6 +98,7 @@ fn module_page(
         description: None,
         gone: None,
         owners: vec![],
+        story: None,
     };
     commonmark(&content::module_page(&facts, &entries))
 }

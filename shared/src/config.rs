@@ -47,6 +47,15 @@ pub const PAGE_REBUILD_SECONDS: &str = "PAGE_REBUILD_SECONDS";
 pub const PAGE_BUILD_CONCURRENCY: &str = "PAGE_BUILD_CONCURRENCY";
 /// `1`: publish Markdown too when Notion is configured (without Notion, Markdown is the default).
 pub const PUBLISH_MARKDOWN: &str = "PUBLISH_MARKDOWN";
+/// The optional LLM story of each module page: `bedrock`, `anthropic` or `openai`.
+pub const STORY_PROVIDER: &str = "STORY_PROVIDER";
+/// The model: a Bedrock model id, an Anthropic model, or the endpoint's model name.
+pub const STORY_MODEL: &str = "STORY_MODEL";
+pub const STORY_API_URL: &str = "STORY_API_URL";
+pub const STORY_API_KEY: &str = "STORY_API_KEY";
+pub const STORY_API_KEY_ARN: &str = "STORY_API_KEY_ARN";
+pub const STORY_API_KEY_PARAM: &str = "STORY_API_KEY_PARAM";
+pub const STORY_MIN_NEW_ENTRIES: &str = "STORY_MIN_NEW_ENTRIES";
 /// A GitHub App's id, and its private key (PEM), for the app's own webhook deliveries.
 pub const GITHUB_APP_ID: &str = "GITHUB_APP_ID";
 pub const GITHUB_APP_PRIVATE_KEY: &str = "GITHUB_APP_PRIVATE_KEY";
@@ -306,6 +315,72 @@ pub struct BuilderConfig {
     /// The modules config (for what each module covers, in its page's header).
     pub modules_file: Option<String>,
     pub modules_param: Option<String>,
+    /// The optional LLM-written story of each module (`None`: the deterministic one only).
+    pub story: Option<StoryConfig>,
+}
+
+/// Who writes the optional "story so far" of a module page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoryProvider {
+    /// Amazon Bedrock's Converse API, with the function's role.
+    Bedrock,
+    /// Anthropic's Messages API at `url` with `key`.
+    Anthropic { url: String, key: SecretSource },
+    /// An OpenAI-compatible `chat/completions` endpoint (key optional).
+    OpenAi { url: String, key: SecretSource },
+}
+
+/// Settings of the optional LLM story.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoryConfig {
+    pub provider: StoryProvider,
+    pub model: String,
+    /// New entries that make a stored story stale (besides a week's age).
+    pub min_new_entries: u64,
+}
+
+impl StoryConfig {
+    /// `STORY_PROVIDER` (`bedrock`, `anthropic`, `openai`; unset or empty: no story),
+    /// `STORY_MODEL`, `STORY_API_URL`, `STORY_API_KEY` (or `…_ARN`, `…_PARAM`),
+    /// `STORY_MIN_NEW_ENTRIES` (default 20).
+    pub fn from_lookup(get: &impl Fn(&str) -> Option<String>) -> Result<Option<Self>, ConfigError> {
+        let non_empty = |k: &str| get(k).filter(|v| !v.trim().is_empty());
+        let Some(provider) = non_empty(STORY_PROVIDER) else {
+            return Ok(None);
+        };
+        let model = non_empty(STORY_MODEL).ok_or(ConfigError::Missing(STORY_MODEL))?;
+        let key = || {
+            SecretSource::from_vars(
+                get(STORY_API_KEY),
+                get(STORY_API_KEY_ARN),
+                get(STORY_API_KEY_PARAM),
+            )
+        };
+        let provider = match provider.trim() {
+            "bedrock" => StoryProvider::Bedrock,
+            "anthropic" => StoryProvider::Anthropic {
+                url: non_empty(STORY_API_URL)
+                    .unwrap_or_else(|| crate::summary::DEFAULT_API_URL.to_string()),
+                key: key(),
+            },
+            "openai" => StoryProvider::OpenAi {
+                url: non_empty(STORY_API_URL).ok_or(ConfigError::Missing(STORY_API_URL))?,
+                key: key(),
+            },
+            other => {
+                return Err(invalid(
+                    STORY_PROVIDER,
+                    other.to_string(),
+                    "bedrock, anthropic or openai",
+                ))
+            }
+        };
+        Ok(Some(StoryConfig {
+            provider,
+            model,
+            min_new_entries: parse_or(get, STORY_MIN_NEW_ENTRIES, 20, "a number of entries")?,
+        }))
+    }
 }
 
 /// Settings of the Notion publisher.
@@ -413,6 +488,7 @@ impl BuilderConfig {
             ),
             modules_file: non_empty(crate::tagging::MODULES_CONFIG_FILE),
             modules_param: non_empty(crate::tagging::MODULES_CONFIG_PARAM),
+            story: StoryConfig::from_lookup(get)?,
             output_s3: match non_empty(OUTPUT_S3_URI) {
                 None => None,
                 Some(uri) => Some(

@@ -269,6 +269,9 @@ pub struct PageItem {
     /// Builds that failed in a row.
     #[serde(default)]
     pub failed_builds: u64,
+    /// The LLM-written story of the module, when one is configured and was grounded.
+    #[serde(default)]
+    pub story: Option<crate::story::StoredStory>,
 }
 
 /// One year of a module's entries, as the builder last read it.

@@ -32,6 +32,7 @@ pub mod secret;
 pub mod signature;
 pub mod status;
 pub mod store;
+pub mod story;
 pub mod summarize;
 pub mod summary;
 pub mod sweeper;

@@ -16,10 +16,12 @@ use shared::store::{Item, PrStore};
 use shared::webhook::{Verifier, WebhookHandler, WebhookRequest};
 
 pub mod audit_proxy;
+pub mod converse_stub;
 pub mod dynamo_proxy;
 pub mod github_stub;
 pub mod messages_stub;
 pub mod notion_stub;
+pub mod openai_stub;
 pub mod relay;
 pub use infra::samples;
 

@@ -114,6 +114,8 @@ pub struct PageBuilder {
     meter: Meter,
     /// Repository contexts: a package module's directory and description.
     contexts: Arc<crate::store::ContextCache>,
+    /// The optional LLM story: its writer and the new entries that make a stored one stale.
+    story: Option<(Arc<crate::story::StoryWriter>, u64)>,
 }
 
 impl PageBuilder {
@@ -136,7 +138,15 @@ impl PageBuilder {
             concurrency: 2,
             deadline_margin: DEADLINE_MARGIN,
             meter,
+            story: None,
         }
+    }
+
+    /// Module pages get an LLM-written story (grounded, stored, written again after
+    /// `min_new_entries` new entries or a week).
+    pub fn with_story(mut self, writer: crate::story::StoryWriter, min_new_entries: u64) -> Self {
+        self.story = Some((Arc::new(writer), min_new_entries));
+        self
     }
 
     /// No build starts later than this before the deadline (default 10 s).
@@ -200,14 +210,34 @@ impl PageBuilder {
             }
         };
         tracing::info!(publisher = publisher.name(), "page builder publisher");
-        Ok(Self::new(
+        let builder = Self::new(
             EntryStore::new(dynamo, config.entries_table.clone()),
             pages,
             publisher,
             modules,
             config.rebuild_interval,
         )
-        .with_concurrency(config.concurrency))
+        .with_concurrency(config.concurrency);
+        let Some(story) = &config.story else {
+            return Ok(builder);
+        };
+        use crate::config::StoryProvider;
+        let writer = match &story.provider {
+            StoryProvider::Bedrock => crate::story::StoryWriter::bedrock(sdk, &story.model),
+            StoryProvider::Anthropic { url, key } => {
+                let key = key.resolve(sdk).await?.ok_or_else(|| {
+                    crate::secret::SecretError::EmptyParameter {
+                        name: crate::config::STORY_API_KEY.into(),
+                    }
+                })?;
+                crate::story::StoryWriter::anthropic(url, key, &story.model)
+            }
+            StoryProvider::OpenAi { url, key } => {
+                crate::story::StoryWriter::openai(url, key.resolve(sdk).await?, &story.model)
+            }
+        };
+        tracing::info!(model = %writer.model(), "module stories written by an LLM");
+        Ok(builder.with_story(writer, story.min_new_entries))
     }
 
     pub fn meter(&self) -> &Meter {
@@ -605,6 +635,30 @@ impl PageBuilder {
                 &super::overview::start_files(&facts.years, OffsetDateTime::now_utc()),
             );
         }
+        // The LLM's story, grounded, or the stored one while it is current; never fatal.
+        let story = match &self.story {
+            Some((writer, min_new)) => {
+                let prompt = crate::story::prompt(
+                    repo,
+                    module,
+                    facts.description.as_ref().map(|d| d.text.as_str()),
+                    &facts.years,
+                    main,
+                );
+                crate::story::story_for(
+                    writer,
+                    item.story.as_ref(),
+                    &prompt,
+                    facts.entry_count,
+                    *min_new,
+                    OffsetDateTime::now_utc(),
+                    deadline,
+                )
+                .await
+            }
+            None => None,
+        };
+        facts.story = story.as_ref().map(|s| s.text.clone());
         let mut all_docs = vec![content::module_page(&facts, main)];
         all_docs.extend(docs);
         // The index lists this module (and, in Notion, holds its page): its item must exist.
@@ -630,6 +684,7 @@ impl PageBuilder {
                 first_merged_at: facts.first_merged_at,
                 latest_merged_at: facts.latest_merged_at,
                 recent_authors: facts.recent_authors,
+                story,
             },
             published,
         ))

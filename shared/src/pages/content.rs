@@ -51,6 +51,8 @@ pub struct ModuleFacts {
     pub gone: Option<String>,
     /// Its CODEOWNERS owners: those of its start-here files, as written (`@org/team`).
     pub owners: Vec<String>,
+    /// The LLM-written story (grounded), shown above the years' lines.
+    pub story: Option<String>,
 }
 
 /// What a repository's context says of one module: its description (the README's lead of
@@ -137,6 +139,7 @@ pub fn module_page(facts: &ModuleFacts, entries: &[ModuleEntry]) -> Document {
             recent: entries,
             now,
             description: facts.description.as_ref(),
+            story: facts.story.as_deref(),
             gone: facts.gone.as_deref(),
             owners: &facts.owners,
         }));

@@ -250,6 +250,12 @@ fn milestones(entries: &[ModuleEntry]) -> Vec<Milestone> {
     out
 }
 
+/// `#123` in a story's text.
+fn pr_refs() -> &'static regex::Regex {
+    static PR: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    PR.get_or_init(|| regex::Regex::new(r"#(\d+)\b").expect("a valid pattern"))
+}
+
 /// What the overview is made from.
 pub struct OverviewInput<'a> {
     pub repo: &'a str,
@@ -262,6 +268,8 @@ pub struct OverviewInput<'a> {
     pub now: OffsetDateTime,
     /// The module's own description (its README's lead or its manifest's), when it has one.
     pub description: Option<&'a super::content::Description>,
+    /// The LLM-written story (grounded), when one is configured.
+    pub story: Option<&'a str>,
     /// The directory it stands for, when that no longer exists on the default branch.
     pub gone: Option<&'a str>,
     /// Its CODEOWNERS owners (of its start-here files).
@@ -494,9 +502,25 @@ pub fn overview(input: &OverviewInput) -> Vec<Block> {
         ]));
     }
 
-    // The story so far.
+    // The story so far: the LLM's paragraphs (grounded: every #N is one of the module's PRs,
+    // linked here), then a line per year.
     if !years.is_empty() {
         blocks.push(Block::Paragraph(vec![Span::bold("The story so far:")]));
+        for paragraph in input
+            .story
+            .unwrap_or_default()
+            .split("\n\n")
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+        {
+            let linked = match &input.repo_url {
+                Some(base) => pr_refs().replace_all(paragraph, |c: &regex::Captures| {
+                    format!("[#{n}]({base}/pull/{n})", n = &c[1])
+                }),
+                None => std::borrow::Cow::Borrowed(paragraph),
+            };
+            blocks.push(Block::Paragraph(super::blocks::inline_spans(&linked)));
+        }
         for (year, stats) in years {
             blocks.push(Block::Bullet(story_line(year, stats, created)));
         }

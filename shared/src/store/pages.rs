@@ -39,6 +39,7 @@ pub mod page_attr {
     pub const FIRST_MERGED_AT: &str = "firstMergedAt";
     pub const LATEST_MERGED_AT: &str = "latestMergedAt";
     pub const RECENT_AUTHORS: &str = "recentAuthors";
+    pub const STORY: &str = "story";
     pub const NOTION: &str = "notion";
 
     pub const LAST_ERROR: &str = "lastError";
@@ -93,6 +94,8 @@ pub struct BuildResult {
     pub first_merged_at: Option<String>,
     pub latest_merged_at: Option<String>,
     pub recent_authors: Vec<AuthorCount>,
+    /// The module's LLM-written story, when one is configured (`None`: left as it is).
+    pub story: Option<crate::story::StoredStory>,
 }
 
 /// How a build ended on the page item.
@@ -343,6 +346,12 @@ impl PageStore {
                 serde_dynamo::to_attribute_value(&result.recent_authors)
                     .map_err(|e| self.bad(e))?,
             );
+            if let Some(story) = &result.story {
+                u.set(
+                    a::STORY,
+                    serde_dynamo::to_attribute_value(story).map_err(|e| self.bad(e))?,
+                );
+            }
             for (name, value) in [
                 (a::MAIN_CUTOFF, &result.main_cutoff),
                 (a::FIRST_MERGED_AT, &result.first_merged_at),

@@ -1,0 +1,523 @@
+//! The optional LLM-written "story so far" of a module (off unless a provider is configured):
+//! two or three paragraphs from the module's facts and its most significant PRs, citing PR
+//! numbers. Written by the page builder (never on the webhook path), with timeouts cut to the
+//! invocation's deadline.
+//!
+//! **Grounded or dropped.** Every PR number the text cites must be one the prompt gave, every
+//! person it names (`@login`) one of the module's authors; otherwise the page keeps its
+//! deterministic story and the rejection is logged with its reason. A story is stored on the page
+//! item with a hash of its input, and written again only when the module has gained enough new
+//! entries or after a week (with a changed input).
+//!
+//! Providers: Amazon Bedrock's Converse API (the function's IAM role; no secret), Anthropic's
+//! Messages API, or an OpenAI-compatible `chat/completions` endpoint (Ollama, vLLM).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use sha2::Digest;
+use time::OffsetDateTime;
+
+use crate::domain::{parse_rfc3339, rfc3339_millis, ModuleEntry, YearStats};
+use crate::secret::Secret;
+
+/// The prompt's budget in characters (about four per token: some 6,000 tokens).
+pub const PROMPT_BUDGET_CHARS: usize = 24_000;
+/// A story longer than this is not a story of two or three paragraphs.
+pub const MAX_STORY_CHARS: usize = 4_000;
+const MAX_TOKENS: i32 = 800;
+/// Time kept back from the deadline for the rest of the build.
+const DEADLINE_MARGIN: Duration = Duration::from_secs(15);
+/// A story older than this is written again (when its input changed).
+pub const MAX_AGE: time::Duration = time::Duration::days(7);
+
+/// A story as stored on the page item.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredStory {
+    pub text: String,
+    /// SHA-256 of the prompt it was written from (hex).
+    pub input_hash: String,
+    /// The module's entries when it was written.
+    pub entry_count: u64,
+    pub generated_at: String,
+    pub model: String,
+}
+
+/// What the model is asked, and what its answer may cite.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoryPrompt {
+    pub system: String,
+    pub user: String,
+    /// PR numbers the prompt names: the only ones the story may cite.
+    pub prs: BTreeSet<u64>,
+    /// Authors (lowercased logins): the only people the story may name.
+    pub people: BTreeSet<String>,
+    pub hash: String,
+}
+
+const SYSTEM: &str = "You write the \"story so far\" of one module of a software repository for a \
+newcomer: two or three short paragraphs of plain prose (no headings, no lists) saying what the \
+module is for, how it came to be what it is, and what changed recently. Use only the facts given. \
+Cite pull requests as #NUMBER, only numbers that appear in the facts. Name people only as @login, \
+only logins that appear in the facts. Do not invent versions, dates or numbers.";
+
+/// The prompt for a module: its description, each year's figures and milestones, then its most
+/// significant pull requests (milestones and the largest recent ones first) with their summaries,
+/// as many as fit [`PROMPT_BUDGET_CHARS`].
+pub fn prompt(
+    repo: &str,
+    module: &str,
+    description: Option<&str>,
+    years: &BTreeMap<String, YearStats>,
+    recent: &[ModuleEntry],
+) -> StoryPrompt {
+    let mut prs = BTreeSet::new();
+    let mut people = BTreeSet::new();
+    let mut user = format!("Repository: {repo}\nModule: {module}\n");
+    if let Some(d) = description {
+        user.push_str(&format!("What it says it is: {}\n", one_line(d, 600)));
+    }
+    user.push_str("\nYears:\n");
+    for (year, stats) in years {
+        let kinds: Vec<String> = stats
+            .digest
+            .kinds
+            .iter()
+            .filter(|(_, n)| **n > 0)
+            .map(|(k, n)| format!("{n} {k}"))
+            .collect();
+        let authors: Vec<String> = stats
+            .digest
+            .authors
+            .iter()
+            .filter(|a| !crate::kind::is_bot(&a.login))
+            .take(5)
+            .map(|a| format!("@{}", a.login))
+            .collect();
+        for a in stats.digest.authors.iter().take(5) {
+            people.insert(a.login.to_ascii_lowercase());
+        }
+        user.push_str(&format!(
+            "- {year}: {} pull requests ({}); most active: {}\n",
+            stats.count,
+            kinds.join(", "),
+            authors.join(", ")
+        ));
+        for m in &stats.digest.milestones {
+            prs.insert(m.number);
+            user.push_str(&format!(
+                "  - {} #{}: {}\n",
+                m.what,
+                m.number,
+                one_line(&m.title, 200)
+            ));
+        }
+    }
+    user.push_str("\nSignificant pull requests (newest first):\n");
+    let milestone_numbers: BTreeSet<u64> = prs.clone();
+    let mut ranked: Vec<&ModuleEntry> = recent
+        .iter()
+        .filter(|e| !crate::kind::is_folded(e.kind.as_deref()))
+        .collect();
+    ranked.sort_by_key(|e| {
+        (
+            std::cmp::Reverse(milestone_numbers.contains(&e.number)),
+            std::cmp::Reverse(e.additions + e.deletions),
+            std::cmp::Reverse(e.number),
+        )
+    });
+    for e in ranked {
+        let line = format!(
+            "- #{} ({}, @{}{}): {} — {}\n",
+            e.number,
+            e.merged_at.get(..10).unwrap_or(&e.merged_at),
+            e.author,
+            e.kind
+                .as_deref()
+                .map(|k| format!(", {k}"))
+                .unwrap_or_default(),
+            one_line(&e.title, 200),
+            one_line(&e.summary, 600)
+        );
+        if user.len() + line.len() > PROMPT_BUDGET_CHARS {
+            break;
+        }
+        user.push_str(&line);
+        prs.insert(e.number);
+        if !crate::kind::is_bot(&e.author) {
+            people.insert(e.author.to_ascii_lowercase());
+        }
+    }
+    let mut digest = sha2::Sha256::new();
+    digest.update(SYSTEM.as_bytes());
+    digest.update([0]);
+    digest.update(user.as_bytes());
+    StoryPrompt {
+        system: SYSTEM.to_string(),
+        user,
+        prs,
+        people,
+        hash: hex::encode(digest.finalize()),
+    }
+}
+
+fn one_line(text: &str, max: usize) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    crate::summary::cap(&flat, max)
+}
+
+/// Why a written story was not used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Rejection {
+    #[error("it is empty")]
+    Empty,
+    #[error("it is {0} characters long (at most {MAX_STORY_CHARS})")]
+    TooLong(usize),
+    #[error("it cites no pull request")]
+    NoCitation,
+    #[error("it cites #{0}, which is not one of the module's pull requests it was given")]
+    UnknownPr(u64),
+    #[error("it names @{0}, who is not one of the module's authors")]
+    UnknownPerson(String),
+}
+
+/// The story if every PR number it cites and every `@login` it names is in the prompt.
+pub fn ground(text: &str, prompt: &StoryPrompt) -> Result<String, Rejection> {
+    static PR: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    static PERSON: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let pr = PR.get_or_init(|| regex::Regex::new(r"#(\d+)\b").expect("a valid pattern"));
+    let person = PERSON.get_or_init(|| {
+        regex::Regex::new(r"(?:^|[^\w@/.])@([A-Za-z0-9][A-Za-z0-9-]{0,38}(?:\[bot\])?)")
+            .expect("a valid pattern")
+    });
+    let text = text.trim();
+    if text.is_empty() {
+        return Err(Rejection::Empty);
+    }
+    if text.chars().count() > MAX_STORY_CHARS {
+        return Err(Rejection::TooLong(text.chars().count()));
+    }
+    let mut cited = 0;
+    for c in pr.captures_iter(text) {
+        let n: u64 = c[1].parse().unwrap_or(0);
+        if !prompt.prs.contains(&n) {
+            return Err(Rejection::UnknownPr(n));
+        }
+        cited += 1;
+    }
+    if cited == 0 {
+        return Err(Rejection::NoCitation);
+    }
+    for c in person.captures_iter(text) {
+        let login = c[1].to_string();
+        if !prompt.people.contains(&login.to_ascii_lowercase()) {
+            return Err(Rejection::UnknownPerson(login));
+        }
+    }
+    Ok(text.to_string())
+}
+
+/// Whether a stored story is still good for this input: the same input, or too few new entries
+/// since it was written and younger than [`MAX_AGE`].
+pub fn is_current(
+    stored: &StoredStory,
+    prompt: &StoryPrompt,
+    entry_count: u64,
+    min_new_entries: u64,
+    now: OffsetDateTime,
+) -> bool {
+    if stored.input_hash == prompt.hash {
+        return true;
+    }
+    let young = parse_rfc3339(&stored.generated_at).is_some_and(|t| now - t < MAX_AGE);
+    young && entry_count < stored.entry_count + min_new_entries
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoryError {
+    #[error("{provider} throttled the request: {message}")]
+    Throttled {
+        provider: &'static str,
+        message: String,
+    },
+    #[error("{provider} did not answer within {0:?}", .timeout)]
+    Timeout {
+        provider: &'static str,
+        timeout: Duration,
+    },
+    #[error("no time left before the deadline for the story")]
+    NoTime,
+    #[error("{provider} failed: {message}")]
+    Failed {
+        provider: &'static str,
+        message: String,
+    },
+}
+
+/// Who writes the story.
+pub enum StoryWriter {
+    /// Amazon Bedrock's Converse API, authorised by the function's role.
+    Bedrock {
+        client: aws_sdk_bedrockruntime::Client,
+        model_id: String,
+    },
+    /// Anthropic's Messages API (`{url}/v1/messages`).
+    Anthropic {
+        http: reqwest::Client,
+        url: String,
+        key: Secret,
+        model: String,
+    },
+    /// An OpenAI-compatible endpoint (`{url}/v1/chat/completions`), key optional.
+    OpenAi {
+        http: reqwest::Client,
+        url: String,
+        key: Option<Secret>,
+        model: String,
+    },
+}
+
+impl StoryWriter {
+    pub fn bedrock(sdk: &aws_config::SdkConfig, model_id: &str) -> Self {
+        StoryWriter::Bedrock {
+            client: aws_sdk_bedrockruntime::Client::new(sdk),
+            model_id: model_id.to_string(),
+        }
+    }
+
+    pub fn anthropic(url: &str, key: Secret, model: &str) -> Self {
+        StoryWriter::Anthropic {
+            http: reqwest::Client::new(),
+            url: url.trim_end_matches('/').to_string(),
+            key,
+            model: model.to_string(),
+        }
+    }
+
+    pub fn openai(url: &str, key: Option<Secret>, model: &str) -> Self {
+        StoryWriter::OpenAi {
+            http: reqwest::Client::new(),
+            url: url.trim_end_matches('/').to_string(),
+            key,
+            model: model.to_string(),
+        }
+    }
+
+    /// `provider/model`, as stored with the story.
+    pub fn model(&self) -> String {
+        match self {
+            StoryWriter::Bedrock { model_id, .. } => format!("bedrock/{model_id}"),
+            StoryWriter::Anthropic { model, .. } => format!("anthropic/{model}"),
+            StoryWriter::OpenAi { model, .. } => format!("openai/{model}"),
+        }
+    }
+
+    fn provider(&self) -> &'static str {
+        match self {
+            StoryWriter::Bedrock { .. } => "Bedrock",
+            StoryWriter::Anthropic { .. } => "the Anthropic API",
+            StoryWriter::OpenAi { .. } => "the OpenAI-compatible endpoint",
+        }
+    }
+
+    /// The model's text for `prompt`, within the time left before `deadline` (less a margin for
+    /// the rest of the build). Not grounded yet: see [`ground`].
+    pub async fn write(
+        &self,
+        prompt: &StoryPrompt,
+        deadline: Instant,
+    ) -> Result<String, StoryError> {
+        let provider = self.provider();
+        let timeout = deadline
+            .saturating_duration_since(Instant::now())
+            .saturating_sub(DEADLINE_MARGIN)
+            .min(Duration::from_secs(60));
+        if timeout < Duration::from_secs(1) {
+            return Err(StoryError::NoTime);
+        }
+        match tokio::time::timeout(timeout, self.ask(prompt, timeout)).await {
+            Ok(answer) => answer,
+            Err(_) => Err(StoryError::Timeout { provider, timeout }),
+        }
+    }
+
+    async fn ask(&self, prompt: &StoryPrompt, timeout: Duration) -> Result<String, StoryError> {
+        let provider = self.provider();
+        let failed = |message: String| StoryError::Failed { provider, message };
+        match self {
+            StoryWriter::Bedrock { client, model_id } => {
+                use aws_sdk_bedrockruntime::types::{
+                    ContentBlock, ConversationRole, InferenceConfiguration, Message,
+                    SystemContentBlock,
+                };
+                let message = Message::builder()
+                    .role(ConversationRole::User)
+                    .content(ContentBlock::Text(prompt.user.clone()))
+                    .build()
+                    .map_err(|e| failed(e.to_string()))?;
+                let answer = client
+                    .converse()
+                    .model_id(model_id)
+                    .system(SystemContentBlock::Text(prompt.system.clone()))
+                    .messages(message)
+                    .inference_config(
+                        InferenceConfiguration::builder()
+                            .max_tokens(MAX_TOKENS)
+                            .temperature(0.2)
+                            .build(),
+                    )
+                    .send()
+                    .await;
+                let output = match answer {
+                    Ok(o) => o,
+                    Err(e) => {
+                        let code = e
+                            .as_service_error()
+                            .and_then(aws_sdk_bedrockruntime::error::ProvideErrorMetadata::code)
+                            .unwrap_or_default()
+                            .to_string();
+                        let message = crate::aws::error_message(&e);
+                        return Err(if code == "ThrottlingException" {
+                            StoryError::Throttled { provider, message }
+                        } else {
+                            failed(message)
+                        });
+                    }
+                };
+                let text: Vec<String> = match output.output {
+                    Some(aws_sdk_bedrockruntime::types::ConverseOutput::Message(m)) => m
+                        .content
+                        .into_iter()
+                        .filter_map(|c| match c {
+                            ContentBlock::Text(t) => Some(t),
+                            _ => None,
+                        })
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                Ok(text.join("\n"))
+            }
+            StoryWriter::Anthropic {
+                http,
+                url,
+                key,
+                model,
+            } => {
+                let body = serde_json::json!({
+                    "model": model,
+                    "max_tokens": MAX_TOKENS,
+                    "system": prompt.system,
+                    "messages": [{"role": "user", "content": prompt.user}],
+                });
+                let answer = post_json(
+                    http.post(format!("{url}/v1/messages"))
+                        .header("x-api-key", key.expose())
+                        .header("anthropic-version", crate::summary::ANTHROPIC_VERSION),
+                    &body,
+                    timeout,
+                    provider,
+                )
+                .await?;
+                Ok(answer["content"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|c| c["text"].as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n"))
+            }
+            StoryWriter::OpenAi {
+                http,
+                url,
+                key,
+                model,
+            } => {
+                let body = serde_json::json!({
+                    "model": model,
+                    "max_tokens": MAX_TOKENS,
+                    "temperature": 0.2,
+                    "messages": [
+                        {"role": "system", "content": prompt.system},
+                        {"role": "user", "content": prompt.user},
+                    ],
+                });
+                let mut request = http.post(format!("{url}/v1/chat/completions"));
+                if let Some(key) = key {
+                    request = request.bearer_auth(key.expose());
+                }
+                let answer = post_json(request, &body, timeout, provider).await?;
+                Ok(answer["choices"][0]["message"]["content"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string())
+            }
+        }
+    }
+}
+
+async fn post_json(
+    request: reqwest::RequestBuilder,
+    body: &serde_json::Value,
+    timeout: Duration,
+    provider: &'static str,
+) -> Result<serde_json::Value, StoryError> {
+    let failed = |message: String| StoryError::Failed { provider, message };
+    let response = request
+        .json(body)
+        .timeout(timeout)
+        .send()
+        .await
+        .map_err(|e| failed(crate::error::error_chain(&e)))?;
+    let status = response.status();
+    let answer: serde_json::Value = response.json().await.unwrap_or_default();
+    if status.as_u16() == 429 || status.as_u16() == 529 {
+        return Err(StoryError::Throttled {
+            provider,
+            message: format!("{status}"),
+        });
+    }
+    if !status.is_success() {
+        return Err(failed(format!("{status}: {answer}")));
+    }
+    Ok(answer)
+}
+
+/// The story for a page build: the stored one while it is current, else a new one when the
+/// writer answers with a grounded text, else none (the deterministic story stands). Failures and
+/// rejections are logged, never fatal.
+pub async fn story_for(
+    writer: &StoryWriter,
+    stored: Option<&StoredStory>,
+    prompt: &StoryPrompt,
+    entry_count: u64,
+    min_new_entries: u64,
+    now: OffsetDateTime,
+    deadline: Instant,
+) -> Option<StoredStory> {
+    if let Some(stored) =
+        stored.filter(|s| is_current(s, prompt, entry_count, min_new_entries, now))
+    {
+        return Some(stored.clone());
+    }
+    match writer.write(prompt, deadline).await {
+        Ok(text) => match ground(&text, prompt) {
+            Ok(text) => Some(StoredStory {
+                text,
+                input_hash: prompt.hash.clone(),
+                entry_count,
+                generated_at: rfc3339_millis(now),
+                model: writer.model(),
+            }),
+            Err(rejection) => {
+                tracing::warn!(model = %writer.model(), %rejection, "the written story was rejected; the page keeps its deterministic story");
+                stored.cloned()
+            }
+        },
+        Err(e) => {
+            tracing::warn!(model = %writer.model(), error = %e, "no story written; the page keeps its deterministic story");
+            stored.cloned()
+        }
+    }
+}

@@ -1,0 +1,327 @@
+//! The optional LLM story of a module: asked of a strict local Bedrock Converse stand-in with
+//! the real AWS SDK (SigV4-signed, the model id in the path, the request's shape checked), the
+//! Anthropic Messages stand-in, and an OpenAI-compatible one; grounded (a PR number or a person
+//! the facts do not hold rejects it); throttling and timeouts fall back to the deterministic
+//! story; a stored story is kept while its input is unchanged or young.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use shared::domain::{ModuleEntry, YearStats};
+use shared::story::{ground, is_current, prompt, story_for, Rejection, StoredStory, StoryWriter};
+use support::converse_stub::{ConverseReply, ConverseStub};
+
+const MODEL: &str = "anthropic.claude-3-5-haiku-20241022-v1:0";
+
+fn entry(number: u64, merged_at: &str, author: &str, title: &str) -> ModuleEntry {
+    ModuleEntry {
+        repo: "acme/widgets".into(),
+        module: "api".into(),
+        number,
+        title: title.into(),
+        url: format!("https://github.com/acme/widgets/pull/{number}"),
+        author: author.into(),
+        merged_at: merged_at.into(),
+        kind: Some("feat".into()),
+        breaking: false,
+        labels: vec![],
+        summary: format!("What #{number} did, in a sentence."),
+        linked_issues: vec![],
+        additions: 10 * number,
+        deletions: number,
+        files: vec![],
+        files_here: 1,
+        elsewhere: vec![],
+        files_elsewhere: 0,
+    }
+}
+
+fn facts() -> (BTreeMap<String, YearStats>, Vec<ModuleEntry>) {
+    let entries = vec![
+        entry(
+            3,
+            "2024-05-01T00:00:00Z",
+            "carol",
+            "Add paging to the list endpoint",
+        ),
+        entry(2, "2024-03-01T00:00:00Z", "bob", "Validate request bodies"),
+        entry(1, "2024-01-10T00:00:00Z", "alice", "Create the api module"),
+    ];
+    let years = BTreeMap::from([(
+        "2024".to_string(),
+        YearStats {
+            count: 3,
+            first: entries[2].merged_at.clone(),
+            last: entries[0].merged_at.clone(),
+            digest: shared::pages::overview::digest(&entries),
+            ..Default::default()
+        },
+    )]);
+    (years, entries)
+}
+
+fn the_prompt() -> shared::story::StoryPrompt {
+    let (years, entries) = facts();
+    prompt(
+        "acme/widgets",
+        "api",
+        Some("The public HTTP API."),
+        &years,
+        &entries,
+    )
+}
+
+const GOOD: &str = "The api module was created by @alice in #1 and has grown into the public \
+HTTP API.\n\n@bob added request validation (#2), and @carol paging (#3).";
+
+async fn bedrock(stub: &ConverseStub) -> StoryWriter {
+    let sdk = support::sdk().await;
+    StoryWriter::Bedrock {
+        client: stub.client(&sdk),
+        model_id: MODEL.into(),
+    }
+}
+
+fn soon(secs: u64) -> Instant {
+    Instant::now() + Duration::from_secs(secs)
+}
+
+#[tokio::test]
+async fn bedrock_converse_is_asked_signed_and_its_grounded_story_kept() {
+    let stub = ConverseStub::start(MODEL).await;
+    stub.script([ConverseReply::Text(GOOD.into())]);
+    let writer = bedrock(&stub).await;
+    let p = the_prompt();
+    let now = time::OffsetDateTime::now_utc();
+    let story = story_for(&writer, None, &p, 3, 20, now, soon(120))
+        .await
+        .expect("a grounded story");
+    assert_eq!(story.text, GOOD);
+    assert_eq!(story.model, format!("bedrock/{MODEL}"));
+    assert_eq!(story.input_hash, p.hash);
+    assert_eq!(story.entry_count, 3);
+    // The request the stand-in accepted: signed (else 403), this model, this shape.
+    let requests = stub.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].status, 200);
+    assert_eq!(requests[0].model_id, MODEL);
+    let body = &requests[0].body;
+    assert!(body["system"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("Cite pull requests as #NUMBER"));
+    let user = body["messages"][0]["content"][0]["text"].as_str().unwrap();
+    assert!(user.contains("Module: api") && user.contains("#2 (2024-03-01, @bob, feat)"));
+    assert_eq!(body["inferenceConfig"]["maxTokens"], 800);
+
+    // Asked again with the same input: the stored story is kept, nothing is asked.
+    let again = story_for(&writer, Some(&story), &p, 3, 20, now, soon(120)).await;
+    assert_eq!(again.as_ref(), Some(&story));
+    assert_eq!(stub.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn a_hallucinated_pr_number_or_person_is_rejected() {
+    let p = the_prompt();
+    assert_eq!(ground(GOOD, &p), Ok(GOOD.to_string()));
+    assert_eq!(
+        ground("It began in #1 and was rewritten in #999.", &p),
+        Err(Rejection::UnknownPr(999))
+    );
+    assert_eq!(
+        ground("@mallory rewrote it in #2.", &p),
+        Err(Rejection::UnknownPerson("mallory".into()))
+    );
+    assert_eq!(ground("A module.", &p), Err(Rejection::NoCitation));
+    assert_eq!(ground("  ", &p), Err(Rejection::Empty));
+    // An e-mail address is not a person named.
+    assert!(ground("Mail api@acme.dev about #3.", &p).is_ok());
+
+    // Through Bedrock: the rejected story is not used; the page keeps its deterministic one.
+    let stub = ConverseStub::start(MODEL).await;
+    stub.script([ConverseReply::Text(
+        "The api module dates from #1; #4242 rewrote it.".into(),
+    )]);
+    let writer = bedrock(&stub).await;
+    let none = story_for(
+        &writer,
+        None,
+        &p,
+        3,
+        20,
+        time::OffsetDateTime::now_utc(),
+        soon(120),
+    )
+    .await;
+    assert_eq!(none, None);
+    assert_eq!(stub.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn throttling_timeouts_and_a_wrong_model_fall_back() {
+    let p = the_prompt();
+    let now = time::OffsetDateTime::now_utc();
+    // Throttled on every attempt the SDK makes.
+    let stub = ConverseStub::start(MODEL).await;
+    stub.script((0..6).map(|_| ConverseReply::Throttle));
+    let writer = bedrock(&stub).await;
+    let err = writer.write(&p, soon(120)).await.unwrap_err();
+    assert!(
+        matches!(err, shared::story::StoryError::Throttled { .. }),
+        "{err}"
+    );
+    assert!(stub.requests().iter().all(|r| r.status == 429));
+    assert_eq!(
+        story_for(&writer, None, &p, 3, 20, now, soon(120)).await,
+        None
+    );
+
+    // Slower than the time left before the deadline (less the build's margin): cut.
+    let slow = ConverseStub::start(MODEL).await;
+    slow.script([ConverseReply::Slow(Duration::from_secs(10), GOOD.into())]);
+    let writer = bedrock(&slow).await;
+    let started = Instant::now();
+    let err = writer.write(&p, soon(17)).await.unwrap_err();
+    assert!(
+        matches!(err, shared::story::StoryError::Timeout { .. }),
+        "{err}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    // With no time left it does not ask.
+    assert!(matches!(
+        writer.write(&p, soon(5)).await,
+        Err(shared::story::StoryError::NoTime)
+    ));
+
+    // A stored story stays when a new one cannot be written.
+    let old = StoredStory {
+        text: GOOD.into(),
+        input_hash: "an older input".into(),
+        entry_count: 1,
+        generated_at: "2024-01-01T00:00:00.000Z".into(),
+        model: format!("bedrock/{MODEL}"),
+    };
+    let kept = story_for(&writer, Some(&old), &p, 3, 20, now, soon(5)).await;
+    assert_eq!(kept, Some(old));
+
+    // The model id is the template's: another is refused by Bedrock, and the story falls back.
+    let other = ConverseStub::start("amazon.nova-lite-v1:0").await;
+    let writer = bedrock(&other).await;
+    let err = writer.write(&p, soon(120)).await.unwrap_err();
+    assert!(err.to_string().contains("model identifier"), "{err}");
+}
+
+#[test]
+fn a_stored_story_is_written_again_after_enough_new_entries_or_a_week() {
+    let p = the_prompt();
+    let now = time::OffsetDateTime::now_utc();
+    let stored = |hash: &str, entries: u64, age_days: i64| StoredStory {
+        text: GOOD.into(),
+        input_hash: hash.into(),
+        entry_count: entries,
+        generated_at: shared::domain::rfc3339_millis(now - time::Duration::days(age_days)),
+        model: "m".into(),
+    };
+    // Same input: current, however old.
+    assert!(is_current(&stored(&p.hash, 3, 30), &p, 3, 20, now));
+    // Changed input: current while young and fewer than 20 new entries.
+    assert!(is_current(&stored("old", 3, 1), &p, 22, 20, now));
+    assert!(!is_current(&stored("old", 3, 1), &p, 23, 20, now));
+    assert!(!is_current(&stored("old", 3, 8), &p, 4, 20, now));
+}
+
+#[tokio::test]
+async fn anthropic_and_openai_compatible_writers_are_grounded_the_same_way() {
+    use support::messages_stub::{MessagesStub, Reply};
+    let p = the_prompt();
+    let now = time::OffsetDateTime::now_utc();
+    let messages = MessagesStub::start("sk-ant-story").await;
+    messages.script([Reply::Text(GOOD.into())]);
+    let writer = StoryWriter::anthropic(
+        &messages.url(),
+        shared::secret::Secret::new("sk-ant-story"),
+        "claude-haiku-4-5",
+    );
+    let story = story_for(&writer, None, &p, 3, 20, now, soon(120))
+        .await
+        .expect("a grounded story");
+    assert_eq!(story.model, "anthropic/claude-haiku-4-5");
+    let sent = messages.requests();
+    assert_eq!(sent[0].status, Some(200), "{:?}", sent[0].raw_body);
+
+    // An OpenAI-compatible endpoint (Ollama, vLLM): chat/completions.
+    let openai = support::openai_stub::OpenAiStub::start("llama3.1").await;
+    openai.reply("Since #1 by @alice, the module has grown; #4242 came later.");
+    let writer = StoryWriter::openai(&openai.url(), None, "llama3.1");
+    assert_eq!(
+        story_for(&writer, None, &p, 3, 20, now, soon(120)).await,
+        None
+    );
+    openai.reply(GOOD);
+    let story = story_for(&writer, None, &p, 3, 20, now, soon(120))
+        .await
+        .expect("a grounded story");
+    assert_eq!(story.model, "openai/llama3.1");
+    assert_eq!(openai.requests()[0]["messages"][0]["role"], "system");
+}
+
+/// Through the page builder: the grounded story is on the module page (its PR numbers linked)
+/// and stored on the page item; a rebuild with the same input asks nothing.
+#[tokio::test]
+async fn the_page_builder_shows_the_grounded_story_and_keeps_it() {
+    use std::sync::Arc;
+    let sdk = support::sdk().await;
+    let t = support::fresh_tables(&sdk).await;
+    let (_, entries) = facts();
+    for e in &entries {
+        t.put_entry(e).await;
+    }
+    let stub = ConverseStub::start(MODEL).await;
+    stub.script([ConverseReply::Text(GOOD.into())]);
+    let dir =
+        std::env::temp_dir().join(format!("chronicle-story-{}", uuid::Uuid::new_v4().simple()));
+    let builder = t
+        .builder(
+            Arc::new(shared::publish::MarkdownPublisher::new(dir.clone())),
+            shared::tagging::ModulesConfig::empty(),
+            Duration::ZERO,
+        )
+        .with_story(bedrock(&stub).await, 20);
+    async fn build(b: &shared::pages::build::PageBuilder) {
+        b.tick(
+            time::OffsetDateTime::now_utc(),
+            support::within(60),
+            "story-tick",
+        )
+        .await
+        .unwrap();
+    }
+    for _ in 0..5 {
+        build(&builder).await;
+        if t.pages.stale_pages().await.unwrap().is_empty() {
+            break;
+        }
+    }
+    let page = std::fs::read_to_string(dir.join("acme/widgets/api.md")).unwrap();
+    assert!(
+        page.contains(
+            "The api module was created by @alice in [#1](https://github.com/acme/widgets/pull/1)"
+        ),
+        "{page}"
+    );
+    let item = t.pages.get("acme/widgets", "api").await.unwrap().unwrap();
+    let stored = item.story.expect("the story is stored on the page item");
+    assert_eq!(stored.text, GOOD);
+    assert_eq!(stored.model, format!("bedrock/{MODEL}"));
+
+    // Built again, nothing new: the stored story is used, Bedrock is not asked.
+    t.pages
+        .mark_full_rebuild("acme/widgets", "api", time::OffsetDateTime::now_utc())
+        .await
+        .unwrap();
+    build(&builder).await;
+    assert_eq!(stub.requests().len(), 1);
+    let again = std::fs::read_to_string(dir.join("acme/widgets/api.md")).unwrap();
+    assert_eq!(again, page);
+    let _ = std::fs::remove_dir_all(&dir);
+}

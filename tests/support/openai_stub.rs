@@ -1,0 +1,133 @@
+//! An OpenAI-compatible `chat/completions` stand-in (what Ollama and vLLM serve): POST
+//! `/v1/chat/completions` with a JSON body naming the served model and a non-empty `messages`
+//! list of `{role: system|user|assistant, content: string}`; anything else is refused (404, or
+//! 400 with an OpenAI-style error). Answers the scripted replies in order.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use serde_json::{json, Value};
+use tokio::net::TcpListener;
+
+struct State {
+    model: String,
+    replies: VecDeque<String>,
+    requests: Vec<Value>,
+}
+
+#[derive(Clone)]
+pub struct OpenAiStub {
+    url: String,
+    state: Arc<Mutex<State>>,
+    _server: infra::http_server::Serving,
+}
+
+impl OpenAiStub {
+    pub async fn start(model: &str) -> OpenAiStub {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let state = Arc::new(Mutex::new(State {
+            model: model.to_string(),
+            replies: VecDeque::new(),
+            requests: Vec::new(),
+        }));
+        let shared = state.clone();
+        let server =
+            infra::http_server::Serving::spawn(listener, move |req| handle(shared.clone(), req));
+        OpenAiStub {
+            url,
+            state,
+            _server: server,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        self.url.clone()
+    }
+
+    pub fn reply(&self, text: &str) {
+        self.state
+            .lock()
+            .unwrap()
+            .replies
+            .push_back(text.to_string());
+    }
+
+    pub fn requests(&self) -> Vec<Value> {
+        self.state.lock().unwrap().requests.clone()
+    }
+}
+
+fn answer(status: StatusCode, body: Value) -> Response<Full<Bytes>> {
+    Response::builder()
+        .status(status)
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(body.to_string())))
+        .unwrap()
+}
+
+fn refuse(message: &str) -> Response<Full<Bytes>> {
+    answer(
+        StatusCode::BAD_REQUEST,
+        json!({"error": {"message": message, "type": "invalid_request_error"}}),
+    )
+}
+
+async fn handle(
+    state: Arc<Mutex<State>>,
+    req: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    let (parts, body) = req.into_parts();
+    let body = body
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    if parts.method != http::Method::POST || parts.uri.path() != "/v1/chat/completions" {
+        return Ok(answer(StatusCode::NOT_FOUND, json!({"error": "not found"})));
+    }
+    let Ok(json) = serde_json::from_slice::<Value>(&body) else {
+        return Ok(refuse("the body is not JSON"));
+    };
+    let mut st = state.lock().unwrap();
+    st.requests.push(json.clone());
+    if json["model"].as_str() != Some(st.model.as_str()) {
+        return Ok(answer(
+            StatusCode::NOT_FOUND,
+            json!({"error": {"message": format!("model {} not found", json["model"]), "type": "not_found"}}),
+        ));
+    }
+    let valid = json["messages"].as_array().is_some_and(|m| {
+        !m.is_empty()
+            && m.iter().all(|m| {
+                matches!(m["role"].as_str(), Some("system" | "user" | "assistant"))
+                    && m["content"].as_str().is_some()
+            })
+    });
+    if !valid {
+        return Ok(refuse(
+            "messages must be a non-empty list of {role, content}",
+        ));
+    }
+    let Some(text) = st.replies.pop_front() else {
+        return Ok(answer(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            json!({"error": {"message": "no reply scripted"}}),
+        ));
+    };
+    Ok(answer(
+        StatusCode::OK,
+        json!({
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "model": st.model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 800, "completion_tokens": 150, "total_tokens": 950}
+        }),
+    ))
+}
