@@ -133,6 +133,42 @@ async fn a_hallucinated_pr_number_or_person_is_rejected() {
         Err(Rejection::UnknownPerson("mallory".into()))
     );
     assert_eq!(ground("A module.", &p), Err(Rejection::NoCitation));
+    // Numbers cited in other words are held to the same rule.
+    assert_eq!(
+        ground("It began in #1; PR 77 rewrote it.", &p),
+        Err(Rejection::UnknownPr(77))
+    );
+    assert_eq!(
+        ground("It began in #1; see pull request 78.", &p),
+        Err(Rejection::UnknownPr(78))
+    );
+    // Numbers the facts do not hold, and references hidden from the check, are refused.
+    assert_eq!(
+        ground("It began in #1 and serves 4000 requests a second.", &p),
+        Err(Rejection::UnknownNumber(4000))
+    );
+    assert_eq!(
+        ground("PRs 1, 2 and 999 shaped it (#3).", &p),
+        Err(Rejection::UnknownNumber(999))
+    );
+    assert!(ground("It grew in 2024 with 3 pull requests (#1, #2, #3).", &p).is_ok());
+    // Prose only: links, markup, entities, invisible characters and headings are refused.
+    for bad in [
+        "It began in #1 ([details](https://evil.example)).",
+        "It began in #1. <img src=x>",
+        "## History\n\nIt began in #1.",
+        "It began in #1; &num;4242 rewrote it.",
+        "It began in #1; #\u{200b}4242 rewrote it.",
+        "It began in #1.\n\nOne.\n\nTwo.\n\nThree.\n\nFour.",
+    ] {
+        assert!(
+            matches!(
+                ground(bad, &p),
+                Err(Rejection::Markup(_) | Rejection::TooManyParagraphs(_))
+            ),
+            "{bad}"
+        );
+    }
     assert_eq!(ground("  ", &p), Err(Rejection::Empty));
     // An e-mail address is not a person named.
     assert!(ground("Mail api@acme.dev about #3.", &p).is_ok());
@@ -143,18 +179,22 @@ async fn a_hallucinated_pr_number_or_person_is_rejected() {
         "The api module dates from #1; #4242 rewrote it.".into(),
     )]);
     let writer = bedrock(&stub).await;
-    let none = story_for(
-        &writer,
-        None,
-        &p,
-        3,
-        20,
-        time::OffsetDateTime::now_utc(),
-        soon(120),
-    )
-    .await;
-    assert_eq!(none, None);
+    let now = time::OffsetDateTime::now_utc();
+    let rejected = story_for(&writer, None, &p, 3, 20, now, soon(120))
+        .await
+        .expect("the attempt is kept");
+    // An attempt with no text: the page shows its deterministic story...
+    assert_eq!(rejected.text, "");
+    assert_eq!(rejected.input_hash, p.hash);
+    // ...and the same input is not asked again.
+    let again = story_for(&writer, Some(&rejected), &p, 3, 20, now, soon(120)).await;
+    assert_eq!(again.as_ref(), Some(&rejected));
     assert_eq!(stub.requests().len(), 1);
+
+    // A story cut off at the token limit is not used either.
+    stub.script([ConverseReply::Truncated(GOOD.into())]);
+    let cut = story_for(&writer, None, &p, 3, 20, now, soon(120)).await;
+    assert_eq!(cut.map(|s| s.text), Some(String::new()));
 }
 
 #[tokio::test]
@@ -178,15 +218,18 @@ async fn throttling_timeouts_and_a_wrong_model_fall_back() {
 
     // Slower than the time left before the deadline (less the build's margin): cut.
     let slow = ConverseStub::start(MODEL).await;
-    slow.script([ConverseReply::Slow(Duration::from_secs(10), GOOD.into())]);
+    slow.script([ConverseReply::Slow(Duration::from_secs(20), GOOD.into())]);
     let writer = bedrock(&slow).await;
     let started = Instant::now();
-    let err = writer.write(&p, soon(17)).await.unwrap_err();
+    let err = writer.write(&p, soon(52)).await.unwrap_err();
     assert!(
         matches!(err, shared::story::StoryError::Timeout { .. }),
         "{err}"
     );
-    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(
+        started.elapsed() < Duration::from_secs(9),
+        "cut at the deadline less 45 s"
+    );
     // With no time left it does not ask.
     assert!(matches!(
         writer.write(&p, soon(5)).await,
@@ -198,7 +241,8 @@ async fn throttling_timeouts_and_a_wrong_model_fall_back() {
         text: GOOD.into(),
         input_hash: "an older input".into(),
         entry_count: 1,
-        generated_at: "2024-01-01T00:00:00.000Z".into(),
+        // Older than a week (not current), younger than two (still shown).
+        generated_at: shared::domain::rfc3339_millis(now - time::Duration::days(8)),
         model: format!("bedrock/{MODEL}"),
     };
     let kept = story_for(&writer, Some(&old), &p, 3, 20, now, soon(5)).await;
@@ -253,10 +297,8 @@ async fn anthropic_and_openai_compatible_writers_are_grounded_the_same_way() {
     let openai = support::openai_stub::OpenAiStub::start("llama3.1").await;
     openai.reply("Since #1 by @alice, the module has grown; #4242 came later.");
     let writer = StoryWriter::openai(&openai.url(), None, "llama3.1");
-    assert_eq!(
-        story_for(&writer, None, &p, 3, 20, now, soon(120)).await,
-        None
-    );
+    let rejected = story_for(&writer, None, &p, 3, 20, now, soon(120)).await;
+    assert_eq!(rejected.map(|s| s.text), Some(String::new()));
     openai.reply(GOOD);
     let story = story_for(&writer, None, &p, 3, 20, now, soon(120))
         .await

@@ -27,8 +27,8 @@ pub const PROMPT_BUDGET_CHARS: usize = 24_000;
 /// A story longer than this is not a story of two or three paragraphs.
 pub const MAX_STORY_CHARS: usize = 4_000;
 const MAX_TOKENS: i32 = 800;
-/// Time kept back from the deadline for the rest of the build.
-const DEADLINE_MARGIN: Duration = Duration::from_secs(15);
+/// Time kept back from the deadline for the rest of the build (its publish included).
+const DEADLINE_MARGIN: Duration = Duration::from_secs(45);
 /// A story older than this is written again (when its input changed).
 pub const MAX_AGE: time::Duration = time::Duration::days(7);
 
@@ -54,6 +54,9 @@ pub struct StoryPrompt {
     pub prs: BTreeSet<u64>,
     /// Authors (lowercased logins): the only people the story may name.
     pub people: BTreeSet<String>,
+    /// Every number the facts hold (PR numbers, counts, years): the only numbers the story may
+    /// state.
+    pub numbers: BTreeSet<u64>,
     pub hash: String,
 }
 
@@ -96,7 +99,13 @@ pub fn prompt(
             .take(5)
             .map(|a| format!("@{}", a.login))
             .collect();
-        for a in stats.digest.authors.iter().take(5) {
+        for a in stats
+            .digest
+            .authors
+            .iter()
+            .filter(|a| !crate::kind::is_bot(&a.login))
+            .take(5)
+        {
             people.insert(a.login.to_ascii_lowercase());
         }
         user.push_str(&format!(
@@ -146,21 +155,27 @@ pub fn prompt(
         }
         user.push_str(&line);
         prs.insert(e.number);
-        if !crate::kind::is_bot(&e.author) {
-            people.insert(e.author.to_ascii_lowercase());
-        }
+        people.insert(e.author.to_ascii_lowercase());
     }
     let mut digest = sha2::Sha256::new();
     digest.update(SYSTEM.as_bytes());
     digest.update([0]);
     digest.update(user.as_bytes());
+    let numbers = numbers_in(&user);
     StoryPrompt {
         system: SYSTEM.to_string(),
         user,
         prs,
         people,
+        numbers,
         hash: hex::encode(digest.finalize()),
     }
+}
+
+fn numbers_in(text: &str) -> BTreeSet<u64> {
+    text.split(|c: char| !c.is_ascii_digit())
+        .filter_map(|n| n.parse().ok())
+        .collect()
 }
 
 fn one_line(text: &str, max: usize) -> String {
@@ -181,36 +196,101 @@ pub enum Rejection {
     UnknownPr(u64),
     #[error("it names @{0}, who is not one of the module's authors")]
     UnknownPerson(String),
+    #[error("it holds a link or markup ({0:?}); the page links the PRs itself")]
+    Markup(String),
+    #[error("it states {0}, a number the facts do not hold")]
+    UnknownNumber(u64),
+    #[error("it has {0} paragraphs (at most {MAX_PARAGRAPHS})")]
+    TooManyParagraphs(usize),
+    #[error("the model stopped at its token limit: the story is cut off")]
+    Truncated,
+    #[error("the facts name no pull request to cite")]
+    NothingToCite,
 }
 
-/// The story if every PR number it cites and every `@login` it names is in the prompt.
+/// A story of two or three paragraphs, a fourth tolerated.
+pub const MAX_PARAGRAPHS: usize = 4;
+
+/// The story if it is prose of at most [`MAX_PARAGRAPHS`] paragraphs, every PR number it cites
+/// (`#N`, "PR N", "pull request N") is one the prompt gave, every other number is one the facts
+/// hold, and every `@login` it names is an author the prompt showed. It is checked as the page
+/// will show it: entities and escapes decoded (`&num;9` is `#9` there), invisible characters
+/// refused.
 pub fn ground(text: &str, prompt: &StoryPrompt) -> Result<String, Rejection> {
     static PR: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
     static PERSON: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    let pr = PR.get_or_init(|| regex::Regex::new(r"#(\d+)\b").expect("a valid pattern"));
+    let pr = PR.get_or_init(|| {
+        regex::Regex::new(r"(?i)(?:#|\bPRs?\s*#?|\bpull requests?\s*#?|\bpull/)(\d+)")
+            .expect("a valid pattern")
+    });
     let person = PERSON.get_or_init(|| {
         regex::Regex::new(r"(?:^|[^\w@/.])@([A-Za-z0-9][A-Za-z0-9-]{0,38}(?:\[bot\])?)")
             .expect("a valid pattern")
     });
     let text = text.trim();
+    if prompt.prs.is_empty() {
+        return Err(Rejection::NothingToCite);
+    }
     if text.is_empty() {
         return Err(Rejection::Empty);
     }
     if text.chars().count() > MAX_STORY_CHARS {
         return Err(Rejection::TooLong(text.chars().count()));
     }
-    let mut cited = 0;
-    for c in pr.captures_iter(text) {
+    let paragraphs = text.split("\n\n").filter(|p| !p.trim().is_empty()).count();
+    if paragraphs > MAX_PARAGRAPHS {
+        return Err(Rejection::TooManyParagraphs(paragraphs));
+    }
+    // Prose only: no links, images, HTML, entities, code blocks or invisible characters.
+    static ENTITY: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let entity = ENTITY.get_or_init(|| {
+        regex::Regex::new(r"&(?:#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]*);")
+            .expect("a valid pattern")
+    });
+    for markup in ["http://", "https://", "](", "<", "```", "\\"] {
+        if text.contains(markup) {
+            return Err(Rejection::Markup(markup.to_string()));
+        }
+    }
+    if let Some(m) = entity.find(text) {
+        return Err(Rejection::Markup(m.as_str().to_string()));
+    }
+    if let Some(c) = text.chars().find(|c| {
+        c.is_control() && *c != '\n'
+            || ('\u{200b}'..='\u{200f}').contains(c)
+            || ['\u{2060}', '\u{feff}', '\u{00ad}'].contains(c)
+    }) {
+        return Err(Rejection::Markup(format!("U+{:04X}", c as u32)));
+    }
+    if text.lines().any(|l| {
+        let l = l.trim_start();
+        let hashes = l.chars().take_while(|c| *c == '#').count();
+        (1..=6).contains(&hashes) && l[hashes..].starts_with(' ')
+    }) {
+        return Err(Rejection::Markup("# heading".into()));
+    }
+    // What the page will show: the text as the Markdown renderer reads it.
+    let shown: String = crate::pages::blocks::inline_spans(text)
+        .into_iter()
+        .map(|s| s.text)
+        .collect();
+    let mut cited = BTreeSet::new();
+    for c in pr.captures_iter(&shown) {
         let n: u64 = c[1].parse().unwrap_or(0);
         if !prompt.prs.contains(&n) {
             return Err(Rejection::UnknownPr(n));
         }
-        cited += 1;
+        cited.insert(n);
     }
-    if cited == 0 {
+    if cited.is_empty() {
         return Err(Rejection::NoCitation);
     }
-    for c in person.captures_iter(text) {
+    for n in numbers_in(&shown) {
+        if n >= 10 && !prompt.numbers.contains(&n) {
+            return Err(Rejection::UnknownNumber(n));
+        }
+    }
+    for c in person.captures_iter(&shown) {
         let login = c[1].to_string();
         if !prompt.people.contains(&login.to_ascii_lowercase()) {
             return Err(Rejection::UnknownPerson(login));
@@ -254,6 +334,13 @@ pub enum StoryError {
         provider: &'static str,
         message: String,
     },
+}
+
+/// A model's answer: its text, and whether it stopped at its token limit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    pub text: String,
+    pub truncated: bool,
 }
 
 /// Who writes the story.
@@ -328,13 +415,13 @@ impl StoryWriter {
         &self,
         prompt: &StoryPrompt,
         deadline: Instant,
-    ) -> Result<String, StoryError> {
+    ) -> Result<Answer, StoryError> {
         let provider = self.provider();
         let timeout = deadline
             .saturating_duration_since(Instant::now())
             .saturating_sub(DEADLINE_MARGIN)
             .min(Duration::from_secs(60));
-        if timeout < Duration::from_secs(1) {
+        if timeout < Duration::from_secs(5) {
             return Err(StoryError::NoTime);
         }
         match tokio::time::timeout(timeout, self.ask(prompt, timeout)).await {
@@ -343,7 +430,7 @@ impl StoryWriter {
         }
     }
 
-    async fn ask(&self, prompt: &StoryPrompt, timeout: Duration) -> Result<String, StoryError> {
+    async fn ask(&self, prompt: &StoryPrompt, timeout: Duration) -> Result<Answer, StoryError> {
         let provider = self.provider();
         let failed = |message: String| StoryError::Failed { provider, message };
         match self {
@@ -386,6 +473,8 @@ impl StoryWriter {
                         });
                     }
                 };
+                let truncated =
+                    output.stop_reason == aws_sdk_bedrockruntime::types::StopReason::MaxTokens;
                 let text: Vec<String> = match output.output {
                     Some(aws_sdk_bedrockruntime::types::ConverseOutput::Message(m)) => m
                         .content
@@ -397,7 +486,10 @@ impl StoryWriter {
                         .collect(),
                     _ => Vec::new(),
                 };
-                Ok(text.join("\n"))
+                Ok(Answer {
+                    text: text.join("\n"),
+                    truncated,
+                })
             }
             StoryWriter::Anthropic {
                 http,
@@ -420,13 +512,16 @@ impl StoryWriter {
                     provider,
                 )
                 .await?;
-                Ok(answer["content"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|c| c["text"].as_str())
-                    .collect::<Vec<_>>()
-                    .join("\n"))
+                Ok(Answer {
+                    text: answer["content"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|c| c["text"].as_str())
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                    truncated: answer["stop_reason"] == "max_tokens",
+                })
             }
             StoryWriter::OpenAi {
                 http,
@@ -448,10 +543,13 @@ impl StoryWriter {
                     request = request.bearer_auth(key.expose());
                 }
                 let answer = post_json(request, &body, timeout, provider).await?;
-                Ok(answer["choices"][0]["message"]["content"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string())
+                Ok(Answer {
+                    text: answer["choices"][0]["message"]["content"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                    truncated: answer["choices"][0]["finish_reason"] == "length",
+                })
             }
         }
     }
@@ -484,9 +582,11 @@ async fn post_json(
     Ok(answer)
 }
 
-/// The story for a page build: the stored one while it is current, else a new one when the
-/// writer answers with a grounded text, else none (the deterministic story stands). Failures and
-/// rejections are logged, never fatal.
+/// The story for a page build. The stored one while it is current ([`is_current`]); else a
+/// new one when the writer answers with a grounded text. A rejected answer is stored as an
+/// attempt with no text (the page shows its deterministic story, and the same input is not asked
+/// again until the policy says so). A failed call (throttled, timed out) keeps the last grounded
+/// story while it is under two weeks old, and is tried again on the next build. Never fatal.
 pub async fn story_for(
     writer: &StoryWriter,
     stored: Option<&StoredStory>,
@@ -501,23 +601,41 @@ pub async fn story_for(
     {
         return Some(stored.clone());
     }
+    let last_grounded = || {
+        stored
+            .filter(|s| !s.text.is_empty())
+            .filter(|s| parse_rfc3339(&s.generated_at).is_some_and(|t| now - t < MAX_AGE * 2))
+            .cloned()
+    };
+    if prompt.prs.is_empty() {
+        // Nothing it could cite: not worth a call.
+        return last_grounded();
+    }
+    let attempt = |text: String| StoredStory {
+        text,
+        input_hash: prompt.hash.clone(),
+        entry_count,
+        generated_at: rfc3339_millis(now),
+        model: writer.model(),
+    };
     match writer.write(prompt, deadline).await {
-        Ok(text) => match ground(&text, prompt) {
-            Ok(text) => Some(StoredStory {
-                text,
-                input_hash: prompt.hash.clone(),
-                entry_count,
-                generated_at: rfc3339_millis(now),
-                model: writer.model(),
-            }),
-            Err(rejection) => {
-                tracing::warn!(model = %writer.model(), %rejection, "the written story was rejected; the page keeps its deterministic story");
-                stored.cloned()
+        Ok(answer) => {
+            let grounded = if answer.truncated {
+                Err(Rejection::Truncated)
+            } else {
+                ground(&answer.text, prompt)
+            };
+            match grounded {
+                Ok(text) => Some(attempt(text)),
+                Err(rejection) => {
+                    tracing::warn!(model = %writer.model(), %rejection, "the written story was rejected; the page shows its deterministic story");
+                    Some(attempt(String::new()))
+                }
             }
-        },
+        }
         Err(e) => {
-            tracing::warn!(model = %writer.model(), error = %e, "no story written; the page keeps its deterministic story");
-            stored.cloned()
+            tracing::warn!(model = %writer.model(), error = %e, "no story written this build; the page keeps its last grounded story, else its deterministic one");
+            last_grounded()
         }
     }
 }

@@ -34,6 +34,8 @@ pub enum ConverseReply {
     Throttle,
     /// Waits this long, then answers with the text.
     Slow(Duration, String),
+    /// The text, cut off: `stopReason: max_tokens`.
+    Truncated(String),
 }
 
 #[derive(Clone, Debug)]
@@ -152,6 +154,11 @@ fn valid_body(body: &Value) -> Result<(), String> {
         return Err("A conversation must start with a user message.".into());
     }
     for m in messages {
+        if m.as_object()
+            .is_some_and(|o| o.keys().any(|k| k != "role" && k != "content"))
+        {
+            return Err("a message has only role and content".into());
+        }
         if !matches!(m["role"].as_str(), Some("user" | "assistant")) {
             return Err("a message's role is user or assistant".into());
         }
@@ -175,6 +182,13 @@ fn valid_body(body: &Value) -> Result<(), String> {
         }
     }
     if let Some(config) = top.get("inferenceConfig") {
+        let known = ["maxTokens", "temperature", "topP", "stopSequences"];
+        if config
+            .as_object()
+            .is_none_or(|o| o.keys().any(|k| !known.contains(&k.as_str())))
+        {
+            return Err("inferenceConfig takes maxTokens, temperature, topP, stopSequences".into());
+        }
         if let Some(max) = config.get("maxTokens") {
             if !max.as_i64().is_some_and(|m| (1..=4096).contains(&m)) {
                 return Err("maxTokens must be 1..4096".into());
@@ -259,8 +273,9 @@ async fn handle(
                 ),
                 None,
             ),
-            Ok(ConverseReply::Text(text)) => (reply(&text), None),
-            Ok(ConverseReply::Slow(wait, text)) => (reply(&text), Some(wait)),
+            Ok(ConverseReply::Text(text)) => (reply(&text, "end_turn"), None),
+            Ok(ConverseReply::Slow(wait, text)) => (reply(&text, "end_turn"), Some(wait)),
+            Ok(ConverseReply::Truncated(text)) => (reply(&text, "max_tokens"), None),
         };
         st.requests.push(ConverseRequest {
             path: path.clone(),
@@ -276,10 +291,10 @@ async fn handle(
     Ok(answer)
 }
 
-fn reply(text: &str) -> Response<Full<Bytes>> {
+fn reply(text: &str, stop: &str) -> Response<Full<Bytes>> {
     let body = json!({
         "output": {"message": {"role": "assistant", "content": [{"text": text}]}},
-        "stopReason": "end_turn",
+        "stopReason": stop,
         "usage": {"inputTokens": 812, "outputTokens": 164, "totalTokens": 976},
         "metrics": {"latencyMs": 1450}
     });

@@ -91,6 +91,14 @@ async fn handle(
     if parts.method != http::Method::POST || parts.uri.path() != "/v1/chat/completions" {
         return Ok(answer(StatusCode::NOT_FOUND, json!({"error": "not found"})));
     }
+    let json_type = parts
+        .headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !json_type {
+        return Ok(refuse("Content-Type must be application/json"));
+    }
     let Ok(json) = serde_json::from_slice::<Value>(&body) else {
         return Ok(refuse("the body is not JSON"));
     };

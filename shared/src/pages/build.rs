@@ -116,7 +116,15 @@ pub struct PageBuilder {
     contexts: Arc<crate::store::ContextCache>,
     /// The optional LLM story: its writer and the new entries that make a stored one stale.
     story: Option<(Arc<crate::story::StoryWriter>, u64)>,
+    /// Stories this instance wrote (newer than the page items it was given).
+    stories:
+        std::sync::Mutex<std::collections::HashMap<(String, String), crate::story::StoredStory>>,
+    /// When this instance's recent story calls began.
+    story_calls: std::sync::Mutex<std::collections::VecDeque<Instant>>,
 }
+
+/// Story calls one builder instance makes at most per minute (each up to a minute long).
+pub const STORY_CALLS_PER_MINUTE: usize = 4;
 
 impl PageBuilder {
     /// A builder over these stores (their reads counted into a meter of its own).
@@ -139,6 +147,8 @@ impl PageBuilder {
             deadline_margin: DEADLINE_MARGIN,
             meter,
             story: None,
+            stories: Default::default(),
+            story_calls: Default::default(),
         }
     }
 
@@ -242,6 +252,85 @@ impl PageBuilder {
 
     pub fn meter(&self) -> &Meter {
         &self.meter
+    }
+
+    /// The module's story for this build. What a call produced is saved on the page item at once
+    /// (and kept in this instance), so a publish retry or a failed publish never pays for it
+    /// again; calls are capped at [`STORY_CALLS_PER_MINUTE`] per instance.
+    #[allow(clippy::too_many_arguments)]
+    async fn story_of(
+        &self,
+        repo: &str,
+        module: &str,
+        item: &PageItem,
+        facts: &ModuleFacts,
+        main: &[ModuleEntry],
+        writer: &crate::story::StoryWriter,
+        min_new: u64,
+        deadline: Instant,
+    ) -> Result<Option<crate::story::StoredStory>, BuildError> {
+        let key = (repo.to_string(), module.to_string());
+        let cached = self
+            .stories
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+            .cloned();
+        let stored = cached.or_else(|| item.story.clone());
+        let prompt = crate::story::prompt(
+            repo,
+            module,
+            facts.description.as_ref().map(|d| d.text.as_str()),
+            &facts.years,
+            main,
+        );
+        let now = OffsetDateTime::now_utc();
+        let current = stored
+            .as_ref()
+            .is_some_and(|s| crate::story::is_current(s, &prompt, facts.entry_count, min_new, now));
+        if !current && !self.story_call_allowed() {
+            tracing::info!(
+                repo,
+                module,
+                "story calls capped this minute; the next build writes it"
+            );
+            return Ok(stored.filter(|s| !s.text.is_empty()));
+        }
+        let story = crate::story::story_for(
+            writer,
+            stored.as_ref(),
+            &prompt,
+            facts.entry_count,
+            min_new,
+            now,
+            deadline,
+        )
+        .await;
+        if let Some(new) = story.as_ref().filter(|s| Some(*s) != stored.as_ref()) {
+            self.pages.set_story(repo, module, new).await?;
+            self.stories
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(key, new.clone());
+        }
+        Ok(story)
+    }
+
+    /// At most [`STORY_CALLS_PER_MINUTE`] story calls in any minute.
+    fn story_call_allowed(&self) -> bool {
+        let mut calls = self.story_calls.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        while calls
+            .front()
+            .is_some_and(|t| now.duration_since(*t) > Duration::from_secs(60))
+        {
+            calls.pop_front();
+        }
+        if calls.len() >= STORY_CALLS_PER_MINUTE {
+            return false;
+        }
+        calls.push_back(now);
+        true
     }
 
     /// One tick: every stale page that may be built now, module pages first, then the index
@@ -638,27 +727,15 @@ impl PageBuilder {
         // The LLM's story, grounded, or the stored one while it is current; never fatal.
         let story = match &self.story {
             Some((writer, min_new)) => {
-                let prompt = crate::story::prompt(
-                    repo,
-                    module,
-                    facts.description.as_ref().map(|d| d.text.as_str()),
-                    &facts.years,
-                    main,
-                );
-                crate::story::story_for(
-                    writer,
-                    item.story.as_ref(),
-                    &prompt,
-                    facts.entry_count,
-                    *min_new,
-                    OffsetDateTime::now_utc(),
-                    deadline,
-                )
-                .await
+                self.story_of(repo, module, item, &facts, main, writer, *min_new, deadline)
+                    .await?
             }
             None => None,
         };
-        facts.story = story.as_ref().map(|s| s.text.clone());
+        facts.story = story
+            .as_ref()
+            .map(|s| s.text.clone())
+            .filter(|t| !t.is_empty());
         let mut all_docs = vec![content::module_page(&facts, main)];
         all_docs.extend(docs);
         // The index lists this module (and, in Notion, holds its page): its item must exist.

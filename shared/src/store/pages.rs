@@ -319,6 +319,30 @@ impl PageStore {
         }
     }
 
+    /// Saves a module's story on its page item (what an LLM call produced, at once, whatever the
+    /// build's publish does next).
+    pub async fn set_story(
+        &self,
+        repo: &str,
+        module: &str,
+        story: &crate::story::StoredStory,
+    ) -> Result<(), StoreError> {
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(Self::key(repo, module)))
+            .update_expression("SET #story = :story")
+            .expression_attribute_names("#story", a::STORY)
+            .expression_attribute_values(
+                ":story",
+                serde_dynamo::to_attribute_value(story).map_err(|e| self.bad(e))?,
+            )
+            .send()
+            .await
+            .map_err(|e| dynamo_error(&self.table, "UpdateItem", &e))?;
+        Ok(())
+    }
+
     /// Ends a build: records its figures and, when `version` is still the page's version,
     /// clears the stale marker. `None`: the lease was lost (nothing written).
     pub async fn complete_build(
