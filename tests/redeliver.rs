@@ -96,14 +96,26 @@ impl World {
 
     /// A delivery through the real HTTP server, as GitHub sends it (hook headers included).
     async fn deliver(&self, guid: &str, payload: &Value) -> u16 {
+        self.deliver_through(HOOK, "repository", guid, payload)
+            .await
+    }
+
+    /// A delivery sent by hook `hook` of `target_type` (`repository`, `integration`, …).
+    async fn deliver_through(
+        &self,
+        hook: u64,
+        target_type: &str,
+        guid: &str,
+        payload: &Value,
+    ) -> u16 {
         let body = serde_json::to_vec(payload).unwrap();
         reqwest::Client::new()
             .post(self.server.webhook_url())
             .header("content-type", "application/json")
             .header("x-github-event", "pull_request")
             .header("x-github-delivery", guid)
-            .header("x-github-hook-id", HOOK.to_string())
-            .header("x-github-hook-installation-target-type", "repository")
+            .header("x-github-hook-id", hook.to_string())
+            .header("x-github-hook-installation-target-type", target_type)
             .header(
                 "x-hub-signature-256",
                 shared::signature::sign(SECRET.as_bytes(), &body),
@@ -702,23 +714,9 @@ async fn a_github_app_hook_is_healed_with_the_apps_jwt() {
         Some((url.as_str(), SECRET)),
     );
     // A delivery through the app's hook records it.
-    let body = serde_json::to_vec(&merged_pr(90)).unwrap();
-    let status = reqwest::Client::new()
-        .post(&url)
-        .header("content-type", "application/json")
-        .header("x-github-event", "pull_request")
-        .header("x-github-delivery", "app-first-90")
-        .header("x-github-hook-id", APP_HOOK.to_string())
-        .header("x-github-hook-installation-target-type", "integration")
-        .header(
-            "x-hub-signature-256",
-            shared::signature::sign(SECRET.as_bytes(), &body),
-        )
-        .body(body)
-        .send()
-        .await
-        .unwrap()
-        .status();
+    let status = w
+        .deliver_through(APP_HOOK, "integration", "app-first-90", &merged_pr(90))
+        .await;
     assert_eq!(status, 200);
     let hooks: Vec<String> = w
         .hooks

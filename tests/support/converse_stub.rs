@@ -218,7 +218,7 @@ async fn handle(
     let model_id = path
         .strip_prefix("/model/")
         .and_then(|p| p.strip_suffix("/converse"))
-        .map(percent_encoding_decode)
+        .map(crate::github_stub::percent_decode)
         .unwrap_or_default();
     let (answer, slow) = {
         let mut st = state.lock().unwrap();
@@ -303,22 +303,4 @@ fn reply(text: &str, stop: &str) -> Response<Full<Bytes>> {
         .header("content-type", "application/json")
         .body(Full::new(Bytes::from(body.to_string())))
         .unwrap()
-}
-
-fn percent_encoding_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let Ok(b) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
-                out.push(b);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }

@@ -770,7 +770,7 @@ fn contents(st: &State, headers: &HeaderMap, repo: &str, path: &str) -> Answer {
 }
 
 /// `%20` → ` ` in one path segment (UTF-8 sequences included).
-fn percent_decode(segment: &str) -> String {
+pub(crate) fn percent_decode(segment: &str) -> String {
     let bytes = segment.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
