@@ -632,3 +632,51 @@ async fn a_deleted_archive_year_split_into_quarters_is_published_again_whole() {
         );
     }
 }
+
+/// Review defect 8: a builder that finds another one creating a page it needs (the index) tries
+/// again later; that is not a failed build (no `lastError`, no `failedBuilds`, no alarm).
+#[tokio::test]
+async fn a_busy_create_claim_is_try_later_not_a_failed_build() {
+    let t = fresh_tables(&sdk().await).await;
+    let (stub, parent) = NotionStub::start(TOKEN).await;
+    put(&t, &entry("api", 1, "2024-06-01T10:00:00Z")).await;
+    put(&t, &entry("web", 2, "2024-06-02T10:00:00Z")).await;
+    // Builder A creates the index page, and Notion takes 13 s to answer.
+    stub.fault(Some("POST pages"), Fault::Delay(Duration::from_secs(13)));
+    let slow = publisher_timed(
+        &t,
+        &stub,
+        &parent,
+        Arc::new(std::sync::Mutex::new(TOKEN.to_string())),
+        Duration::from_secs(30),
+    )
+    .with_create_claim(Duration::from_secs(60));
+    let a = Arc::new(builder(&t, Arc::new(slow)));
+    let a_run = {
+        let a = a.clone();
+        tokio::spawn(async move { a.build(REPO, "api", "builder-a", within(40)).await })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Builder B needs the same index page for `web`, and waits for it no longer than it may.
+    let b = builder(&t, Arc::new(publisher(&t, &stub, &parent)));
+    let report = tick(&b, 40).await;
+    assert_eq!(report.failed, 0, "{report:?}");
+    let web = t.pages.get(REPO, "web").await.unwrap().unwrap();
+    assert_eq!(
+        (
+            web.last_error.as_deref(),
+            web.advice.as_deref(),
+            web.failed_builds
+        ),
+        (None, None, 0),
+        "a busy create is not a failure"
+    );
+    assert!(web.stale.is_some(), "it stays stale and is built later");
+    assert!(web.build_owner.is_none(), "its build lease was given back");
+    a_run.await.unwrap().unwrap();
+    settle(&b, &t, Duration::from_secs(60)).await;
+    assert_eq!(stub.pages_titled(&format!("{REPO} · modules")).len(), 1);
+    for module in ["api", "web"] {
+        assert_eq!(stub.pages_titled(&module_title(module)).len(), 1);
+    }
+}

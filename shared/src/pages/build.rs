@@ -99,6 +99,9 @@ pub enum BuildOutcome {
     TooSoon,
     /// The build failed; recorded on the page item.
     Failed(String),
+    /// Another builder is creating a page this one needs: the lease is given back and the page,
+    /// still stale, is built by a later tick. Not a failure.
+    Busy(String),
     /// The lease was lost before the build completed.
     LeaseLost,
 }
@@ -406,7 +409,9 @@ impl PageBuilder {
                     report.publish_requests += published.requests;
                 }
                 BuildOutcome::NotStale => {}
-                BuildOutcome::Held | BuildOutcome::LeaseLost => report.held += 1,
+                BuildOutcome::Held | BuildOutcome::LeaseLost | BuildOutcome::Busy(_) => {
+                    report.held += 1
+                }
                 BuildOutcome::TooSoon => report.too_soon += 1,
                 BuildOutcome::Failed(_) => report.failed += 1,
             }
@@ -519,6 +524,16 @@ impl PageBuilder {
                 })
             }
             Err(BuildError::Publish(PublishError::LeaseLost)) => Ok(BuildOutcome::LeaseLost),
+            Err(BuildError::Publish(PublishError::Busy(why))) => {
+                tracing::info!(
+                    repo,
+                    module,
+                    why,
+                    "page build waits for another builder; it is built later"
+                );
+                self.pages.release_build(repo, module, owner).await?;
+                Ok(BuildOutcome::Busy(why))
+            }
             Err(error) => {
                 tracing::warn!(repo, module, error = %error, advice = error.advice().unwrap_or(""), "page build failed; it is retried after the rebuild interval");
                 self.pages

@@ -462,6 +462,31 @@ impl PageStore {
         applied(&self.table, "UpdateItem", result)
     }
 
+    /// Gives the build lease back without recording anything: the build could not go on for a
+    /// reason that is not a failure (another builder is creating a page it needs). The page
+    /// stays stale and the next tick may build it.
+    pub async fn release_build(
+        &self,
+        repo: &str,
+        module: &str,
+        owner: &str,
+    ) -> Result<bool, StoreError> {
+        let mut u = Update::default();
+        u.remove(a::BUILD_OWNER);
+        u.remove(a::BUILD_UNTIL);
+        let condition = format!(
+            "{} = {}",
+            u.name(a::BUILD_OWNER),
+            u.value("owner", Some(AttributeValue::S(owner.to_string())))
+        );
+        let request = u
+            .apply(self.update(repo, module))
+            .condition_expression(condition);
+        let result = request.send().await;
+        self.meter.write();
+        applied(&self.table, "UpdateItem", result)
+    }
+
     /// One page item, read consistently.
     pub async fn get(&self, repo: &str, module: &str) -> Result<Option<PageItem>, StoreError> {
         let out = self
