@@ -281,7 +281,11 @@ struct Hanging {
 }
 
 impl Summarizer for Hanging {
-    fn summarize<'a>(&'a self, _input: &'a SummaryInput<'a>) -> BoxFuture<'a, Summary> {
+    fn summarize<'a>(
+        &'a self,
+        _input: &'a SummaryInput<'a>,
+        _deadline: std::time::Instant,
+    ) -> BoxFuture<'a, Summary> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         Box::pin(async move {
             self.entered.notify_one();
@@ -298,7 +302,9 @@ async fn a_worker_killed_mid_work_writes_nothing_and_the_next_delivery_after_the
     let hanging = Arc::new(Hanging::default());
     let doomed_handler = Arc::new(
         t.summarizer(ModulesConfig::empty(), 5)
-            .with_summarizer(hanging.clone()),
+            .with_summarizer(hanging.clone())
+            // A 2 s invocation that claims anyway: the lease it outlives is the point.
+            .with_claim_margin(Duration::ZERO),
     );
     let doomed = tokio::spawn(async move {
         // A 2 s invocation: its lease lasts as long.
@@ -360,7 +366,11 @@ async fn a_worker_killed_after_writing_entries_before_summarized_at_leaves_one_e
         entries: shared::store::EntryStore::new(client.clone(), t.entries.table_name()),
         pages: shared::store::PageStore::new(client, t.pages.table_name()),
     };
-    let doomed_handler = Arc::new(through.summarizer(ModulesConfig::empty(), 5));
+    let doomed_handler = Arc::new(
+        through
+            .summarizer(ModulesConfig::empty(), 5)
+            .with_claim_margin(Duration::ZERO),
+    );
     let doomed = tokio::spawn(async move {
         doomed_handler
             .handle(batch(vec![message("m", 7)]), within(2), "inv-killed")
@@ -429,7 +439,11 @@ async fn a_commit_applied_without_an_answer_is_done_on_the_next_delivery() {
 struct Slow(Duration, &'static str);
 
 impl Summarizer for Slow {
-    fn summarize<'a>(&'a self, _input: &'a SummaryInput<'a>) -> BoxFuture<'a, Summary> {
+    fn summarize<'a>(
+        &'a self,
+        _input: &'a SummaryInput<'a>,
+        _deadline: std::time::Instant,
+    ) -> BoxFuture<'a, Summary> {
         Box::pin(async move {
             tokio::time::sleep(self.0).await;
             Summary {
@@ -450,7 +464,8 @@ async fn a_lost_lease_race_ends_in_one_entry_the_later_claims() {
     // Worker A's summary takes 2.5 s, beyond the lease of its 2 s invocation.
     let slow = Arc::new(
         t.summarizer(ModulesConfig::empty(), 5)
-            .with_summarizer(Arc::new(Slow(Duration::from_millis(2_500), "A's summary"))),
+            .with_summarizer(Arc::new(Slow(Duration::from_millis(2_500), "A's summary")))
+            .with_claim_margin(Duration::ZERO),
     );
     let a = tokio::spawn(async move {
         slow.handle(batch(vec![message("m", 9)]), within(2), "inv-slow")
@@ -581,7 +596,8 @@ async fn a_poison_row_killed_mid_work_five_times_ends_failed_with_its_message_in
     let (killer, sqs, dlq) = with_dlq(
         &t,
         t.summarizer(ModulesConfig::empty(), 5)
-            .with_summarizer(hanging.clone()),
+            .with_summarizer(hanging.clone())
+            .with_claim_margin(Duration::ZERO),
     )
     .await;
     for kill in 1..=5 {
@@ -749,7 +765,11 @@ async fn poison_messages_end_in_the_moto_dlq_and_the_failing_row_is_marked_faile
 struct Counting(AtomicUsize);
 
 impl Summarizer for Counting {
-    fn summarize<'a>(&'a self, _input: &'a SummaryInput<'a>) -> BoxFuture<'a, Summary> {
+    fn summarize<'a>(
+        &'a self,
+        _input: &'a SummaryInput<'a>,
+        _deadline: std::time::Instant,
+    ) -> BoxFuture<'a, Summary> {
         self.0.fetch_add(1, Ordering::SeqCst);
         Box::pin(async {
             Summary {
@@ -939,4 +959,82 @@ async fn a_stored_workspace_context_names_modules_by_package() {
     assert_eq!(entry_numbers(&t, "docs").await, [4]);
     assert_eq!(entry_numbers(&t, "acme/platform").await, [4]);
     assert!(entry_numbers(&t, "crates").await.is_empty());
+}
+
+/// Review defect 6: the LLM call is cut to what is left of the invocation (keeping time for the
+/// writes), and the extractive summary is written instead of the invocation being killed with
+/// the attempt used up.
+#[tokio::test]
+async fn a_slow_llm_never_outlives_the_invocation_and_the_extractive_summary_is_written() {
+    use support::messages_stub::{MessagesStub, Reply};
+    let (t, _) = setup(5).await;
+    pending(&t, 13).await;
+    let stub = MessagesStub::start("sk-ant-slow").await;
+    stub.set_default(Reply::Hang);
+    // 15 s per attempt and two retries, as configured in production.
+    let llm = shared::summary::LlmSummarizer::new(
+        &stub.url(),
+        shared::secret::Secret::new("sk-ant-slow"),
+        "claude-sonnet-4-5",
+        Duration::from_secs(15),
+    );
+    let handler = Arc::new(
+        t.summarizer(ModulesConfig::empty(), 5)
+            .with_summarizer(Arc::new(llm)),
+    );
+    let started = std::time::Instant::now();
+    let r = handler
+        .handle(batch(vec![message("m", 13)]), within(14), "inv")
+        .await;
+    let took = started.elapsed();
+    assert!(r.batch_item_failures.is_empty(), "{r:?}");
+    assert!(
+        took < Duration::from_secs(13),
+        "it kept time for its writes: {took:?}"
+    );
+    assert!(stub.request_count() >= 1, "the LLM was asked");
+    let item = row(&t, 13).await;
+    assert!(item.contains_key(attr::SUMMARIZED_AT));
+    assert_eq!(n(&item, attr::ATTEMPTS), 1);
+    assert!(
+        !s(&item, attr::SUMMARY).is_empty(),
+        "the extractive summary"
+    );
+    assert_eq!(entry_numbers(&t, REPO).await, [13]);
+}
+
+/// Review defect 6: a message picked up with too little of the invocation left claims nothing
+/// (no attempt counted), and gives the sweep's claim back so the next sweep enqueues the row.
+#[tokio::test]
+async fn too_little_time_left_claims_nothing_and_the_next_sweep_takes_the_row() {
+    let (t, handler) = setup(5).await;
+    pending(&t, 14).await;
+    let repo = RepoName::parse(REPO).unwrap();
+    let now = OffsetDateTime::now_utc();
+    let shard = shared::store::pending_shard(14, t.prs.table().pending_shards);
+    assert!(t
+        .prs
+        .claim_for_queue(&repo, 14, &shard, now, now + time::Duration::minutes(15))
+        .await
+        .unwrap());
+    let r = handler
+        .handle(batch(vec![message("m", 14)]), within(4), "inv-late")
+        .await;
+    assert!(r.batch_item_failures.is_empty(), "not a failure: {r:?}");
+    let item = row(&t, 14).await;
+    for absent in [
+        attr::ATTEMPTS,
+        attr::LEASE_OWNER,
+        attr::ENQUEUED_UNTIL,
+        attr::SUMMARIZED_AT,
+    ] {
+        assert!(!item.contains_key(absent), "{absent}: {item:?}");
+    }
+    assert!(item.contains_key(attr::PENDING_SHARD), "still pending");
+    // The next delivery with time enough summarizes it.
+    let r = handler
+        .handle(batch(vec![message("m", 14)]), within(30), "inv")
+        .await;
+    assert!(r.batch_item_failures.is_empty());
+    assert_eq!(n(&row(&t, 14).await, attr::ATTEMPTS), 1);
 }

@@ -63,6 +63,11 @@ fn input(o: &Owned) -> SummaryInput<'_> {
     }
 }
 
+/// A deadline no test reaches: the summarizer's own timeouts apply.
+fn far() -> std::time::Instant {
+    std::time::Instant::now() + Duration::from_secs(600)
+}
+
 /// Fast backoff for the tests that are about what is retried, not how long it waits.
 fn llm(stub: &MessagesStub, timeout: Duration) -> LlmSummarizer {
     LlmSummarizer::new(&stub.url(), Secret::new(KEY), MODEL, timeout)
@@ -122,7 +127,7 @@ async fn llm_success_sends_what_the_api_expects_and_uses_its_paragraph() {
     stub.set_default(Reply::Text(format!("\n  {DEFAULT_TEXT}\n\n")));
     let o = owned();
     let s = llm(&stub, Duration::from_secs(5))
-        .summarize(&input(&o))
+        .summarize(&input(&o), far())
         .await;
     assert_eq!(
         s,
@@ -183,7 +188,7 @@ async fn overloaded_529_is_retried_then_succeeds() {
     stub.script([Reply::Overloaded]);
     let o = owned();
     let s = llm(&stub, Duration::from_secs(5))
-        .summarize(&input(&o))
+        .summarize(&input(&o), far())
         .await;
     assert_eq!(s.text, DEFAULT_TEXT);
     assert!(matches!(s.source, SummarySource::Llm { .. }));
@@ -200,7 +205,7 @@ async fn rate_limited_429_waits_for_retry_after_then_succeeds() {
     }]);
     let o = owned();
     let s = llm(&stub, Duration::from_secs(5))
-        .summarize(&input(&o))
+        .summarize(&input(&o), far())
         .await;
     assert_eq!(s.text, DEFAULT_TEXT);
     let requests = stub.requests();
@@ -221,7 +226,7 @@ async fn a_retry_after_beyond_five_seconds_is_not_waited_for() {
     let o = owned();
     let started = Instant::now();
     let s = llm(&stub, Duration::from_secs(5))
-        .summarize(&input(&o))
+        .summarize(&input(&o), far())
         .await;
     assert_eq!(s, fallback(&o));
     assert_eq!(stub.request_count(), 1);
@@ -235,7 +240,7 @@ async fn unauthorized_401_falls_back_at_once_without_retry() {
     stub.set_default(Reply::Unauthorized);
     let o = owned();
     let s = llm(&stub, Duration::from_secs(5))
-        .summarize(&input(&o))
+        .summarize(&input(&o), far())
         .await;
     assert_eq!(s, fallback(&o));
     assert_eq!(s.kind.as_deref(), Some("feat"));
@@ -250,7 +255,7 @@ async fn unauthorized_401_falls_back_at_once_without_retry() {
         Duration::from_secs(5),
     );
     stub.set_default(Reply::Text(DEFAULT_TEXT.into()));
-    assert_eq!(wrong.summarize(&input(&o)).await, fallback(&o));
+    assert_eq!(wrong.summarize(&input(&o), far()).await, fallback(&o));
     assert_eq!(stub.request_count(), 2);
     assert_eq!(stub.requests()[1].status, Some(401));
     stub.stop().await;
@@ -263,7 +268,7 @@ async fn a_hanging_api_times_out_each_attempt_then_falls_back() {
     let o = owned();
     let timeout = Duration::from_millis(300);
     let started = Instant::now();
-    let s = llm(&stub, timeout).summarize(&input(&o)).await;
+    let s = llm(&stub, timeout).summarize(&input(&o), far()).await;
     let elapsed = started.elapsed();
     assert_eq!(s, fallback(&o));
     // Timeouts are retried: 1 + 2 attempts, each cut at 300 ms (plus 50 + 100 ms backoff).
@@ -281,7 +286,7 @@ async fn an_api_that_always_answers_500_gets_two_retries_then_the_fallback() {
     stub.set_default(Reply::ServerError);
     let o = owned();
     let s = LlmSummarizer::new(&stub.url(), Secret::new(KEY), MODEL, Duration::from_secs(5))
-        .summarize(&input(&o))
+        .summarize(&input(&o), far())
         .await;
     assert_eq!(s, fallback(&o));
     let requests = stub.requests();
@@ -302,7 +307,7 @@ async fn a_malformed_answer_falls_back_without_retry() {
     stub.set_default(Reply::Malformed);
     let o = owned();
     let s = llm(&stub, Duration::from_secs(5))
-        .summarize(&input(&o))
+        .summarize(&input(&o), far())
         .await;
     assert_eq!(s, fallback(&o));
     assert_eq!(stub.request_count(), 1);
@@ -317,7 +322,7 @@ async fn an_unreachable_api_falls_back() {
     let o = owned();
     let s = LlmSummarizer::new(&url, Secret::new(KEY), MODEL, Duration::from_secs(2))
         .with_retry(1, Duration::from_millis(10))
-        .summarize(&input(&o))
+        .summarize(&input(&o), far())
         .await;
     assert_eq!(s, fallback(&o));
 }
@@ -329,7 +334,7 @@ async fn a_long_answer_is_one_paragraph_capped_cleanly() {
     stub.set_default(Reply::Text(long.clone()));
     let o = owned();
     let s = llm(&stub, Duration::from_secs(5))
-        .summarize(&input(&o))
+        .summarize(&input(&o), far())
         .await;
     assert!(matches!(s.source, SummarySource::Llm { .. }));
     assert!(s.text.chars().count() <= SUMMARY_MAX_CHARS, "{}", s.text);
@@ -354,7 +359,7 @@ async fn from_lookup_uses_the_llm_only_when_the_key_is_set() {
         ANTHROPIC_MODEL => Some("claude-haiku-4-5".to_string()),
         _ => None,
     });
-    let s = with_key.summarize(&input(&o)).await;
+    let s = with_key.summarize(&input(&o), far()).await;
     assert_eq!(s.text, "From the stand-in.");
     assert_eq!(
         s.source,
@@ -373,7 +378,7 @@ async fn from_lookup_uses_the_llm_only_when_the_key_is_set() {
         ANTHROPIC_API_URL => Some(format!("{url}/")),
         _ => None,
     });
-    default_model.summarize(&input(&o)).await;
+    default_model.summarize(&input(&o), far()).await;
     assert_eq!(stub.requests()[1].body.as_ref().unwrap()["model"], MODEL);
 
     // No key (or a blank one): extractive, and nothing is sent.
@@ -383,7 +388,7 @@ async fn from_lookup_uses_the_llm_only_when_the_key_is_set() {
             ANTHROPIC_API_URL => Some(url.clone()),
             _ => None,
         });
-        assert_eq!(without.summarize(&input(&o)).await, fallback(&o));
+        assert_eq!(without.summarize(&input(&o), far()).await, fallback(&o));
     }
     assert_eq!(stub.request_count(), 2);
     stub.stop().await;

@@ -67,11 +67,15 @@ struct Slow {
 }
 
 impl Summarizer for Slow {
-    fn summarize<'a>(&'a self, input: &'a SummaryInput<'a>) -> BoxFuture<'a, Summary> {
+    fn summarize<'a>(
+        &'a self,
+        input: &'a SummaryInput<'a>,
+        deadline: std::time::Instant,
+    ) -> BoxFuture<'a, Summary> {
         Box::pin(async move {
             self.calls.fetch_add(1, Ordering::Relaxed);
             tokio::time::sleep(self.delay).await;
-            ExtractiveSummarizer.summarize(input).await
+            ExtractiveSummarizer.summarize(input, deadline).await
         })
     }
 }

@@ -36,6 +36,9 @@ use crate::tagging::{self, ModulesConfig, TaggingError};
 
 /// Messages of one batch worked on at once.
 const CONCURRENCY: usize = 4;
+/// A row is not claimed with less than this left of the invocation: the claim would count an
+/// attempt that the end of the invocation could cut short (see [`SummarizeHandler::with_claim_margin`]).
+pub const CLAIM_MARGIN: Duration = Duration::from_secs(10);
 /// Entry and page writes of one PR in flight at once.
 const WRITE_CONCURRENCY: usize = 8;
 /// The message attribute a given-up row's DLQ message carries: the row's `failedAt`. When the
@@ -85,6 +88,9 @@ pub enum MessageOutcome {
     },
     /// The row does not exist (deleted): nothing to do.
     Missing,
+    /// Too little of the invocation was left to claim the row: nothing was written but the
+    /// sweep's claim given back, so the next sweep enqueues the row again.
+    Deferred,
     /// Attempts used up (or a permanent error): the row is marked failed, its message is in
     /// the DLQ.
     GaveUp {
@@ -104,6 +110,7 @@ pub struct SummarizeHandler {
     outcomes: crate::telemetry::OutcomeCounts,
     /// Repository contexts (workspace packages, CODEOWNERS) for tagging.
     contexts: crate::store::ContextCache,
+    claim_margin: Duration,
 }
 
 impl SummarizeHandler {
@@ -124,7 +131,15 @@ impl SummarizeHandler {
             dead_letter: None,
             summarizer: Arc::new(ExtractiveSummarizer),
             outcomes: Default::default(),
+            claim_margin: CLAIM_MARGIN,
         }
+    }
+
+    /// No row is claimed with less than `margin` of the invocation left (default
+    /// [`CLAIM_MARGIN`]); the summary call keeps half of it for the writes that follow.
+    pub fn with_claim_margin(mut self, margin: Duration) -> Self {
+        self.claim_margin = margin;
+        self
     }
 
     /// From configuration: the three tables, the modules config loaded once, the summarizer
@@ -216,6 +231,7 @@ impl SummarizeHandler {
                 "AlreadyDone",
                 "Busy",
                 "Missing",
+                "Deferred",
                 "GaveUp",
                 "Failed",
             ],
@@ -252,6 +268,7 @@ impl SummarizeHandler {
             Ok(MessageOutcome::AlreadyDone) => "AlreadyDone",
             Ok(MessageOutcome::Busy { .. }) => "Busy",
             Ok(MessageOutcome::Missing) => "Missing",
+            Ok(MessageOutcome::Deferred) => "Deferred",
             Ok(MessageOutcome::GaveUp { .. }) => "GaveUp",
             Err(_) => "Failed",
         });
@@ -277,10 +294,15 @@ impl SummarizeHandler {
                 tracing::info!(repo = %repo, pr = number, failed_at = %at, "redriven: the given-up row is pending again");
             }
         }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left < self.claim_margin {
+            // The claim would count an attempt the invocation's end could cut short: left for
+            // the next sweep, which may enqueue it at once.
+            self.store.release_any_queue_claim(repo, number).await?;
+            return Ok(MessageOutcome::Deferred);
+        }
         let now = OffsetDateTime::now_utc();
-        let lease = deadline
-            .saturating_duration_since(Instant::now())
-            .max(Duration::from_secs(1));
+        let lease = left.max(Duration::from_secs(1));
         let item = match self
             .store
             .claim_summary(repo, number, owner, now, now + lease)
@@ -322,7 +344,12 @@ impl SummarizeHandler {
                 .give_up(repo, number, owner, message, Some(&row), used, &reason)
                 .await;
         }
-        match self.write_entries(repo, number, &row, owner).await {
+        // The summary is in hand with time left for the writes after it.
+        let summary_deadline = deadline - self.claim_margin / 2;
+        match self
+            .write_entries(repo, number, &row, owner, summary_deadline)
+            .await
+        {
             Ok(modules) => Ok(MessageOutcome::Summarized { modules }),
             Err(SummarizeError::LeaseLost) => Err(SummarizeError::LeaseLost),
             Err(error) if error.is_permanent() || row.attempts >= self.max_attempts => {
@@ -358,6 +385,7 @@ impl SummarizeHandler {
         number: u64,
         row: &PrRow,
         owner: &str,
+        summary_deadline: Instant,
     ) -> Result<Vec<String>, SummarizeError> {
         let config = self.modules.for_repo(repo);
         let paths: Vec<&str> = row.files.iter().map(|f| f.path.as_str()).collect();
@@ -377,7 +405,7 @@ impl SummarizeHandler {
             .filter(|s| !s.is_empty());
         let summary = match stored {
             Some(s) => s.to_string(),
-            None => self.write_summary(row, &modules).await,
+            None => self.write_summary(row, &modules, summary_deadline).await,
         };
         let new_summary = stored.is_none().then_some(summary.as_str());
         if !self
@@ -509,7 +537,7 @@ impl SummarizeHandler {
 
     /// The summary paragraph from what the row holds (extractive, or the LLM when configured,
     /// which falls back to extractive on any error).
-    async fn write_summary(&self, row: &PrRow, modules: &[String]) -> String {
+    async fn write_summary(&self, row: &PrRow, modules: &[String], deadline: Instant) -> String {
         let files: Vec<String> = row.files.iter().map(|f| f.path.clone()).collect();
         let issues: Vec<String> = row
             .linked_issues
@@ -524,7 +552,7 @@ impl SummarizeHandler {
             issues: &issues,
             modules,
         };
-        self.summarizer.summarize(&input).await.text
+        self.summarizer.summarize(&input, deadline).await.text
     }
 }
 

@@ -107,6 +107,28 @@ impl PrStore {
     }
 }
 
+impl PrStore {
+    /// Gives back whatever sweep claim a still-pending row holds (its message was dropped
+    /// unworked), so the next sweep need not wait for it to expire.
+    pub async fn release_any_queue_claim(
+        &self,
+        repo: &RepoName,
+        number: u64,
+    ) -> Result<(), StoreError> {
+        let mut update = Update::default();
+        update.remove(attr::ENQUEUED_UNTIL);
+        let condition = format!(
+            "attribute_exists({}) AND attribute_not_exists({}) AND attribute_not_exists({})",
+            update.name(attr::ENQUEUED_UNTIL),
+            update.name(attr::SUMMARIZED_AT),
+            update.name(attr::FAILED_AT),
+        );
+        self.update_if(repo, number, update, condition)
+            .await
+            .map(|_| ())
+    }
+}
+
 fn pending_row(item: &Item) -> Option<PendingRow> {
     Some(PendingRow {
         repo: RepoName::parse(string(item, attr::REPO)?).ok()?,

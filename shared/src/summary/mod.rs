@@ -18,7 +18,7 @@
 
 use std::fmt::Write as _;
 use std::sync::{Arc, LazyLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use regex::Regex;
@@ -54,6 +54,8 @@ pub const DEFAULT_RETRIES: u32 = 2;
 pub const DEFAULT_BACKOFF: Duration = Duration::from_millis(500);
 /// A `retry-after` longer than this is not waited for: the extractive summary is used instead.
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(5);
+/// The least time left for which a Messages API attempt is still started.
+pub const MIN_ATTEMPT: Duration = Duration::from_secs(2);
 /// `max_tokens` of every request: ample for 600 characters of prose.
 pub const MAX_TOKENS: u32 = 400;
 /// How many changed files the prompt lists.
@@ -99,7 +101,12 @@ pub enum SummarySource {
 /// Writes a PR's summary paragraph. Never fails: an implementation that can fail falls back to
 /// [`extractive`].
 pub trait Summarizer: Send + Sync {
-    fn summarize<'a>(&'a self, input: &'a SummaryInput<'a>) -> BoxFuture<'a, Summary>;
+    /// The paragraph, in hand by `deadline`: a call that cannot answer by then falls back.
+    fn summarize<'a>(
+        &'a self,
+        input: &'a SummaryInput<'a>,
+        deadline: Instant,
+    ) -> BoxFuture<'a, Summary>;
 }
 
 /// [`extractive`] behind the [`Summarizer`] trait.
@@ -107,7 +114,11 @@ pub trait Summarizer: Send + Sync {
 pub struct ExtractiveSummarizer;
 
 impl Summarizer for ExtractiveSummarizer {
-    fn summarize<'a>(&'a self, input: &'a SummaryInput<'a>) -> BoxFuture<'a, Summary> {
+    fn summarize<'a>(
+        &'a self,
+        input: &'a SummaryInput<'a>,
+        _deadline: Instant,
+    ) -> BoxFuture<'a, Summary> {
         Box::pin(async move { extractive(input) })
     }
 }
@@ -534,6 +545,9 @@ pub enum LlmError {
     Empty,
     #[error("the model declined to answer (stop_reason {0:?})")]
     Refused(String),
+    /// Not asked (again): too little of the invocation is left for an answer.
+    #[error("no time left for the Messages API (the invocation's deadline is near)")]
+    OutOfTime,
 }
 
 impl LlmError {
@@ -542,7 +556,10 @@ impl LlmError {
         match self {
             LlmError::Api { status, .. } => matches!(status, 408 | 429 | 500..=599),
             LlmError::Timeout(_) | LlmError::Transport(_) => true,
-            LlmError::Malformed(_) | LlmError::Empty | LlmError::Refused(_) => false,
+            LlmError::Malformed(_)
+            | LlmError::Empty
+            | LlmError::Refused(_)
+            | LlmError::OutOfTime => false,
         }
     }
 
@@ -649,13 +666,23 @@ impl LlmSummarizer {
         })
     }
 
-    /// The paragraph from the API, with the timeout and retries; no fallback.
-    pub async fn generate(&self, input: &SummaryInput<'_>) -> Result<Generated, LlmError> {
+    /// The paragraph from the API, with the timeout and retries, all within `deadline`: each
+    /// attempt's timeout is cut to the time left, and no attempt starts (nor a retry waits)
+    /// with less than [`MIN_ATTEMPT`] left. No fallback.
+    pub async fn generate(
+        &self,
+        input: &SummaryInput<'_>,
+        deadline: Instant,
+    ) -> Result<Generated, LlmError> {
         let body = serde_json::to_vec(&self.request_body(input))
             .map_err(|e| LlmError::Malformed(format!("the request body: {e}")))?;
         let mut attempt = 0u32;
         loop {
-            let error = match self.attempt(&body).await {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left < MIN_ATTEMPT {
+                return Err(LlmError::OutOfTime);
+            }
+            let error = match self.attempt(&body, self.timeout.min(left)).await {
                 Ok(generated) => return Ok(generated),
                 Err(error) => error,
             };
@@ -667,6 +694,9 @@ impl LlmSummarizer {
                 Some(after) => after,
                 None => self.backoff.saturating_mul(2u32.saturating_pow(attempt)),
             };
+            if Instant::now() + delay + MIN_ATTEMPT > deadline {
+                return Err(error);
+            }
             attempt += 1;
             tracing::info!(
                 model = %self.model,
@@ -680,7 +710,7 @@ impl LlmSummarizer {
         }
     }
 
-    async fn attempt(&self, body: &[u8]) -> Result<Generated, LlmError> {
+    async fn attempt(&self, body: &[u8], timeout: Duration) -> Result<Generated, LlmError> {
         let request = self
             .client
             .post(&self.endpoint)
@@ -701,10 +731,9 @@ impl LlmSummarizer {
             let bytes = response.bytes().await?;
             Ok::<_, reqwest::Error>((status, retry_after, bytes))
         };
-        let (status, retry_after, bytes) = match tokio::time::timeout(self.timeout, exchange).await
-        {
-            Err(_) => return Err(LlmError::Timeout(self.timeout)),
-            Ok(Err(e)) if e.is_timeout() => return Err(LlmError::Timeout(self.timeout)),
+        let (status, retry_after, bytes) = match tokio::time::timeout(timeout, exchange).await {
+            Err(_) => return Err(LlmError::Timeout(timeout)),
+            Ok(Err(e)) if e.is_timeout() => return Err(LlmError::Timeout(timeout)),
             Ok(Err(e)) => return Err(LlmError::Transport(crate::error::error_chain(&e))),
             Ok(Ok(answer)) => answer,
         };
@@ -755,9 +784,13 @@ impl LlmSummarizer {
 }
 
 impl Summarizer for LlmSummarizer {
-    fn summarize<'a>(&'a self, input: &'a SummaryInput<'a>) -> BoxFuture<'a, Summary> {
+    fn summarize<'a>(
+        &'a self,
+        input: &'a SummaryInput<'a>,
+        deadline: Instant,
+    ) -> BoxFuture<'a, Summary> {
         Box::pin(async move {
-            match self.generate(input).await {
+            match self.generate(input, deadline).await {
                 Ok(generated) => Summary {
                     text: generated.text,
                     kind: conventional_type(input.title).0,
@@ -1441,7 +1474,12 @@ This PR has been generated by [Renovate Bot](https://github.com/renovatebot/reno
             .build()
             .unwrap();
         for s in [none, blank] {
-            assert_eq!(rt.block_on(s.summarize(&input)), extractive(&input));
+            assert_eq!(
+                rt.block_on(
+                    s.summarize(&input, std::time::Instant::now() + Duration::from_secs(60))
+                ),
+                extractive(&input)
+            );
         }
     }
 
@@ -1516,7 +1554,9 @@ This PR has been generated by [Renovate Bot](https://github.com/renovatebot/reno
             Duration::from_secs(5),
         );
         let input = input("fix: x", Some("The body."));
-        let summary = s.summarize(&input).await;
+        let summary = s
+            .summarize(&input, std::time::Instant::now() + Duration::from_secs(60))
+            .await;
         assert_eq!(summary, extractive(&input));
 
         let request = server.await.unwrap();
