@@ -656,8 +656,11 @@ async fn github_failures_on_the_request_release_or_keep_the_claim_as_they_must()
     w.stop().await;
 }
 
+/// A claim never confirmed (its run stopped between the claim and the request) is reported, and
+/// settled by the hook's delivery log: no attempt since it means GitHub did not act, so it is
+/// asked again.
 #[tokio::test]
-async fn a_claim_never_confirmed_is_reported_and_not_asked() {
+async fn a_claim_never_confirmed_is_reported_and_asked_again_once_the_log_settles_it() {
     let w = World::recorded(true, 80).await;
     w.stub.add_delivery(
         REPO,
@@ -680,13 +683,76 @@ async fn a_claim_never_confirmed_is_reported_and_not_asked() {
         .run(time::OffsetDateTime::now_utc(), far(), false)
         .await
         .unwrap();
-    assert!(report.redelivered.is_empty(), "{report:?}");
     assert_eq!(report.unconfirmed, 1, "{report:?}");
     assert!(
         report.problems[0].message.contains("delivery log"),
         "{report:?}"
     );
-    assert_eq!(w.stub.redeliveries_asked("lost-81"), 0);
+    assert_eq!(guids(&report), vec!["lost-81"], "{report:?}");
+    w.eventually_stored(81, "lost-81").await;
+    assert_eq!(w.stub.redeliveries_asked("lost-81"), 1);
+    w.stop().await;
+}
+
+/// Review defect 4: a redelivery request with no clear answer (a 502) leaves the delivery
+/// `unknown`. Later runs settle it by the hook's delivery log instead of never asking again
+/// (and losing the PR once GitHub's 3-day window closes): no attempt after a while means GitHub
+/// did not act; a newer failed attempt means it acted and failed. Both are asked again.
+#[tokio::test]
+async fn an_unknown_redelivery_is_settled_by_the_delivery_log_and_asked_again() {
+    use support::github_stub::Fault;
+    let attempts = |id: u64| format!("/repos/{REPO}/hooks/{HOOK}/deliveries/{id}/attempts");
+    // GitHub did not act on the 502.
+    let w = World::recorded(true, 90).await;
+    let lost = w.stub.add_delivery(
+        REPO,
+        HOOK,
+        spec("lost-91", 7200, 500, "closed", merged_pr(91)),
+    );
+    w.stub.fail_next(&attempts(lost), Fault::BadGateway);
+    let r = w.redeliverer(10);
+    let now = time::OffsetDateTime::now_utc();
+    let first = r.run(now, far(), false).await.unwrap();
+    assert!(first.redelivered.is_empty(), "{first:?}");
+    assert!(
+        first.problems[0].message.contains("may have done it"),
+        "{first:?}"
+    );
+    // At once, GitHub may still be acting: not asked again yet.
+    let soon = r.run(now, far(), false).await.unwrap();
+    assert!(soon.redelivered.is_empty(), "{soon:?}");
+    assert_eq!(soon.already_asked, 1, "{soon:?}");
+    // An hour later the log shows no attempt since: asked again, and stored.
+    let later = r
+        .run(now + time::Duration::hours(1), far(), false)
+        .await
+        .unwrap();
+    assert_eq!(guids(&later), vec!["lost-91"], "{later:?}");
+    w.eventually_stored(91, "lost-91").await;
+    w.stop().await;
+
+    // GitHub acted on the 502, and its redelivery failed too (no webhook behind the hook).
+    let w = World::recorded(false, 95).await;
+    let lost = w.stub.add_delivery(
+        REPO,
+        HOOK,
+        spec("lost-96", 7200, 500, "closed", merged_pr(96)),
+    );
+    w.stub
+        .fail_next(&attempts(lost), Fault::AppliedThenBadGateway);
+    let r = w.redeliverer(10);
+    let first = r
+        .run(time::OffsetDateTime::now_utc(), far(), false)
+        .await
+        .unwrap();
+    assert!(first.redelivered.is_empty(), "{first:?}");
+    w.failed_redeliveries("lost-96", 1).await;
+    let next = r
+        .run(time::OffsetDateTime::now_utc(), far(), false)
+        .await
+        .unwrap();
+    assert_eq!(guids(&next), vec!["lost-96"], "{next:?}");
+    assert_eq!(w.stub.redeliveries_asked("lost-96"), 2);
     w.stop().await;
 }
 

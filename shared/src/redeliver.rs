@@ -103,7 +103,8 @@ pub struct RedeliverReport {
     pub already_asked: usize,
     /// Of those: not a merged PR: nothing to store.
     pub not_merged: usize,
-    /// Of those: claimed by a run that stopped before it asked GitHub (reported, not asked).
+    /// Of those: claimed by a run that stopped before it confirmed asking GitHub (reported, and
+    /// asked again once the hook's delivery log settles it).
     pub unconfirmed: usize,
     pub redelivered: Vec<Redelivered>,
     pub problems: Vec<HookProblem>,
@@ -306,12 +307,7 @@ impl Redeliverer {
         for (guid, delivery) in candidates(&attempts, run.cutoff) {
             run.report.failed += 1;
             let known = record.deliveries.get(guid);
-            // Asked before, and GitHub's redelivery failed too (the webhook still down).
-            let failed_again = known.filter(|k| {
-                k.state == DeliveryState::Asked
-                    && delivery.redelivery
-                    && redelivered_since(&delivery.delivered_at, &k.at)
-            });
+            let failed_again = known.filter(|k| ask_again(k, delivery, run.now));
             match (known, failed_again) {
                 (Some(k), Some(_)) if k.asks >= MAX_ASKS => {
                     run.problem(
@@ -324,9 +320,12 @@ impl Redeliverer {
                     );
                     continue;
                 }
+                (Some(k), Some(_)) if k.state == DeliveryState::Claimed => {
+                    run.unconfirmed(hook, guid, &k.at);
+                }
                 (Some(_), Some(_)) => {}
                 (Some(k), None) => {
-                    run.known(hook, guid, k.state, &k.at);
+                    run.known(k.state);
                     continue;
                 }
                 (None, _) => {}
@@ -454,7 +453,11 @@ impl Redeliverer {
             return Ok(());
         }
         let claimed = match again {
-            Some(k) => self.hooks.reclaim(hook, guid, &k.at, run.now).await?,
+            Some(k) => {
+                self.hooks
+                    .reclaim(hook, guid, k.state, &k.at, run.now)
+                    .await?
+            }
             None => self.hooks.claim(hook, guid, run.now).await?,
         };
         if !claimed {
@@ -507,7 +510,8 @@ impl Redeliverer {
                     hook,
                     format!(
                         "no clear answer to the redelivery of {what} ({message}): GitHub may have \
-                         done it; it is not asked again (see the hook's delivery log)"
+                         done it; the hook's delivery log settles it on a later run (asked again \
+                         if GitHub did not act, or its redelivery failed too)"
                     ),
                 );
             }
@@ -607,32 +611,30 @@ impl Run {
         });
     }
 
-    /// A delivery an earlier run looked into.
-    fn known(&mut self, hook: &HookRef, guid: &str, state: DeliveryState, at: &str) {
+    /// A delivery an earlier run looked into, and that needs nothing this run.
+    fn known(&mut self, state: DeliveryState) {
         match state {
             DeliveryState::Stored => self.report.already_stored += 1,
             DeliveryState::NotMerged => self.report.not_merged += 1,
-            DeliveryState::Asked | DeliveryState::Refused | DeliveryState::Unknown => {
-                self.report.already_asked += 1
-            }
-            DeliveryState::Claimed => {
-                let stale = parse_rfc3339(at).is_none_or(|t| t + UNCONFIRMED_AFTER < self.now);
-                if stale {
-                    self.report.unconfirmed += 1;
-                    self.problem(
-                        hook,
-                        format!(
-                            "delivery {guid} was claimed at {at} by a run that stopped before \
-                             it asked GitHub: it is not asked again; redeliver it from the \
-                             hook's delivery log if it is still failed"
-                        ),
-                    );
-                } else {
-                    // Another run is asking right now.
-                    self.report.already_asked += 1;
-                }
-            }
+            // Claimed: another run is asking right now.
+            DeliveryState::Asked
+            | DeliveryState::Refused
+            | DeliveryState::Unknown
+            | DeliveryState::Claimed => self.report.already_asked += 1,
         }
+    }
+
+    /// A claim older than [`UNCONFIRMED_AFTER`] never confirmed asked: its run stopped in
+    /// between. Reported, and asked again as the delivery log settles it.
+    fn unconfirmed(&mut self, hook: &HookRef, guid: &str, at: &str) {
+        self.report.unconfirmed += 1;
+        self.problem(
+            hook,
+            format!(
+                "delivery {guid} was claimed at {at} by a run that stopped before confirming it \
+                 asked GitHub: settled by the hook's delivery log, it is asked again"
+            ),
+        );
     }
 
     /// A failed GitHub request: a clear problem, and a stop when the budget or time is gone.
@@ -672,6 +674,25 @@ impl Run {
                 Listing::Failed
             }
         }
+    }
+}
+
+/// Whether a delivery an earlier run left open is to be asked again, settled by the hook's own
+/// delivery log (`newest`: the GUID's newest attempt, which has no 2xx since it is a candidate):
+/// - asked: GitHub's redelivery came and failed too (the webhook still down);
+/// - no clear answer (a timeout, 502 or 504) or claimed by a run that stopped before asking:
+///   an attempt since then means GitHub acted and that attempt failed; none after
+///   [`UNCONFIRMED_AFTER`] means GitHub did not act. Either way it is asked again; a redelivery
+///   asked twice is deduplicated by the webhook (same GUID).
+fn ask_again(known: &Known, newest: &HookDelivery, now: OffsetDateTime) -> bool {
+    let attempted_since = newest.redelivery && redelivered_since(&newest.delivered_at, &known.at);
+    let settled = || parse_rfc3339(&known.at).is_none_or(|t| t + UNCONFIRMED_AFTER < now);
+    match known.state {
+        DeliveryState::Asked => attempted_since,
+        DeliveryState::Unknown => attempted_since || settled(),
+        // A fresh claim is a run asking right now.
+        DeliveryState::Claimed => settled(),
+        DeliveryState::Refused | DeliveryState::Stored | DeliveryState::NotMerged => false,
     }
 }
 

@@ -117,6 +117,9 @@ pub enum Fault {
     ServerError,
     /// 502.
     BadGateway,
+    /// The request is carried out (a redelivery queued, as after a 202), then answered 502: an
+    /// ambiguous failure the client cannot tell from [`Fault::BadGateway`].
+    AppliedThenBadGateway,
     /// 404 `{"message":"Not Found",…}`.
     NotFound,
     /// 410.
@@ -588,6 +591,12 @@ fn decide(
                 None,
             ),
             Fault::BadGateway => (Answer::error(StatusCode::BAD_GATEWAY, "Bad Gateway"), None),
+            Fault::AppliedThenBadGateway => {
+                if let Some(route) = hooks::HookRoute::parse(path) {
+                    let _ = hooks::answer(st, method, &route, query);
+                }
+                (Answer::error(StatusCode::BAD_GATEWAY, "Bad Gateway"), None)
+            }
             Fault::NotFound => (not_found(), None),
             Fault::Gone => (Answer::error(StatusCode::GONE, "Gone"), None),
             Fault::Hang(d) => (

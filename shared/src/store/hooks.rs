@@ -278,13 +278,15 @@ impl HookStore {
         applied(&self.table, "PutItem", put.send().await)
     }
 
-    /// Claims `guid` again after GitHub's redelivery failed too: only while it is still in the
-    /// state an earlier run left (`asked` at `asked_at`), so of two runs one asks.
+    /// Claims `guid` again once the hook's delivery log settled what an earlier run left (its
+    /// redelivery failed too, or GitHub did not act on an unanswered ask or an unconfirmed
+    /// claim): only while it is still in that state (`from` at `at`), so of two runs one asks.
     pub async fn reclaim(
         &self,
         hook: &HookRef,
         guid: &str,
-        asked_at: &str,
+        from: DeliveryState,
+        at: &str,
         now: time::OffsetDateTime,
     ) -> Result<bool, StoreError> {
         let update = self
@@ -301,11 +303,8 @@ impl HookStore {
                 ":claimed",
                 AttributeValue::S(DeliveryState::Claimed.as_str().into()),
             )
-            .expression_attribute_values(
-                ":asked",
-                AttributeValue::S(DeliveryState::Asked.as_str().into()),
-            )
-            .expression_attribute_values(":asked_at", AttributeValue::S(asked_at.to_string()))
+            .expression_attribute_values(":asked", AttributeValue::S(from.as_str().into()))
+            .expression_attribute_values(":asked_at", AttributeValue::S(at.to_string()))
             .expression_attribute_values(":now", AttributeValue::S(rfc3339_millis(now)))
             .expression_attribute_values(":one", AttributeValue::N("1".into()));
         applied(&self.table, "UpdateItem", update.send().await)
