@@ -386,3 +386,110 @@ async fn backfill_stores_the_context_before_importing() {
         ContextRefresh::Fresh => panic!("the stored context was stale"),
     }
 }
+
+/// Review defect 3: a context refresh that changes the repository's layout (here, CODEOWNERS)
+/// marks the index stale with the change; the index build marks every module page stale, so
+/// pages show the new owners without waiting for a new PR.
+#[tokio::test]
+async fn a_changed_layout_marks_the_repository_module_pages_for_a_rebuild() {
+    use shared::enrich::refresh_repo_context;
+    let t = fresh_tables(&sdk().await).await;
+    let stub = monorepo().await;
+    let contexts = t.pages.contexts();
+    let now = OffsetDateTime::now_utc();
+    refresh_repo_context(&contexts, &client(&stub), &repo(), now, within(10))
+        .await
+        .unwrap();
+    // Two module pages, built.
+    for (module, dir, number) in [("acme-api", "crates/api", 1), ("acme-web", "crates/web", 2)] {
+        t.put_entry(&shared::domain::ModuleEntry {
+            repo: REPO.into(),
+            module: module.into(),
+            number,
+            title: format!("Change {number}"),
+            url: format!("https://github.com/{REPO}/pull/{number}"),
+            author: "dev".into(),
+            merged_at: "2024-06-01T10:00:00Z".into(),
+            kind: Some("feat".into()),
+            breaking: false,
+            labels: vec![],
+            summary: "Why.".into(),
+            linked_issues: vec![],
+            additions: 10,
+            deletions: 1,
+            files: vec![shared::domain::FileChange {
+                path: format!("{dir}/src/lib.rs"),
+                additions: 10,
+                deletions: 1,
+                status: None,
+            }],
+            files_here: 1,
+            elsewhere: vec![],
+            files_elsewhere: 0,
+        })
+        .await;
+    }
+    let dir = std::env::temp_dir().join(format!("chronicle-layout-{}", uuid::Uuid::new_v4()));
+    let b = t.builder(
+        Arc::new(shared::publish::MarkdownPublisher::new(&dir)),
+        shared::tagging::ModulesConfig::empty(),
+        Duration::ZERO,
+    );
+    for _ in 0..2 {
+        b.tick(OffsetDateTime::now_utc(), within(30), "tick")
+            .await
+            .unwrap();
+    }
+    assert!(t.pages.stale_pages().await.unwrap().is_empty());
+    // The same context a day later: nothing marked.
+    let later = now + time::Duration::hours(25);
+    refresh_repo_context(&contexts, &client(&stub), &repo(), later, within(10))
+        .await
+        .unwrap();
+    assert!(t.pages.stale_pages().await.unwrap().is_empty());
+    // CODEOWNERS changes: the index is marked, and its build marks the module pages.
+    stub.add_file(REPO, ".github/CODEOWNERS", "/crates/api/ @acme/api-team\n");
+    let much_later = later + time::Duration::hours(25);
+    refresh_repo_context(&contexts, &client(&stub), &repo(), much_later, within(10))
+        .await
+        .unwrap();
+    let index = t
+        .pages
+        .get(REPO, shared::store::INDEX_MODULE)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        index.layout_changed_at.is_some() && index.stale.is_some(),
+        "{index:?}"
+    );
+    b.tick(OffsetDateTime::now_utc(), within(30), "tick")
+        .await
+        .unwrap();
+    let stale: Vec<String> = t
+        .pages
+        .stale_pages()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| p.module)
+        .collect();
+    assert_eq!(
+        stale,
+        ["acme-api", "acme-web"],
+        "every module page is rebuilt"
+    );
+    let index = t
+        .pages
+        .get(REPO, shared::store::INDEX_MODULE)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(index.layout_changed_at.is_none(), "passed on once");
+    b.tick(OffsetDateTime::now_utc(), within(30), "tick")
+        .await
+        .unwrap();
+    let api = std::fs::read_to_string(dir.join("acme/monorepo/acme-api.md")).unwrap();
+    assert!(api.contains("@acme/api-team"), "{api}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -816,3 +816,103 @@ async fn the_sample_stream_event_is_enriched_and_its_modify_ignored() {
         shared::store::item_size(&item)
     );
 }
+
+/// Review defect 3: the first context refresh of a repository fails (a GitHub 5xx, or, in
+/// `chronicle dev` before the fix, a pages table not created yet). Its rows are not enriched
+/// and tagged without the context (by top-level directory, for good): they wait, parked, and
+/// the refresh is tried again seconds later, not ten minutes.
+#[tokio::test]
+async fn a_failed_first_context_refresh_makes_rows_wait_and_is_retried_within_seconds() {
+    use support::github_stub::Fault;
+    let t = fresh_tables(&sdk().await).await;
+    let github = GitHub::start().await;
+    for (path, text) in [
+        (".github/CODEOWNERS", "/crates/api/ @octo-org/api-team\n"),
+        ("Cargo.toml", "[workspace]\nmembers = [\"crates/*\"]\n"),
+        (
+            "crates/api/Cargo.toml",
+            "[package]\nname = \"hello-api\"\ndescription = \"The HTTP API.\"\n",
+        ),
+    ] {
+        github.rest.add_file(REPO, path, text);
+    }
+    let pr = SyntheticPr {
+        number: 31,
+        title: "Add paging to the API".into(),
+        body: String::new(),
+        author: "octocat".into(),
+        labels: vec![],
+        merged_at: time::macros::datetime!(2019-05-15 15:20:33 UTC),
+        files: vec![FileChange {
+            path: "crates/api/src/paging.rs".into(),
+            additions: 40,
+            deletions: 2,
+            status: None,
+        }],
+    };
+    github.graphql.put_pull(
+        REPO,
+        pull_json(
+            REPO,
+            &pr,
+            time::macros::datetime!(2019-05-15 14:00:00 UTC),
+            &[],
+        ),
+    );
+    stored_pr(&t.prs, 31, None).await;
+    // GitHub fails the context's first requests (the client retries once).
+    for _ in 0..2 {
+        github.rest.fail_next(
+            &format!("/repos/{REPO}/contents/.github"),
+            Fault::ServerError,
+        );
+    }
+    let enrich = Arc::new(
+        EnrichHandler::new(t.prs.clone(), Some(github.apis(1, TOKEN)), 4, 500)
+            .with_contexts(t.pages.contexts()),
+    );
+    let r = enrich
+        .handle(event(vec![insert_record(31, "1")]), within(30), "inv")
+        .await;
+    assert!(failed(&r).is_empty(), "{r:?}");
+    let parked = row(&t.prs, 31).await;
+    assert!(
+        !parked.contains_key(attr::ENRICHED_AT),
+        "not enriched without its repository's context: {parked:?}"
+    );
+    assert_eq!(s(&parked, attr::PENDING_SHARD), DEFERRED_SHARD, "it waits");
+    assert!(t.pages.contexts().get(REPO).await.unwrap().is_none());
+
+    // Seconds later (not ten minutes) the retry refreshes the context, then enriches the row.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let report = enrich
+        .retry_deferred(time::OffsetDateTime::now_utc(), within(30), "retry")
+        .await
+        .unwrap();
+    assert_eq!(report.enriched, 1, "{report:?}");
+    let context = t.pages.contexts().get(REPO).await.unwrap().expect("stored");
+    assert!(context.package_named("hello-api").is_some());
+    let done = row(&t.prs, 31).await;
+    assert!(done.contains_key(attr::ENRICHED_AT));
+    assert_ne!(s(&done, attr::PENDING_SHARD), DEFERRED_SHARD);
+    // Summarized with its context: on the package's page, not the top-level directory's.
+    let summarize = Arc::new(t.summarizer(shared::tagging::ModulesConfig::empty(), 5));
+    let r = summarize
+        .handle(
+            sqs_batch(vec![summarize_message("m", REPO, 31)]),
+            within(30),
+            "sum",
+        )
+        .await;
+    assert!(r.batch_item_failures.is_empty());
+    let modules: Vec<String> = t
+        .pages
+        .repo_pages(REPO)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| p.module)
+        .collect();
+    assert!(modules.contains(&"hello-api".to_string()), "{modules:?}");
+    assert!(!modules.contains(&"crates".to_string()), "{modules:?}");
+}

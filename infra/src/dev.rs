@@ -167,6 +167,24 @@ impl DevStack {
             .await?;
         tracing::info!(table = %config.table.table_name, created, "PR table ready (definition from template.yaml)");
 
+        // The entries and pages tables, as the template declares them: every table (and queue)
+        // exists before anything is served or polled, so the first batch's context refresh
+        // finds the pages table.
+        let entries_table =
+            lookup(ENTRIES_TABLE).unwrap_or_else(|| format!("{}-entries", config.table.table_name));
+        let pages_table =
+            lookup(PAGES_TABLE).unwrap_or_else(|| format!("{}-pages", config.table.table_name));
+        for (id, name) in [
+            (ENTRIES_TABLE_ID, &entries_table),
+            (PAGES_TABLE_ID, &pages_table),
+        ] {
+            let created = Template::bundled()?
+                .table(id)?
+                .create_if_missing(&client, name)
+                .await?;
+            tracing::info!(table = %name, created, "table ready (definition from template.yaml)");
+        }
+
         let secret = config.secret.resolve(&sdk).await?;
         let verifier = match &secret {
             Some(s) => Verifier::Secret(s.clone()),
@@ -174,25 +192,18 @@ impl DevStack {
         };
         let store = PrStore::new(client.clone(), config.table.clone());
         // The hooks that deliver go to the pages table, as in AWS (`chronicle redeliver` reads
-        // them). It is created below; a hook seen before is recorded on its next delivery.
-        let hooks_table = config
-            .pages_table
-            .clone()
-            .unwrap_or_else(|| format!("{}-pages", config.table.table_name));
+        // them).
         let handler = Arc::new(
-            WebhookHandler::new(store, verifier, config.max_body_bytes)
-                .with_hooks(shared::store::HookStore::new(client.clone(), hooks_table)),
+            WebhookHandler::new(store, verifier, config.max_body_bytes).with_hooks(
+                shared::store::HookStore::new(client.clone(), pages_table.clone()),
+            ),
         );
-        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, options.port));
-        let server = http_server::serve(handler.clone(), addr).await?;
 
         // The stream event source moto lacks, emulated with the template's settings.
         let mut enrich_config = EnrichConfig::from_lookup(&lookup)?;
         enrich_config.table = config.table.clone();
-        // Repository contexts live in the pages table (created below, before any delivery).
-        enrich_config.pages_table = Some(
-            lookup(PAGES_TABLE).unwrap_or_else(|| format!("{}-pages", config.table.table_name)),
-        );
+        // Repository contexts live in the pages table.
+        enrich_config.pages_table = Some(pages_table.clone());
         let enrich = Arc::new(EnrichHandler::from_config(&enrich_config, &sdk).await?);
         let template = Template::bundled()?;
         let settings = EventSourceSettings::from_template(&template, "EnrichFunction", "PrStream")?;
@@ -253,21 +264,6 @@ impl DevStack {
             stop.clone(),
         )));
 
-        // The entries and pages tables, as the template declares them.
-        let entries_table =
-            lookup(ENTRIES_TABLE).unwrap_or_else(|| format!("{}-entries", config.table.table_name));
-        let pages_table =
-            lookup(PAGES_TABLE).unwrap_or_else(|| format!("{}-pages", config.table.table_name));
-        for (id, name) in [
-            (ENTRIES_TABLE_ID, &entries_table),
-            (PAGES_TABLE_ID, &pages_table),
-        ] {
-            let created = Template::bundled()?
-                .table(id)?
-                .create_if_missing(&client, name)
-                .await?;
-            tracing::info!(table = %name, created, "table ready (definition from template.yaml)");
-        }
         let with_tables = |k: &str| match k {
             ENTRIES_TABLE => Some(entries_table.clone()),
             PAGES_TABLE => Some(pages_table.clone()),
@@ -312,6 +308,9 @@ impl DevStack {
             QUEUE_POLL_INTERVAL,
             stop,
         )));
+        // Served last: every table, queue and event source is there before the first delivery.
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, options.port));
+        let server = http_server::serve(handler.clone(), addr).await?;
         Ok(DevStack {
             emulator,
             sdk,

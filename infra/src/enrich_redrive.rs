@@ -311,7 +311,16 @@ async fn enrich_one(
 ) -> Result<(String, bool), (u8, String)> {
     let deadline = Instant::now() + Duration::from_secs(120);
     let owner = format!("redrive/{message}/{repo}#{number}");
-    let outcome = match enrich.enrich(repo, number, deadline, &owner).await {
+    let outcome = match enrich
+        .enrich(
+            repo,
+            number,
+            deadline,
+            &owner,
+            shared::enrich::Context::Ready,
+        )
+        .await
+    {
         Ok(outcome) => outcome,
         Err(e) => return Ok((format!("failed: {e}"), false)),
     };

@@ -272,6 +272,10 @@ pub struct PageItem {
     /// The LLM-written story of the module, when one is configured and was grounded.
     #[serde(default)]
     pub story: Option<crate::story::StoredStory>,
+    /// On an index item: when the repository's layout (context) last changed, until the index
+    /// build has marked its module pages stale.
+    #[serde(default)]
+    pub layout_changed_at: Option<String>,
 }
 
 /// One year of a module's entries, as the builder last read it.

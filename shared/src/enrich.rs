@@ -306,8 +306,15 @@ enum Fetched {
     Defer(OffsetDateTime),
 }
 
-/// A repository whose context refresh failed is not tried again by this process before this.
-const CONTEXT_RETRY_AFTER: Duration = Duration::from_secs(600);
+/// After a repository's context refresh failed, this process waits this long before trying
+/// again (at the next batch), twice as long after each further failure, up to
+/// [`CONTEXT_RETRY_MAX`]: seconds, so a transient failure costs a batch, not the history.
+const CONTEXT_RETRY_AFTER: Duration = Duration::from_secs(5);
+const CONTEXT_RETRY_MAX: Duration = Duration::from_secs(60);
+/// A row of a repository whose context was never stored is parked at least this long: the next
+/// retry run after it refreshes the context first, then enriches the row (within
+/// `ENRICH_MAX_WAIT_SECONDS`, after which it goes ahead without).
+const CONTEXT_WAIT: Duration = Duration::from_secs(5);
 
 /// Rows read per page of the deferred partition.
 const RETRY_PAGE: i32 = 100;
@@ -323,8 +330,9 @@ pub struct EnrichHandler {
     outcomes: crate::telemetry::OutcomeCounts,
     /// The GraphQL client's request count at the last EMF line.
     requests_seen: std::sync::atomic::AtomicU64,
-    /// When a refresh of a repository's context last failed in this process.
-    context_failures: std::sync::Mutex<std::collections::HashMap<String, Instant>>,
+    /// When a refresh of a repository's context last failed in this process, and how many
+    /// failed in a row.
+    context_failures: std::sync::Mutex<std::collections::HashMap<String, (Instant, u32)>>,
     concurrency: usize,
     max_paths: usize,
     max_wait: Duration,
@@ -441,10 +449,16 @@ impl EnrichHandler {
             .filter(|r| r.event_name == "INSERT")
             .filter_map(|r| record_key(r).map(|(repo, _)| repo))
             .collect();
+        let mut waiting = std::collections::BTreeSet::new();
         for repo in &repos {
-            self.refresh_context(repo, OffsetDateTime::now_utc(), deadline)
-                .await;
+            if !self
+                .refresh_context(repo, OffsetDateTime::now_utc(), deadline)
+                .await
+            {
+                waiting.insert(repo.clone());
+            }
         }
+        let waiting = Arc::new(waiting);
         let records = event
             .records
             .into_iter()
@@ -468,7 +482,11 @@ impl EnrichHandler {
                     record.event_id,
                     copy.fetch_add(1, Ordering::Relaxed)
                 );
-                async move { this.process(&record, deadline, &owner).await }
+                let context = match record_key(&record) {
+                    Some((repo, _)) if waiting.contains(&repo) => Context::Missing,
+                    _ => Context::Ready,
+                };
+                async move { this.process_with(&record, deadline, &owner, context).await }
             })
             .await;
         for (sequence, error) in failed {
@@ -481,42 +499,63 @@ impl EnrichHandler {
     }
 
     /// Fetches `repo`'s context again if the stored one is older than a day. Never fails the
-    /// batch: whatever goes wrong is logged and the stored context stays in use. A refresh
-    /// gets at most half the time left, so the records still get theirs.
-    pub async fn refresh_context(&self, repo: &RepoName, now: OffsetDateTime, deadline: Instant) {
+    /// batch: whatever goes wrong is logged and the stored context stays in use; the refresh is
+    /// tried again at a later batch, seconds later ([`CONTEXT_RETRY_AFTER`], doubling). A
+    /// refresh gets at most half the time left, so the records still get theirs. `false`: the
+    /// repository has no stored context to tag with (its rows wait for one).
+    pub async fn refresh_context(
+        &self,
+        repo: &RepoName,
+        now: OffsetDateTime,
+        deadline: Instant,
+    ) -> bool {
         let (Some(store), Some(github)) = (&self.contexts, &self.github) else {
-            return;
+            return true;
         };
-        // A refresh that failed here lately is not retried on every batch.
-        if let Some(at) = self
+        let backing_off = self
             .context_failures
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get(repo.as_str())
-        {
-            if at.elapsed() < CONTEXT_RETRY_AFTER {
-                return;
+            .is_some_and(|(at, failures)| at.elapsed() < context_backoff(*failures));
+        if !backing_off {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let budget = Instant::now() + left / 2;
+            match refresh_repo_context(store, &github.rest, repo, now, budget).await {
+                Ok(_) => {
+                    self.context_failures
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .remove(repo.as_str());
+                    return true;
+                }
+                Err(e) => {
+                    let failures = {
+                        let mut all = self
+                            .context_failures
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner());
+                        let entry = all
+                            .entry(repo.as_str().to_string())
+                            .or_insert((Instant::now(), 0));
+                        *entry = (Instant::now(), entry.1 + 1);
+                        entry.1
+                    };
+                    tracing::warn!(
+                        repo = %repo,
+                        error = %e,
+                        retry_after_s = context_backoff(failures).as_secs(),
+                        "repository context not refreshed; the stored one (if any) stays in use"
+                    );
+                }
             }
         }
-        let left = deadline.saturating_duration_since(Instant::now());
-        let budget = Instant::now() + left / 2;
-        let outcome = refresh_repo_context(store, &github.rest, repo, now, budget).await;
-        let mut failures = self
-            .context_failures
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        match outcome {
-            Ok(_) => {
-                failures.remove(repo.as_str());
-            }
+        // Not refreshed: an older stored context still tags correctly.
+        match store.checked(repo.as_str()).await {
+            Ok(stored) => stored.is_some(),
             Err(e) => {
-                failures.insert(repo.as_str().to_string(), Instant::now());
-                tracing::warn!(
-                    repo = %repo,
-                    error = %e,
-                    retry_after_s = CONTEXT_RETRY_AFTER.as_secs(),
-                    "repository context not refreshed; the stored one stays in use"
-                )
+                tracing::warn!(repo = %repo, error = %e, "could not tell whether a context is stored");
+                false
             }
         }
     }
@@ -566,12 +605,23 @@ impl EnrichHandler {
         deadline: Instant,
         owner: &str,
     ) -> Result<RecordOutcome, EnrichError> {
+        self.process_with(record, deadline, owner, Context::Ready)
+            .await
+    }
+
+    async fn process_with(
+        &self,
+        record: &EventRecord,
+        deadline: Instant,
+        owner: &str,
+        context: Context,
+    ) -> Result<RecordOutcome, EnrichError> {
         let started = Instant::now();
         let key = record_key(record);
         let result = match &key {
             _ if record.event_name != "INSERT" => Ok(RecordOutcome::NotAnInsert),
             None => Err(EnrichError::BadRecord(record.event_id.clone())),
-            Some((repo, number)) => self.enrich(repo, *number, deadline, owner).await,
+            Some((repo, number)) => self.enrich(repo, *number, deadline, owner, context).await,
         };
         self.outcomes.add(match &result {
             Ok(RecordOutcome::Enriched) => "Enriched",
@@ -593,13 +643,16 @@ impl EnrichHandler {
     }
 
     /// Enriches one row under a lease. Every failure gives the lease back; a row parked by an
-    /// earlier deferral is moved back to its shard once it is finished.
+    /// earlier deferral is moved back to its shard once it is finished. A row of a repository
+    /// whose context is [`Context::Missing`] is parked instead, for [`CONTEXT_WAIT`], until it
+    /// has waited `ENRICH_MAX_WAIT_SECONDS` (then it goes ahead without).
     pub async fn enrich(
         &self,
         repo: &RepoName,
         number: u64,
         deadline: Instant,
         owner: &str,
+        context: Context,
     ) -> Result<RecordOutcome, EnrichError> {
         let Some(github) = &self.github else {
             return Ok(RecordOutcome::Disabled);
@@ -629,6 +682,23 @@ impl EnrichHandler {
         {
             self.store.release_enrichment(repo, number, owner).await?;
             return Ok(RecordOutcome::StillParked(until));
+        }
+        let waited_since = string(&item, attr::RECEIVED_AT)
+            .and_then(parse_time)
+            .unwrap_or(now);
+        if context == Context::Missing && now < waited_since + self.max_wait {
+            let until = now + CONTEXT_WAIT;
+            tracing::info!(repo = %repo, pr = number, until = %rfc3339_millis(until), "the repository's context is not stored yet; the row waits for it");
+            return match self
+                .store
+                .defer_enrichment(repo, number, owner, until)
+                .await?
+            {
+                Deferral::Parked | Deferral::Recorded => {
+                    Ok(RecordOutcome::Deferred(rfc3339_millis(until)))
+                }
+                Deferral::LeaseLost => Err(EnrichError::LeaseLost),
+            };
         }
         let body = string(&item, attr::BODY).unwrap_or_default().to_string();
         let result = self
@@ -717,6 +787,7 @@ impl EnrichHandler {
                 .as_nanos()
         );
         let mut start = None;
+        let mut contexts: BTreeMap<RepoName, bool> = BTreeMap::new();
         loop {
             if Instant::now() + RETRY_MARGIN >= deadline {
                 report.stopped_early = true;
@@ -724,8 +795,23 @@ impl EnrichHandler {
             }
             let page = self.store.deferred_page(start, RETRY_PAGE).await?;
             report.seen += page.rows.len();
+            // Each repository's context first (its rows may be waiting for it).
+            for repo in page.rows.iter().map(|r| &r.repo) {
+                if !contexts.contains_key(repo) {
+                    let ready = self
+                        .refresh_context(repo, OffsetDateTime::now_utc(), deadline)
+                        .await;
+                    contexts.insert(repo.clone(), ready);
+                }
+            }
             let outcomes: Vec<RetryOutcome> = futures::stream::iter(page.rows)
-                .map(|row| self.retry_row(row, now, deadline, &run, &breaker))
+                .map(|row| {
+                    let context = match contexts.get(&row.repo) {
+                        Some(false) => Context::Missing,
+                        _ => Context::Ready,
+                    };
+                    self.retry_row(row, now, deadline, &run, &breaker, context)
+                })
                 .buffer_unordered(self.concurrency)
                 .collect()
                 .await;
@@ -765,6 +851,7 @@ impl EnrichHandler {
         deadline: Instant,
         run: &str,
         breaker: &Breaker,
+        context: Context,
     ) -> RetryOutcome {
         let (repo, number) = (&row.repo, row.number);
         let waited_since = row
@@ -794,7 +881,7 @@ impl EnrichHandler {
         }
         let owner = format!("{run}/{repo}#{number}");
         let started = Instant::now();
-        let result = self.enrich(repo, number, deadline, &owner).await;
+        let result = self.enrich(repo, number, deadline, &owner, context).await;
         log_outcome(repo.as_str(), number, &result, started);
         match result {
             Ok(RecordOutcome::Enriched) => {
@@ -805,6 +892,8 @@ impl EnrichHandler {
                 breaker.success();
                 RetryOutcome::Skipped
             }
+            // Still waiting for its repository's context: not GitHub's budget.
+            Ok(RecordOutcome::Deferred(_)) if context == Context::Missing => RetryOutcome::Waiting,
             Ok(RecordOutcome::Deferred(_)) => {
                 breaker.trip();
                 RetryOutcome::Deferred
@@ -820,6 +909,22 @@ impl EnrichHandler {
             }
         }
     }
+}
+
+/// Whether a repository's context is there to tag its rows with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Context {
+    /// Stored (fresh or not), or not kept at all (no contexts table).
+    Ready,
+    /// Never stored, and its refresh failed: the repository's rows wait for it.
+    Missing,
+}
+
+/// How long to wait before refreshing a context again after `failures` failures in a row.
+fn context_backoff(failures: u32) -> Duration {
+    CONTEXT_RETRY_AFTER
+        .saturating_mul(1 << failures.saturating_sub(1).min(8))
+        .min(CONTEXT_RETRY_MAX)
 }
 
 /// What [`refresh_repo_context`] did.
@@ -868,6 +973,20 @@ pub async fn refresh_repo_context(
     }
     let previous = store.get(repo.as_str()).await?;
     let fetched = context::refresh(github, repo, previous.as_ref(), now, deadline).await?;
+    // (A first context changes no page: the rows of a repository without one wait for it.)
+    if previous.as_ref().is_some_and(|p| !p.same_layout(&fetched)) {
+        // Marked before the context is stored: a crash in between rebuilds the pages once more,
+        // never leaves them showing the old layout. (Retagging history is `chronicle reprocess`.)
+        store
+            .pages()
+            .mark_layout_changed(
+                repo.as_str(),
+                crate::store::INDEX_MODULE,
+                &fetched.checked_at,
+                now,
+            )
+            .await?;
+    }
     let replaces = checked.as_ref().map(|(at, _)| at.as_str());
     if store.put(repo.as_str(), &fetched, replaces).await? {
         tracing::info!(

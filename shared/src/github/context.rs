@@ -124,6 +124,16 @@ pub fn is_fresh(checked_at: &str, version: u32, now: OffsetDateTime, ttl: time::
 }
 
 impl RepoContext {
+    /// Whether both say the same of the repository's modules: their owners (CODEOWNERS), its
+    /// packages, its top-level directories and what their READMEs say. A refresh that changes
+    /// any of these changes what module pages show (and how new PRs are tagged).
+    pub fn same_layout(&self, other: &RepoContext) -> bool {
+        self.codeowners == other.codeowners
+            && self.packages == other.packages
+            && self.top_level == other.top_level
+            && self.about == other.about
+    }
+
     /// The package that is the module `name`.
     pub fn package_named(&self, name: &str) -> Option<&Package> {
         self.packages.iter().find(|p| p.name == name)

@@ -612,7 +612,11 @@ impl PageBuilder {
     ) -> Result<(BuildResult, Published), BuildError> {
         let (repo, module) = (item.repo.as_str(), item.module.as_str());
         let repo_name = RepoName::parse(repo).map_err(|e| BuildError::Repo(e.to_string()))?;
-        let context = self.contexts.get(repo).await?;
+        // A changed layout: a context at least as new as the change, not an older cached one.
+        let context = self
+            .contexts
+            .get_at_least(repo, item.layout_changed_at.as_deref())
+            .await?;
         let layout = context.as_deref().map(|c| {
             tagging::RepoLayout::from_context(
                 c,
@@ -827,6 +831,16 @@ impl PageBuilder {
                 .await;
             match result {
                 Ok(published) => {
+                    if let Some(at) = &current.layout_changed_at {
+                        // The repository's layout changed: every module page shows it anew
+                        // (the clean completion of this build clears the note).
+                        let now = OffsetDateTime::now_utc();
+                        for module in items.iter().filter(|i| i.module != INDEX_MODULE) {
+                            self.pages
+                                .mark_layout_changed(&item.repo, &module.module, at, now)
+                                .await?;
+                        }
+                    }
                     let result = BuildResult {
                         entry_count: rows.iter().map(|r| r.entry_count).sum(),
                         latest_merged_at: rows

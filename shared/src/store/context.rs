@@ -22,6 +22,11 @@ pub struct ContextStore {
 }
 
 impl ContextStore {
+    /// The pages of the same table (a changed layout marks them for a rebuild).
+    pub fn pages(&self) -> super::PageStore {
+        super::PageStore::new(self.client.clone(), self.table.clone())
+    }
+
     /// `table` is the pages table.
     pub fn new(client: Client, table: impl Into<String>) -> Self {
         ContextStore {
@@ -195,6 +200,16 @@ impl ContextCache {
     /// The repository's context (`None`: none stored yet). A read error is an error: tagging
     /// without the context it should have would name modules differently.
     pub async fn get(&self, repo: &str) -> Result<Option<std::sync::Arc<RepoContext>>, StoreError> {
+        self.get_at_least(repo, None).await
+    }
+
+    /// [`Self::get`], read again unless the cached context was checked at `checked_at` or
+    /// later (RFC 3339, as the context writes it).
+    pub async fn get_at_least(
+        &self,
+        repo: &str,
+        checked_at: Option<&str>,
+    ) -> Result<Option<std::sync::Arc<RepoContext>>, StoreError> {
         let now = std::time::Instant::now();
         if let Some((at, context)) = self
             .cached
@@ -202,7 +217,12 @@ impl ContextCache {
             .unwrap_or_else(|e| e.into_inner())
             .get(repo)
         {
-            if now.duration_since(*at) < Self::REFRESH {
+            let new_enough = checked_at.is_none_or(|wanted| {
+                context
+                    .as_ref()
+                    .is_some_and(|c| c.checked_at.as_str() >= wanted)
+            });
+            if now.duration_since(*at) < Self::REFRESH && new_enough {
                 return Ok(context.clone());
             }
         }

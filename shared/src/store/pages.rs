@@ -40,6 +40,9 @@ pub mod page_attr {
     pub const LATEST_MERGED_AT: &str = "latestMergedAt";
     pub const RECENT_AUTHORS: &str = "recentAuthors";
     pub const STORY: &str = "story";
+    /// On a repository's index item: when a context refresh changed the repository's layout
+    /// (owners, packages, READMEs). The index build then marks every module page stale.
+    pub const LAYOUT_CHANGED_AT: &str = "layoutChangedAt";
     pub const NOTION: &str = "notion";
 
     pub const LAST_ERROR: &str = "lastError";
@@ -185,6 +188,24 @@ impl PageStore {
         self.mark(repo, module, &[], true, now).await
     }
 
+    /// Notes that `repo`'s layout changed in its context checked at `checked_at`, and marks the
+    /// page stale: the index's build passes it on to every module page, whose build then reads
+    /// a context at least that new (not a cached older one). A clean build clears it.
+    pub async fn mark_layout_changed(
+        &self,
+        repo: &str,
+        module: &str,
+        checked_at: &str,
+        now: OffsetDateTime,
+    ) -> Result<(), StoreError> {
+        let mut u = Update::default();
+        u.set(
+            a::LAYOUT_CHANGED_AT,
+            AttributeValue::S(checked_at.to_string()),
+        );
+        self.mark_with(u, repo, module, &[], false, now).await
+    }
+
     async fn mark(
         &self,
         repo: &str,
@@ -193,7 +214,20 @@ impl PageStore {
         full: bool,
         now: OffsetDateTime,
     ) -> Result<(), StoreError> {
-        let mut u = Update::default();
+        self.mark_with(Update::default(), repo, module, years, full, now)
+            .await
+    }
+
+    /// [`Self::mark`], in the same write as `u`'s own clauses.
+    async fn mark_with(
+        &self,
+        mut u: Update,
+        repo: &str,
+        module: &str,
+        years: &[i32],
+        full: bool,
+        now: OffsetDateTime,
+    ) -> Result<(), StoreError> {
         u.set(a::STALE, AttributeValue::S(STALE_MARK.into()));
         let since = u.name(a::STALE_SINCE);
         let now_value = u.value("now", Some(AttributeValue::S(rfc3339_millis(now))));
@@ -404,7 +438,13 @@ impl PageStore {
             );
             if completion == BuildCompletion::Clean {
                 u.set(a::BUILT_VERSION, AttributeValue::N(version.to_string()));
-                for gone in [a::STALE, a::STALE_SINCE, a::STALE_YEARS, a::FULL_REBUILD] {
+                for gone in [
+                    a::STALE,
+                    a::STALE_SINCE,
+                    a::STALE_YEARS,
+                    a::FULL_REBUILD,
+                    a::LAYOUT_CHANGED_AT,
+                ] {
                     u.remove(gone);
                 }
                 condition = format!(
