@@ -604,8 +604,11 @@ async fn duplicate_records_and_concurrent_invocations_enrich_once() {
     assert_eq!(github.graphql.stats().graphql_requests, 2);
 }
 
+/// The webhook's fields are never touched by enrichment. A row summarized before its files
+/// arrived (review defect 2: it was tagged with the repository itself) is put back to be
+/// summarized with them: `summarizedAt` goes, everything else stays.
 #[tokio::test]
-async fn summarized_at_and_webhook_fields_are_untouched() {
+async fn webhook_fields_are_untouched_and_a_row_summarized_without_files_goes_back() {
     let (store, github) = setup().await;
     stored_pr(&store, 50, None).await;
     store
@@ -626,10 +629,15 @@ async fn summarized_at_and_webhook_fields_are_untouched() {
         .await;
     assert!(response.batch_item_failures.is_empty());
     let after = row(&store, 50).await;
-    for (k, v) in &before {
+    for (k, v) in before.iter().filter(|(k, _)| *k != attr::SUMMARIZED_AT) {
         assert_eq!(after.get(k), Some(v), "{k} changed");
     }
     assert!(after.contains_key(attr::ENRICHED_AT));
+    assert!(
+        !after.contains_key(attr::SUMMARIZED_AT),
+        "to be summarized with its files"
+    );
+    assert!(after.contains_key(attr::PENDING_SHARD));
 }
 
 #[tokio::test]
@@ -687,7 +695,11 @@ async fn event_source(store: &PrStore, max_retry_attempts: u32) -> (StreamEventS
         "PrStream",
     )
     .unwrap();
-    assert_eq!(settings.event_names, ["INSERT"], "the template's filter");
+    assert_eq!(
+        settings.filters[0],
+        infra::streams::FilterPattern::event_names(&["INSERT"]),
+        "the template's filter"
+    );
     settings.max_retry_attempts = max_retry_attempts;
     settings.retry_backoff = Duration::from_millis(10);
     let dlq = ensure_queue(

@@ -527,6 +527,32 @@ async fn every_function_calls_exactly_what_its_role_grants() {
         .await
         .unwrap();
 
+    // A context refresh a day later finds the repository's layout changed (it has CODEOWNERS
+    // now): the enrich function marks its index page for a rebuild.
+    let files = support::github_stub::GitHubStub::start(GITHUB_TOKEN).await;
+    files.add_file(&repo, ".github/CODEOWNERS", "* @octo-org/everyone\n");
+    let rest = shared::github::GitHubClient::new(
+        &files.url(),
+        &shared::secret::Secret::new(GITHUB_TOKEN),
+        Duration::from_secs(10),
+        1,
+    )
+    .unwrap();
+    let refreshed = shared::enrich::refresh_repo_context(
+        &shared::store::ContextStore::new(aws_sdk_dynamodb::Client::new(&sdk), &pages_table),
+        &rest,
+        &shared::domain::RepoName::parse(&repo).unwrap(),
+        time::OffsetDateTime::now_utc() + time::Duration::hours(25),
+        support::within(30),
+    )
+    .await
+    .unwrap();
+    assert!(
+        matches!(refreshed, shared::enrich::ContextRefresh::Stored { .. }),
+        "{refreshed:?}"
+    );
+    files.stop().await;
+
     // Sweeper: both rows are enriched, so both are claimed and enqueued.
     let sdk = proxies["SweeperFunction"].sdk().await;
     let sweeper = shared::sweeper::Sweeper::from_config(

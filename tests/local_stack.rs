@@ -330,3 +330,86 @@ async fn with_a_notion_token_and_parent_the_local_stack_publishes_to_notion_and_
     stack.shutdown().await;
     notion.stop().await;
 }
+
+/// Review defect 9: a title fixed after merge (an `edited` delivery, newer `updated_at`) and a
+/// `breaking` label added later reach the page: the stream's MODIFY of the summarized row puts
+/// it back, and its entry is rewritten in place (no second entry, the summary kept).
+#[tokio::test]
+async fn an_edit_after_merge_reaches_the_entries_and_the_page() {
+    let github = infra::github_standin::GitHubStandIn::start("local-token")
+        .await
+        .unwrap();
+    github.put_pull(
+        "Codertocat/Hello-World",
+        standin_pull("Codertocat/Hello-World", 2, 12),
+    );
+    let stack = start_with(vec![
+        ("GITHUB_API_URL".into(), github.url().to_string()),
+        ("GITHUB_TOKEN".into(), "local-token".into()),
+    ])
+    .await;
+    let repo = RepoName::parse("Codertocat/Hello-World").unwrap();
+    let secret = stack.secret().expect("the local stack signs").clone();
+    let post = |guid: &'static str, payload: serde_json::Value| {
+        let url = stack.webhook_url();
+        let secret = secret.clone();
+        async move {
+            let body = serde_json::to_vec(&payload).unwrap();
+            reqwest::Client::new()
+                .post(url)
+                .header("content-type", "application/json")
+                .header("x-github-event", "pull_request")
+                .header("x-github-delivery", guid)
+                .header(
+                    "x-hub-signature-256",
+                    signature::sign(secret.expose().as_bytes(), &body),
+                )
+                .body(body)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    assert_eq!(post("merged", merged_payload()).await, 200);
+    let page = std::path::Path::new(stack.output_dir()).join("Codertocat/Hello-World/core.md");
+    let read_until = |want: &'static str| {
+        let page = page.clone();
+        async move {
+            for _ in 0..200 {
+                if let Ok(t) = std::fs::read_to_string(&page) {
+                    if t.contains(want) {
+                        return t;
+                    }
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            panic!("{} never showed {want:?}", page.display());
+        }
+    };
+    read_until("Update the README with new information").await;
+    let summarized = stack.store().get(&repo, 2).await.unwrap().unwrap();
+    let summary = summarized[attr::SUMMARY].as_s().unwrap().clone();
+
+    let mut edited = merged_payload();
+    edited["action"] = json!("edited");
+    edited["pull_request"]["title"] = json!("Rewrite the README for newcomers");
+    edited["pull_request"]["labels"] = json!([{"id": 1, "node_id": "L", "url": "https://api.github.com/repos/Codertocat/Hello-World/labels/breaking", "name": "breaking", "color": "d73a4a", "default": false, "description": null}]);
+    edited["pull_request"]["updated_at"] = json!("2019-05-16T09:00:00Z");
+    assert_eq!(post("edited", edited).await, 200);
+    let text = read_until("Rewrite the README for newcomers").await;
+    assert_eq!(text.matches("(#2)").count(), 1, "one entry: {text}");
+    assert!(
+        !text.contains("Update the README with new information"),
+        "{text}"
+    );
+    assert!(text.to_lowercase().contains("breaking"), "{text}");
+    let item = stack.store().get(&repo, 2).await.unwrap().unwrap();
+    assert_eq!(
+        item[attr::SUMMARY].as_s().unwrap(),
+        &summary,
+        "the summary kept"
+    );
+    stack.shutdown().await;
+}

@@ -10,11 +10,11 @@ use aws_lambda_events::event::dynamodb::EventRecord;
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
 use aws_sdk_dynamodb::types::AttributeValue;
 use infra::streams::{
-    ensure_queue, BatchHandler, EventSourceSettings, PollReport, StreamEventSource,
+    ensure_queue, BatchHandler, EventSourceSettings, FilterPattern, PollReport, StreamEventSource,
     DEFAULT_RETRY_BACKOFF,
 };
 use infra::template::Template;
-use serde_json::Value;
+use serde_json::{json, Value};
 use shared::store::PrStore;
 use support::*;
 
@@ -143,7 +143,7 @@ fn settings(
         batch_size,
         max_retry_attempts,
         bisect_on_error,
-        event_names: vec!["INSERT".into()],
+        filters: vec![infra::streams::FilterPattern::event_names(&["INSERT"])],
         retry_backoff: Duration::from_millis(5),
     }
 }
@@ -313,7 +313,7 @@ async fn without_a_filter_modifies_are_delivered_with_both_images() {
     let fx = fixture().await;
     let mut source = fx
         .source(EventSourceSettings {
-            event_names: vec![],
+            filters: vec![],
             ..settings(10, 2, true)
         })
         .await;
@@ -591,7 +591,26 @@ fn settings_from_the_real_template() {
         parameter("EnrichMaximumRetryAttempts")
     );
     assert!(s.bisect_on_error);
-    assert_eq!(s.event_names, ["INSERT"]);
+    assert_eq!(s.filters.len(), 2, "inserts, and edits of summarized rows");
+    assert_eq!(s.filters[0], FilterPattern::event_names(&["INSERT"]));
+    let modify = |old: bool| {
+        let image = |summarized: bool| {
+            if summarized {
+                json!({"summarizedAt": {"S": "2024-01-01T00:00:00.000Z"}})
+            } else {
+                json!({})
+            }
+        };
+        json!({"eventName": "MODIFY", "dynamodb": {"OldImage": image(old), "NewImage": image(true)}})
+    };
+    assert!(
+        s.filters[1].matches(&modify(true)),
+        "an edit of a summarized row"
+    );
+    assert!(
+        !s.filters[1].matches(&modify(false)),
+        "not the summary's commit"
+    );
     assert_eq!(s.retry_backoff, DEFAULT_RETRY_BACKOFF);
     let event = template.stream_event("EnrichFunction", "PrStream").unwrap();
     assert_eq!(event.starting_position.as_deref(), Some("TRIM_HORIZON"));
@@ -641,7 +660,10 @@ Resources:
             batch_size: 7,
             max_retry_attempts: 4,
             bisect_on_error: true,
-            event_names: vec!["INSERT".into(), "REMOVE".into()],
+            filters: vec![
+                FilterPattern::event_names(&["INSERT"]),
+                FilterPattern::event_names(&["REMOVE"]),
+            ],
             retry_backoff: DEFAULT_RETRY_BACKOFF,
         }
     );
@@ -651,7 +673,7 @@ Resources:
         (s.batch_size, s.max_retry_attempts, s.bisect_on_error),
         (100, u32::MAX, false)
     );
-    assert!(s.event_names.is_empty());
+    assert!(s.filters.is_empty());
     // What the local stack would not emulate faithfully is refused.
     assert!(
         parse("            BatchSize: 5\n").is_err(),
@@ -661,10 +683,21 @@ Resources:
         r#"            FunctionResponseTypes: [ReportBatchItemFailures]
             FilterCriteria:
               Filters:
-                - Pattern: '{"dynamodb": {"NewImage": {"merged": {"BOOL": [true]}}}}'
+                - Pattern: '{"dynamodb": {"NewImage": {"title": {"S": [{"prefix": "feat"}]}}}}'
 "#
     )
     .is_err());
+    // Value lists and `exists` on nested fields are evaluated as Lambda does.
+    let s = parse(
+        r#"            FunctionResponseTypes: [ReportBatchItemFailures]
+            FilterCriteria:
+              Filters:
+                - Pattern: '{"dynamodb": {"NewImage": {"merged": {"BOOL": [true]}}}}'
+"#,
+    )
+    .unwrap();
+    assert!(s.filters[0].matches(&json!({"dynamodb": {"NewImage": {"merged": {"BOOL": true}}}})));
+    assert!(!s.filters[0].matches(&json!({"dynamodb": {"NewImage": {"merged": {"BOOL": false}}}})));
     assert!(parse(
         "            FunctionResponseTypes: [ReportBatchItemFailures]\n            BatchSize: !Ref Nope\n"
     )

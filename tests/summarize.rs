@@ -1038,3 +1038,128 @@ async fn too_little_time_left_claims_nothing_and_the_next_sweep_takes_the_row() 
     assert!(r.batch_item_failures.is_empty());
     assert_eq!(n(&row(&t, 14).await, attr::ATTEMPTS), 1);
 }
+
+/// The module entries of a repository, `(module, number)` sorted.
+async fn entries_by_module(t: &Tables, modules: &[&str]) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    for module in modules {
+        for e in t.module_entries(REPO, module).await {
+            out.push((e.module.clone(), e.number));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Review defect 2: a PR summarized before its enrichment landed (tagged with the repository
+/// itself, "Paths: not known") moves to its real module once the files arrive: enrichment puts
+/// the row back, the worker rewrites its entries there and deletes the misfiled one, keeping
+/// its summary (no second LLM call).
+#[tokio::test]
+async fn late_enrichment_moves_a_pr_summarized_without_files_to_its_module() {
+    let (t, _) = setup(5).await;
+    pending(&t, 15).await;
+    let counting = Arc::new(Counting(AtomicUsize::new(0)));
+    let handler = Arc::new(
+        t.summarizer(ModulesConfig::empty(), 5)
+            .with_summarizer(counting.clone()),
+    );
+    let r = handler
+        .handle(batch(vec![message("m", 15)]), within(30), "inv")
+        .await;
+    assert!(r.batch_item_failures.is_empty());
+    assert_eq!(
+        entries_by_module(&t, &[REPO, "src"]).await,
+        [(REPO.to_string(), 15)]
+    );
+    // The enrichment lands late, under its lease, as the enrich stage writes it.
+    let repo = RepoName::parse(REPO).unwrap();
+    let now = OffsetDateTime::now_utc();
+    let claim = t
+        .prs
+        .claim_enrichment(&repo, 15, "late", now, now + time::Duration::seconds(30))
+        .await
+        .unwrap();
+    assert!(matches!(claim, shared::store::EnrichClaim::Claimed(_)));
+    let enrichment = shared::enrich::Enrichment {
+        totals: shared::github::PullTotals {
+            commits: 1,
+            additions: 12,
+            deletions: 3,
+            changed_files: 1,
+        },
+        files: vec![shared::github::ChangedFile {
+            path: "src/lib.rs".into(),
+            status: "modified".into(),
+            additions: 12,
+            deletions: 3,
+        }],
+        linked_issues: vec![],
+    };
+    assert!(t
+        .prs
+        .complete_enrichment(&repo, 15, "late", enrichment.attributes(500), now)
+        .await
+        .unwrap());
+    let item = row(&t, 15).await;
+    assert!(
+        !item.contains_key(attr::SUMMARIZED_AT) && item.contains_key(attr::PENDING_SHARD),
+        "put back to be summarized: {item:?}"
+    );
+    let r = handler
+        .handle(batch(vec![message("m2", 15)]), within(30), "inv-2")
+        .await;
+    assert!(r.batch_item_failures.is_empty());
+    assert_eq!(
+        entries_by_module(&t, &[REPO, "src"]).await,
+        [("src".to_string(), 15)],
+        "on its module, the misfiled entry deleted"
+    );
+    assert_eq!(counting.0.load(Ordering::SeqCst), 1, "the summary was kept");
+    let stale: Vec<String> = t
+        .pages
+        .stale_pages()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| p.module)
+        .collect();
+    assert!(stale.contains(&REPO.to_string()) && stale.contains(&"src".to_string()));
+}
+
+/// Review defects 2 and 9: the row changes while its entries are being written (its
+/// enrichment lands, its PR is edited): the commit is refused and the entries are written
+/// again from the row as it is now, so neither change is lost.
+#[tokio::test]
+async fn a_change_that_lands_while_entries_are_written_is_not_lost() {
+    let (t, _) = setup(5).await;
+    pending(&t, 16).await;
+    let slow = Arc::new(Slow(Duration::from_millis(1_500), "A summary."));
+    let handler = Arc::new(
+        t.summarizer(ModulesConfig::empty(), 5)
+            .with_summarizer(slow),
+    );
+    let worker = {
+        let handler = handler.clone();
+        tokio::spawn(async move {
+            handler
+                .handle(batch(vec![message("m", 16)]), within(30), "inv")
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // While the summary is written: the files land, and the title is edited.
+    with_files(&t, 16, &[("src/lib.rs", 5, 1)]).await;
+    let mut edited = merged_payload();
+    edited["pull_request"]["number"] = serde_json::json!(16);
+    edited["pull_request"]["title"] = serde_json::json!("Renamed after merge");
+    edited["pull_request"]["updated_at"] = serde_json::json!("2019-05-16T10:00:00Z");
+    store_merged(&t.prs, &edited, OffsetDateTime::now_utc()).await;
+    let r = worker.await.unwrap();
+    assert!(r.batch_item_failures.is_empty(), "{r:?}");
+    let entries = t.module_entries(REPO, "src").await;
+    assert_eq!(entries.len(), 1, "written again with the files");
+    assert_eq!(entries[0].title, "Renamed after merge");
+    assert!(t.module_entries(REPO, REPO).await.is_empty());
+    assert!(row(&t, 16).await.contains_key(attr::SUMMARIZED_AT));
+}

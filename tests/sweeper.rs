@@ -376,3 +376,30 @@ async fn lowering_pending_shards_strands_no_row() {
     numbers.sort();
     assert_eq!(numbers, [4, 5, 6, 7]);
 }
+
+/// Review defect 2: past its grace window, a row whose enrichment is in flight (a live enrich
+/// lease: a burst of merges, GitHub 5xx and stream retries) is not enqueued to be summarized
+/// without its files; once the lease is gone it is.
+#[tokio::test]
+async fn a_row_being_enriched_is_not_enqueued_past_its_grace() {
+    let sdk = sdk().await;
+    let store = fresh_table(&sdk).await;
+    let (sqs, url) = queue(&sdk).await;
+    let now = OffsetDateTime::now_utc();
+    pending(&store, 1, now - time::Duration::minutes(10)).await;
+    let repo = shared::domain::RepoName::parse("Codertocat/Hello-World").unwrap();
+    let claim = store
+        .claim_enrichment(&repo, 1, "enricher", now, now + time::Duration::seconds(60))
+        .await
+        .unwrap();
+    assert!(matches!(claim, shared::store::EnrichClaim::Claimed(_)));
+    let s = sweeper(&store, &sqs, &url, true);
+    let report = s.sweep(now, soon()).await.unwrap();
+    assert_eq!((report.seen, report.enqueued), (1, 0), "{report:?}");
+    assert!(drain(&sqs, &url).await.is_empty());
+    // The enrich worker dies; its lease expires: the row goes (unenriched, as before).
+    let later = now + time::Duration::seconds(61);
+    let report = s.sweep(later, soon()).await.unwrap();
+    assert_eq!(report.enqueued, 1, "{report:?}");
+    assert_eq!(drain(&sqs, &url).await, [1]);
+}

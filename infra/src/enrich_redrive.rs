@@ -343,7 +343,7 @@ async fn enrich_one(
             false,
         ),
         RecordOutcome::Disabled => ("no token".into(), false),
-        RecordOutcome::NotAnInsert => ("notAnInsert".into(), true),
+        RecordOutcome::NotAnInsert | RecordOutcome::Edited => ("notAnInsert".into(), true),
     })
 }
 
@@ -365,6 +365,11 @@ async fn summarize_again(
     };
     let enriched_at = string(&row, attr::ENRICHED_AT).unwrap_or_default();
     let done_at = string(&row, attr::SUMMARIZED_AT).or(string(&row, attr::FAILED_AT));
+    // Summarized before (it has modules), pending again: the enrichment's own write put it back.
+    if done_at.is_none() && row.contains_key(attr::MODULES) && row.contains_key(attr::PENDING_SHARD)
+    {
+        return Ok((format!("{enriched}; to be summarized again"), true));
+    }
     // RFC 3339 in UTC with milliseconds: ordered as text.
     if done_at.is_none_or(|at| at >= enriched_at) {
         return Ok((enriched.to_string(), true));

@@ -57,9 +57,9 @@ pub struct EventSourceSettings {
     pub max_retry_attempts: u32,
     /// `BisectBatchOnFunctionError`.
     pub bisect_on_error: bool,
-    /// Records whose `eventName` is in this list are delivered, the others skipped; empty = no
-    /// filter, every record is delivered.
-    pub event_names: Vec<String>,
+    /// The event source's filter patterns: a record matching any is delivered, the others are
+    /// skipped; empty = no filter, every record is delivered.
+    pub filters: Vec<FilterPattern>,
     /// Backoff before the first retry of a record; doubles per further failure, capped at
     /// [`MAX_RETRY_BACKOFF`] (or this, if larger).
     pub retry_backoff: Duration,
@@ -101,17 +101,16 @@ impl EventSourceSettings {
             Some(n) => u32::try_from(n)
                 .map_err(|_| invalid(format!("MaximumRetryAttempts {n} is out of range")))?,
         };
-        let mut event_names = Vec::new();
-        for pattern in &def.filter_patterns {
-            let names = event_names_of(pattern).map_err(&invalid)?;
-            event_names.extend(names);
-        }
-        event_names.dedup();
+        let filters = def
+            .filter_patterns
+            .iter()
+            .map(|p| FilterPattern::parse(p).map_err(&invalid))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(EventSourceSettings {
             batch_size,
             max_retry_attempts,
             bisect_on_error: def.bisect_batch_on_function_error,
-            event_names,
+            filters,
             retry_backoff: DEFAULT_RETRY_BACKOFF,
         })
     }
@@ -126,32 +125,82 @@ impl EventSourceSettings {
         self.retry_backoff.saturating_mul(factor).min(cap)
     }
 
-    fn passes(&self, event_name: &str) -> bool {
-        self.event_names.is_empty() || self.event_names.iter().any(|n| n == event_name)
+    /// Whether Lambda would deliver the record: it matches one of the filters (or there are
+    /// none).
+    pub fn passes(&self, record: &EventRecord) -> bool {
+        if self.filters.is_empty() {
+            return true;
+        }
+        let value = serde_json::to_value(record).unwrap_or_default();
+        self.filters.iter().any(|f| f.matches(&value))
     }
 }
 
-/// The `eventName` values a Lambda filter pattern such as `{"eventName": ["INSERT"]}` accepts.
-fn event_names_of(pattern: &str) -> Result<Vec<String>, String> {
-    let unsupported = || {
-        format!(
-            "filter pattern {pattern} is not supported locally (only {{\"eventName\": [\"INSERT\", ...]}})"
-        )
-    };
-    let value: serde_json::Value = serde_json::from_str(pattern)
-        .map_err(|e| format!("filter pattern {pattern} is not JSON: {e}"))?;
-    let object = value.as_object().ok_or_else(unsupported)?;
-    if object.len() != 1 {
-        return Err(unsupported());
+/// One Lambda event filter pattern, in the subset of the pattern language the local event
+/// source evaluates: nested objects naming fields, and at the leaves a list of values that
+/// match if the field equals one of them, or `{"exists": true|false}`. Any other operator
+/// (`prefix`, `anything-but`, numeric ranges) is refused when the template is read, rather than
+/// evaluated differently from Lambda.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FilterPattern(serde_json::Value);
+
+impl FilterPattern {
+    pub fn parse(pattern: &str) -> Result<Self, String> {
+        let value: serde_json::Value = serde_json::from_str(pattern)
+            .map_err(|e| format!("filter pattern {pattern} is not JSON: {e}"))?;
+        fn check(v: &serde_json::Value) -> bool {
+            match v {
+                serde_json::Value::Object(fields) => {
+                    !fields.is_empty() && fields.values().all(check)
+                }
+                serde_json::Value::Array(values) => {
+                    !values.is_empty()
+                        && values.iter().all(|v| match v {
+                            serde_json::Value::String(_)
+                            | serde_json::Value::Number(_)
+                            | serde_json::Value::Bool(_)
+                            | serde_json::Value::Null => true,
+                            serde_json::Value::Object(op) => {
+                                op.len() == 1 && op.get("exists").is_some_and(|e| e.is_boolean())
+                            }
+                            serde_json::Value::Array(_) => false,
+                        })
+                }
+                _ => false,
+            }
+        }
+        if !value.is_object() || !check(&value) {
+            return Err(format!(
+                "filter pattern {pattern} is not supported locally (fields, value lists and \
+                 {{\"exists\": bool}} only)"
+            ));
+        }
+        Ok(FilterPattern(value))
     }
-    let names = object
-        .get("eventName")
-        .and_then(|v| v.as_array())
-        .ok_or_else(unsupported)?;
-    names
-        .iter()
-        .map(|n| n.as_str().map(str::to_string).ok_or_else(unsupported))
-        .collect()
+
+    /// `{"eventName": [names…]}`.
+    pub fn event_names(names: &[&str]) -> Self {
+        FilterPattern(serde_json::json!({ "eventName": names }))
+    }
+
+    /// Whether the record (as Lambda's JSON) matches.
+    pub fn matches(&self, record: &serde_json::Value) -> bool {
+        fn at(pattern: &serde_json::Value, value: Option<&serde_json::Value>) -> bool {
+            match pattern {
+                serde_json::Value::Object(fields) => fields
+                    .iter()
+                    .all(|(name, p)| at(p, value.and_then(|v| v.get(name)))),
+                serde_json::Value::Array(options) => options.iter().any(|o| match o {
+                    serde_json::Value::Object(op) => {
+                        op.get("exists").and_then(|e| e.as_bool()) == Some(value.is_some())
+                    }
+                    scalar => value == Some(scalar),
+                }),
+                _ => false,
+            }
+        }
+        at(&self.0, Some(record))
+    }
 }
 
 /// What one [`StreamEventSource::poll_once`] did.
@@ -535,7 +584,7 @@ async fn read_shard(
                 continue;
             };
             shard.last_read = Some(sequence.clone());
-            if !settings.passes(&lambda.event_name) {
+            if !settings.passes(&lambda) {
                 report.filtered_out += 1;
                 continue;
             }
@@ -853,17 +902,41 @@ mod tests {
 
     #[test]
     fn filter_patterns() {
-        assert_eq!(
-            event_names_of(r#"{"eventName": ["INSERT"]}"#).unwrap(),
-            ["INSERT"]
+        let inserts = FilterPattern::parse(r#"{"eventName": ["INSERT"]}"#).unwrap();
+        assert_eq!(inserts, FilterPattern::event_names(&["INSERT"]));
+        assert!(inserts.matches(&serde_json::json!({"eventName": "INSERT"})));
+        assert!(!inserts.matches(&serde_json::json!({"eventName": "MODIFY"})));
+        let edits = FilterPattern::parse(
+            r#"{"eventName": ["MODIFY"], "dynamodb": {"OldImage": {"summarizedAt": {"S": [{"exists": true}]}}, "NewImage": {"summarizedAt": {"S": [{"exists": true}]}}}}"#,
+        )
+        .unwrap();
+        let image = |summarized: bool| {
+            let mut i = serde_json::json!({"title": {"S": "t"}});
+            if summarized {
+                i["summarizedAt"] = serde_json::json!({"S": "2024-01-01T00:00:00Z"});
+            }
+            i
+        };
+        let modify = |old: bool, new: bool| serde_json::json!({"eventName": "MODIFY", "dynamodb": {"OldImage": image(old), "NewImage": image(new)}});
+        assert!(edits.matches(&modify(true, true)));
+        assert!(!edits.matches(&modify(false, true)), "the commit itself");
+        assert!(
+            !edits.matches(&modify(true, false)),
+            "put back to be summarized"
         );
-        assert_eq!(
-            event_names_of(r#"{"eventName": ["INSERT", "MODIFY"]}"#).unwrap(),
-            ["INSERT", "MODIFY"]
-        );
-        assert!(event_names_of(r#"{"dynamodb": {"Keys": {}}}"#).is_err());
-        assert!(event_names_of(r#"{"eventName": [{"anything-but": "REMOVE"}]}"#).is_err());
-        assert!(event_names_of("not json").is_err());
+        let absent =
+            FilterPattern::parse(r#"{"dynamodb": {"NewImage": {"x": [{"exists": false}]}}}"#)
+                .unwrap();
+        assert!(absent.matches(&modify(true, true)));
+        for unsupported in [
+            r#"{"dynamodb": {"Keys": {}}}"#,
+            r#"{"eventName": [{"anything-but": "REMOVE"}]}"#,
+            r#"{"eventName": [{"prefix": "INS"}]}"#,
+            r#"{"eventName": "INSERT"}"#,
+            "not json",
+        ] {
+            assert!(FilterPattern::parse(unsupported).is_err(), "{unsupported}");
+        }
     }
 
     #[test]
@@ -872,14 +945,16 @@ mod tests {
             batch_size: 10,
             max_retry_attempts: 3,
             bisect_on_error: true,
-            event_names: vec![],
+            filters: vec![],
             retry_backoff: Duration::from_millis(100),
         };
         assert_eq!(s.backoff(0), Duration::ZERO);
         assert_eq!(s.backoff(1), Duration::from_millis(100));
         assert_eq!(s.backoff(3), Duration::from_millis(400));
         assert_eq!(s.backoff(40), MAX_RETRY_BACKOFF);
-        assert!(s.passes("REMOVE"));
+        let mut remove = EventRecord::default();
+        remove.event_name = "REMOVE".into();
+        assert!(s.passes(&remove), "no filter: every record");
     }
 
     #[test]

@@ -91,7 +91,9 @@ pub enum RecordOutcome {
     StillParked(String),
     /// The row no longer exists.
     Deleted,
-    /// Not an INSERT: the template's filter should have dropped it.
+    /// A MODIFY of a summarized row whose PR was edited: put back to be summarized.
+    Edited,
+    /// Neither an INSERT nor an edit: nothing to do.
     NotAnInsert,
     /// No token configured.
     Disabled,
@@ -585,6 +587,7 @@ impl EnrichHandler {
                 "Deferred",
                 "StillParked",
                 "Deleted",
+                "Edited",
                 "NotAnInsert",
                 "Disabled",
                 "Failed",
@@ -619,8 +622,15 @@ impl EnrichHandler {
         let started = Instant::now();
         let key = record_key(record);
         let result = match &key {
-            _ if record.event_name != "INSERT" => Ok(RecordOutcome::NotAnInsert),
             None => Err(EnrichError::BadRecord(record.event_id.clone())),
+            Some((repo, number)) if record.event_name == "MODIFY" => {
+                match crate::edits::requeue_if_edited(&self.store, repo, *number, record).await {
+                    Ok(crate::edits::EditOutcome::Requeued) => Ok(RecordOutcome::Edited),
+                    Ok(_) => Ok(RecordOutcome::NotAnInsert),
+                    Err(e) => Err(e.into()),
+                }
+            }
+            _ if record.event_name != "INSERT" => Ok(RecordOutcome::NotAnInsert),
             Some((repo, number)) => self.enrich(repo, *number, deadline, owner, context).await,
         };
         self.outcomes.add(match &result {
@@ -630,6 +640,7 @@ impl EnrichHandler {
             Ok(RecordOutcome::Deferred(_)) => "Deferred",
             Ok(RecordOutcome::StillParked(_)) => "StillParked",
             Ok(RecordOutcome::Deleted) => "Deleted",
+            Ok(RecordOutcome::Edited) => "Edited",
             Ok(RecordOutcome::NotAnInsert) => "NotAnInsert",
             Ok(RecordOutcome::Disabled) => "Disabled",
             Err(_) => "Failed",

@@ -122,6 +122,8 @@ mod tests {
             summary: None,
             attempts: 1,
             generation: 1,
+            enriched_at: None,
+            fields_hash: None,
             entry_modules: Default::default(),
             last_error: None,
         }

@@ -17,6 +17,7 @@ pub mod backoff;
 pub mod batch;
 pub mod config;
 pub mod domain;
+pub mod edits;
 pub mod enrich;
 pub mod entries;
 pub mod error;

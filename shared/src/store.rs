@@ -126,7 +126,7 @@ pub use pages::{
     page_attr, BuildClaim, BuildCompletion, BuildResult, CreateClaim, PageStore, StalePage,
     INDEX_MODULE, STALE_INDEX,
 };
-pub use summary::{PrRow, RowError, SummaryClaim};
+pub use summary::{Commit, PrRow, RowError, SummaryClaim};
 pub use sweep::{PendingPage, PendingRow};
 
 #[derive(Debug, thiserror::Error)]
@@ -298,7 +298,8 @@ impl PrStore {
         })
     }
 
-    /// Writes an enrichment only if the row has none and no enrich worker's lease is live.
+    /// Writes an enrichment only if the row has none and no enrich worker's lease is live; a
+    /// row summarized without it goes back to be summarized with it.
     async fn enrich_unclaimed(
         &self,
         repo: &RepoName,
@@ -306,8 +307,58 @@ impl PrStore {
         attributes: Vec<(&'static str, AttributeValue)>,
         now: OffsetDateTime,
     ) -> Result<bool, StoreError> {
+        let requeue = has_files(&attributes);
+        self.write_enrichment(repo, number, attributes, now, requeue, |update| {
+            free_to_enrich(update, now)
+        })
+        .await
+    }
+
+    /// An enrichment's write: with `requeue`, a row already summarized (without it) is put back
+    /// to be summarized again in the same write ([`requeue_clauses`]); otherwise, or for a
+    /// pending or given-up row, the enrichment alone. `condition` is the writer's guard.
+    async fn write_enrichment(
+        &self,
+        repo: &RepoName,
+        number: u64,
+        attributes: Vec<(&'static str, AttributeValue)>,
+        now: OffsetDateTime,
+        requeue: bool,
+        condition: impl Fn(&mut Update) -> String,
+    ) -> Result<bool, StoreError> {
+        if requeue {
+            let mut update = enrichment_update(attributes.clone(), now);
+            let guard = condition(&mut update);
+            let summarized = requeue_clauses(&mut update, number, self.table.pending_shards);
+            let both = format!("{guard} AND {summarized}");
+            if self.update_if(repo, number, update, both).await? {
+                return Ok(true);
+            }
+        }
         let mut update = enrichment_update(attributes, now);
-        let condition = free_to_enrich(&mut update, now);
+        let guard = condition(&mut update);
+        self.update_if(repo, number, update, guard).await
+    }
+
+    /// Puts a summarized row back to be summarized, keeping its summary: its PR's own fields
+    /// changed since (an edit, a label) and its entries must show them. Only while it is still
+    /// summarized at `summarized_at` (a newer summary already shows them). `false`: it was not.
+    pub async fn requeue_summarized(
+        &self,
+        repo: &RepoName,
+        number: u64,
+        summarized_at: &str,
+    ) -> Result<bool, StoreError> {
+        let mut update = Update::default();
+        let summarized = requeue_clauses(&mut update, number, self.table.pending_shards);
+        let condition = format!(
+            "{summarized} AND {} = {}",
+            update.name(attr::SUMMARIZED_AT),
+            update.value(
+                "summarizedAt",
+                Some(AttributeValue::S(summarized_at.to_string()))
+            )
+        );
         self.update_if(repo, number, update, condition).await
     }
 
@@ -566,6 +617,33 @@ fn enrichment_update(
     update
 }
 
+/// Whether an enrichment holds changed files (which tag the PR).
+fn has_files(attributes: &[(&'static str, AttributeValue)]) -> bool {
+    attributes
+        .iter()
+        .any(|(name, value)| *name == attr::FILES && value.as_l().is_ok_and(|l| !l.is_empty()))
+}
+
+/// The clauses that put a summarized row back to be summarized (its summary, generation and
+/// `entryModules` kept, so the rewrite replaces its entries and deletes those of modules it no
+/// longer touches, with no new summary), and the condition that it is summarized. Attempts
+/// start again: the earlier ones were for other inputs.
+fn requeue_clauses(update: &mut Update, number: u64, shards: u16) -> String {
+    for gone in [
+        attr::SUMMARIZED_AT,
+        attr::ATTEMPTS,
+        attr::ENQUEUED_UNTIL,
+        attr::LAST_ERROR,
+    ] {
+        update.remove(gone);
+    }
+    update.set(
+        attr::PENDING_SHARD,
+        AttributeValue::S(pending_shard(number, shards)),
+    );
+    format!("attribute_exists({})", update.name(attr::SUMMARIZED_AT))
+}
+
 /// The row exists, is not enriched, and no enrich worker's lease is live at `now`.
 fn free_to_enrich(update: &mut Update, now: OffsetDateTime) -> String {
     format!(
@@ -782,8 +860,10 @@ impl PrStore {
     }
 
     /// Writes the enrichment and `enrichedAt` and drops the lease, only while `owner` holds it and
-    /// `enrichedAt` is absent. `false`: the lease was lost (nothing written). Never touches
-    /// `summarizedAt`, the pending marker or the webhook's fields.
+    /// `enrichedAt` is absent. `false`: the lease was lost (nothing written). Never touches the
+    /// webhook's fields. An enrichment with files that lands after the row was summarized
+    /// without them (late: a burst, GitHub 5xx, a slow context) puts the row back to be
+    /// summarized in the same write, so its entries move to the modules its files are in.
     pub async fn complete_enrichment(
         &self,
         repo: &RepoName,
@@ -792,17 +872,19 @@ impl PrStore {
         attributes: Vec<(&'static str, AttributeValue)>,
         now: OffsetDateTime,
     ) -> Result<bool, StoreError> {
-        let mut update = enrichment_update(attributes, now);
-        update.remove(attr::ENRICH_LEASE_OWNER);
-        update.remove(attr::ENRICH_LEASE_UNTIL);
-        update.remove(attr::ENRICH_DEFERRED_UNTIL);
-        let condition = format!(
-            "{} = {} AND attribute_not_exists({})",
-            update.name(attr::ENRICH_LEASE_OWNER),
-            update.value("owner", Some(AttributeValue::S(owner.to_string()))),
-            update.name(attr::ENRICHED_AT)
-        );
-        self.update_if(repo, number, update, condition).await
+        let requeue = has_files(&attributes);
+        self.write_enrichment(repo, number, attributes, now, requeue, |update| {
+            update.remove(attr::ENRICH_LEASE_OWNER);
+            update.remove(attr::ENRICH_LEASE_UNTIL);
+            update.remove(attr::ENRICH_DEFERRED_UNTIL);
+            format!(
+                "{} = {} AND attribute_not_exists({})",
+                update.name(attr::ENRICH_LEASE_OWNER),
+                update.value("owner", Some(AttributeValue::S(owner.to_string()))),
+                update.name(attr::ENRICHED_AT)
+            )
+        })
+        .await
     }
 
     /// Applies `update` if `condition` holds; `false` if it did not.

@@ -28,7 +28,7 @@ use time::OffsetDateTime;
 use crate::config::SummarizeConfig;
 use crate::domain::{rfc3339_millis, year_of, RepoName};
 use crate::store::{
-    EntryStore, Item, PageStore, PrRow, PrStore, RowError, StoreError, SummaryClaim,
+    Commit, EntryStore, Item, PageStore, PrRow, PrStore, RowError, StoreError, SummaryClaim,
 };
 use crate::summary::{ExtractiveSummarizer, Summarizer, SummaryInput};
 use crate::sweeper::SummarizeMessage;
@@ -41,6 +41,8 @@ const CONCURRENCY: usize = 4;
 pub const CLAIM_MARGIN: Duration = Duration::from_secs(10);
 /// Entry and page writes of one PR in flight at once.
 const WRITE_CONCURRENCY: usize = 8;
+/// Times the entries of one claim are written: again when the row's inputs changed meanwhile.
+const REWRITES: usize = 3;
 /// The message attribute a given-up row's DLQ message carries: the row's `failedAt`. When the
 /// message is redriven, the worker revives the row given up at that time.
 pub const GIVEN_UP_AT_ATTRIBUTE: &str = "chronicleGivenUpAt";
@@ -57,6 +59,8 @@ pub enum SummarizeError {
     Row(#[from] RowError),
     #[error("the lease expired before the commit; the effect was abandoned")]
     LeaseLost,
+    #[error("the row's inputs changed while its entries were written, {0} times in a row")]
+    InputsChanging(usize),
     #[error("the row was given up but its message could not be sent to the DLQ: {0}")]
     DeadLetter(String),
 }
@@ -378,8 +382,40 @@ impl SummarizeHandler {
         }
     }
 
-    /// Steps 2–5 of the module docs: summary and intent, entries, stale pages, commit.
+    /// Steps 2–5 of the module docs: summary and intent, entries, stale pages, commit. When
+    /// the row's inputs changed while its entries were written (its enrichment landed, or its
+    /// PR was edited), the commit is refused and the entries are written again from the row as
+    /// it is now (its summary kept), at most [`REWRITES`] times.
     async fn write_entries(
+        &self,
+        repo: &RepoName,
+        number: u64,
+        row: &PrRow,
+        owner: &str,
+        summary_deadline: Instant,
+    ) -> Result<Vec<String>, SummarizeError> {
+        let mut row = row.clone();
+        for _ in 0..REWRITES {
+            let modules = self
+                .write_entries_once(repo, number, &row, owner, summary_deadline)
+                .await?;
+            match self
+                .store
+                .commit_summary(&row, owner, &modules, OffsetDateTime::now_utc())
+                .await?
+            {
+                Commit::Done => return Ok(modules),
+                Commit::LeaseLost => return Err(SummarizeError::LeaseLost),
+                Commit::InputsChanged(item) => {
+                    tracing::info!(repo = %repo, pr = number, "the row changed while its entries were written (enrichment or an edit); they are written again");
+                    row = PrRow::from_item(&item)?;
+                }
+            }
+        }
+        Err(SummarizeError::InputsChanging(REWRITES))
+    }
+
+    async fn write_entries_once(
         &self,
         repo: &RepoName,
         number: u64,
@@ -455,14 +491,6 @@ impl SummarizeHandler {
                     .map(|module| self.pages.mark_stale(repo.as_str(), module, &years, now)),
             )
             .await?;
-        }
-
-        if !self
-            .store
-            .commit_summary(repo, number, owner, &modules, OffsetDateTime::now_utc())
-            .await?
-        {
-            return Err(SummarizeError::LeaseLost);
         }
         Ok(modules)
     }

@@ -50,6 +50,12 @@ pub struct PrRow {
     pub entry_modules: BTreeSet<String>,
     #[serde(default)]
     pub last_error: Option<String>,
+    /// When enrichment wrote the files this summary is made from (absent: none yet).
+    #[serde(default)]
+    pub enriched_at: Option<String>,
+    /// The hash of the PR's own fields this summary is made from.
+    #[serde(default)]
+    pub fields_hash: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -80,6 +86,17 @@ impl PrRow {
         }
         Ok(row)
     }
+}
+
+/// How a commit ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Commit {
+    Done,
+    /// Another worker holds the row now: nothing written.
+    LeaseLost,
+    /// Still this worker's, but what the entries were made from changed meanwhile (enrichment
+    /// landed, or the PR was edited): nothing written; the row as it is now, to write again.
+    InputsChanged(Item),
 }
 
 /// The summarize worker's claim on a row.
@@ -185,15 +202,22 @@ impl PrStore {
     /// Ends the row's pending state after its entries are written: sets `summarizedAt`,
     /// `modules`, `entryModules` (exactly the modules written), and REMOVEs the pending marker,
     /// the lease, the sweep's claim and the last error, only while `owner` still holds the
-    /// lease. `false`: the lease was lost, nothing written.
+    /// lease and the row's inputs are still those of `row` (its enrichment and its own fields):
+    /// an enrichment or an edit that landed while the entries were written would otherwise
+    /// never reach them.
     pub async fn commit_summary(
         &self,
-        repo: &RepoName,
-        number: u64,
+        row: &PrRow,
         owner: &str,
         modules: &[String],
         now: OffsetDateTime,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<Commit, StoreError> {
+        let repo = RepoName::parse(&row.repo).map_err(|e| StoreError::Dynamo {
+            operation: "UpdateItem",
+            table: self.table_name().to_string(),
+            message: e.to_string(),
+        })?;
+        let number = row.pr_number;
         let mut update = Update::default();
         update.set(attr::SUMMARIZED_AT, AttributeValue::S(rfc3339_millis(now)));
         update.set(
@@ -219,8 +243,35 @@ impl PrStore {
         ] {
             update.remove(gone);
         }
-        let condition = lease_condition(&mut update, owner);
-        self.update_if(repo, number, update, condition).await
+        let lease = lease_condition(&mut update, owner);
+        let same = |update: &mut Update, name: &str, value: &Option<String>| match value {
+            Some(v) => format!(
+                "{} = {}",
+                update.name(name),
+                update.value(&format!("was{name}"), Some(AttributeValue::S(v.clone())))
+            ),
+            None => format!("attribute_not_exists({})", update.name(name)),
+        };
+        let enriched = same(&mut update, attr::ENRICHED_AT, &row.enriched_at);
+        let fields = same(&mut update, attr::FIELDS_HASH, &row.fields_hash);
+        let request = self
+            .client
+            .update_item()
+            .table_name(self.table_name())
+            .set_key(Some(key(&repo, number)))
+            .condition_expression(format!("{lease} AND {enriched} AND {fields}"))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        self.meter.write();
+        match update.apply(request).send().await {
+            Ok(_) => Ok(Commit::Done),
+            Err(e) => match self.refused_item(&e, &repo, number).await? {
+                Refusal::Refused(Some(item)) if string(&item, attr::LEASE_OWNER) == Some(owner) => {
+                    Ok(Commit::InputsChanged(item))
+                }
+                Refusal::Refused(_) => Ok(Commit::LeaseLost),
+                Refusal::Failed(e) => Err(e),
+            },
+        }
     }
 
     /// Records a failed attempt (already counted by the claim) and releases the lease, so the

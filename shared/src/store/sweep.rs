@@ -58,7 +58,9 @@ impl PrStore {
     }
 
     /// Claims a row for the queue until `until` (the SKIP LOCKED analogue): only while it is
-    /// still pending and not claimed by a live sweep. `false`: someone else has it, or it is done.
+    /// still pending, not claimed by a live sweep, and not being enriched (a live enrich lease:
+    /// its files are moments away, and a summary without them would misfile the PR; a lease
+    /// lasts one invocation at most). `false`: someone else has it, or it is done.
     pub async fn claim_for_queue(
         &self,
         repo: &RepoName,
@@ -74,13 +76,15 @@ impl PrStore {
         );
         let condition = format!(
             "{pending} = {shard} AND attribute_not_exists({summarized}) AND attribute_not_exists({failed}) \
-             AND (attribute_not_exists({claim}) OR {claim} < {now})",
+             AND (attribute_not_exists({claim}) OR {claim} < {now}) \
+             AND (attribute_not_exists({enriching}) OR {enriching} < {now})",
             pending = update.name(attr::PENDING_SHARD),
             // Still in the shard the sweep read: a row parked for enrichment meanwhile is not taken.
             shard = update.value("shard", Some(AttributeValue::S(shard.to_string()))),
             summarized = update.name(attr::SUMMARIZED_AT),
             failed = update.name(attr::FAILED_AT),
             claim = update.name(attr::ENQUEUED_UNTIL),
+            enriching = update.name(attr::ENRICH_LEASE_UNTIL),
             now = update.value("now", Some(AttributeValue::S(rfc3339_millis(now)))),
         );
         self.update_if(repo, number, update, condition).await
