@@ -680,3 +680,133 @@ async fn a_busy_create_claim_is_try_later_not_a_failed_build() {
         assert_eq!(stub.pages_titled(&module_title(module)).len(), 1);
     }
 }
+
+/// Review defect 1: someone removes the integration from the parent page's Connections. Every
+/// call answers 404; that is lost access, not deleted pages: every record is kept, the build
+/// fails with advice, and once access is back the same pages are updated, with no second tree.
+#[tokio::test]
+async fn lost_access_keeps_every_record_and_no_second_tree_is_made() {
+    let t = fresh_tables(&sdk().await).await;
+    let (stub, parent) = NotionStub::start(TOKEN).await;
+    for n in 0..4u64 {
+        let at = shared::domain::parse_rfc3339("2024-06-01T10:00:00Z").unwrap()
+            - time::Duration::days(200 * n as i64);
+        put(&t, &entry("api", 4 - n, &rfc3339_seconds(at))).await;
+    }
+    let b = builder(&t, Arc::new(publisher(&t, &stub, &parent)));
+    settle(&b, &t, Duration::from_secs(60)).await;
+    let recorded = t.pages.get(REPO, "api").await.unwrap().unwrap().notion;
+    let index_before = t
+        .pages
+        .get(REPO, INDEX_MODULE)
+        .await
+        .unwrap()
+        .unwrap()
+        .notion;
+    let creates = stub.count("POST", "/v1/pages", "/v1/pages");
+
+    stub.unshare(&parent);
+    put(&t, &entry("api", 5, "2024-06-02T10:00:00Z")).await;
+    let report = tick(&b, 60).await;
+    assert_eq!(report.failed, 1, "{report:?}");
+    let item = t.pages.get(REPO, "api").await.unwrap().unwrap();
+    assert_eq!(item.notion, recorded, "every record kept");
+    assert_eq!(
+        t.pages
+            .get(REPO, INDEX_MODULE)
+            .await
+            .unwrap()
+            .unwrap()
+            .notion,
+        index_before
+    );
+    assert!(item.advice.unwrap().contains("Connections"));
+    assert!(item.stale.is_some(), "built again later");
+
+    stub.share(&parent);
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    settle(&b, &t, Duration::from_secs(60)).await;
+    assert_eq!(
+        stub.count("POST", "/v1/pages", "/v1/pages"),
+        creates,
+        "no page created again"
+    );
+    assert_eq!(stub.pages_titled(&format!("{REPO} · modules")).len(), 1);
+    assert_eq!(stub.pages_titled(&module_title("api")).len(), 1);
+    let (_, api) = page(&stub, "api");
+    assert_eq!(entry_count(&api, 5), 1, "{api}");
+}
+
+/// Review defect 1, second half: a page whose record was forgotten (it looked gone) is looked
+/// for by title before another is created, so one that is there after all is adopted.
+#[tokio::test]
+async fn a_forgotten_page_is_looked_for_before_another_is_created() {
+    let t = fresh_tables(&sdk().await).await;
+    let (stub, parent) = NotionStub::start(TOKEN).await;
+    put(&t, &entry("api", 1, "2024-06-01T10:00:00Z")).await;
+    let b = builder(&t, Arc::new(publisher(&t, &stub, &parent)));
+    settle(&b, &t, Duration::from_secs(60)).await;
+    let (api_id, _) = page(&stub, "api");
+    // Its record is forgotten (as after a 404 that was not the page's fault).
+    t.pages
+        .forget_notion_page(REPO, "api", shared::pages::MAIN_LABEL, &api_id)
+        .await
+        .unwrap();
+    t.pages
+        .mark_full_rebuild(REPO, "api", OffsetDateTime::now_utc())
+        .await
+        .unwrap();
+    let creates = stub.count("POST", "/v1/pages", "/v1/pages");
+    settle(&b, &t, Duration::from_secs(60)).await;
+    assert_eq!(stub.count("POST", "/v1/pages", "/v1/pages"), creates);
+    assert_eq!(stub.pages_titled(&module_title("api")).len(), 1);
+    let item = t.pages.get(REPO, "api").await.unwrap().unwrap();
+    assert_eq!(
+        item.notion[shared::pages::MAIN_LABEL].id.as_deref(),
+        Some(api_id.as_str()),
+        "adopted"
+    );
+}
+
+/// Review defect 7: an archive page a person dragged into a toggle of its module page is no
+/// longer in the module page's top-level listing, but it is there: it stays recorded (no
+/// second copy), and the module page, which can no longer name it, waits with advice.
+#[tokio::test]
+async fn a_child_page_moved_into_a_toggle_stays_recorded_and_is_not_published_twice() {
+    let t = fresh_tables(&sdk().await).await;
+    let (stub, parent) = NotionStub::start(TOKEN).await;
+    for n in 0..4u64 {
+        let at = shared::domain::parse_rfc3339("2024-06-01T10:00:00Z").unwrap()
+            - time::Duration::days(200 * n as i64);
+        put(&t, &entry("api", 4 - n, &rfc3339_seconds(at))).await;
+    }
+    let b = builder(&t, Arc::new(publisher(&t, &stub, &parent)));
+    settle(&b, &t, Duration::from_secs(60)).await;
+    let (api_id, _) = page(&stub, "api");
+    let archives = stub.child_pages(&api_id);
+    assert!(!archives.is_empty());
+    let (moved_id, moved_title) = archives[0].clone();
+    stub.nest(&moved_id, true);
+    let recorded = t.pages.get(REPO, "api").await.unwrap().unwrap().notion;
+
+    put(&t, &entry("api", 5, "2024-06-02T10:00:00Z")).await;
+    let report = tick(&b, 60).await;
+    assert_eq!(report.failed, 1, "{report:?}");
+    assert_eq!(
+        stub.pages_titled(&moved_title).len(),
+        1,
+        "not published twice"
+    );
+    let item = t.pages.get(REPO, "api").await.unwrap().unwrap();
+    assert_eq!(item.notion, recorded, "still recorded");
+    assert!(item.advice.unwrap().contains("toggle"));
+
+    // Moved back: the page is built, in place.
+    stub.nest(&moved_id, false);
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    settle(&b, &t, Duration::from_secs(60)).await;
+    assert_eq!(stub.pages_titled(&moved_title).len(), 1);
+    let (same, api) = page(&stub, "api");
+    assert_eq!(same, api_id);
+    assert_eq!(entry_count(&api, 5), 1, "{api}");
+}

@@ -321,6 +321,10 @@ pub struct NotionPage {
     /// A hash of the content last sent to it: the same content is not sent again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hash: Option<String>,
+    /// No page is recorded, but one may exist (its record was forgotten as gone, or a create
+    /// claim was given back): the next create looks for it by title first.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub look_first: bool,
 }
 
 #[cfg(test)]

@@ -113,6 +113,29 @@ impl NotionError {
     }
 }
 
+/// What `GET /v1/pages/{id}` says of a page.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PageState {
+    /// It is there: the page object.
+    Live(Value),
+    /// In the trash (by itself or with an ancestor).
+    Trashed,
+    /// 404: deleted for good, or not shared with the integration (Notion does not say which).
+    NotFound,
+}
+
+impl PageState {
+    /// The parent's id, when it is a page (a page in a toggle or a column has a block).
+    pub fn parent_page(&self) -> Option<&str> {
+        match self {
+            PageState::Live(page) if page["parent"]["type"] == "page_id" => {
+                page["parent"]["page_id"].as_str()
+            }
+            _ => None,
+        }
+    }
+}
+
 /// A page Notion created: its id and its URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CreatedPage {
@@ -290,12 +313,9 @@ impl NotionClient {
         .map(drop)
     }
 
-    /// The page, `None` if it is gone: not found, or in the trash.
-    pub async fn live_page(
-        &self,
-        id: &str,
-        deadline: Instant,
-    ) -> Result<Option<Value>, NotionError> {
+    /// Whether the page is there, in the trash, or not found. A 404 does not say whether it was
+    /// deleted or the integration lost access: the caller tells them apart.
+    pub async fn page_state(&self, id: &str, deadline: Instant) -> Result<PageState, NotionError> {
         match self
             .call(
                 Method::GET,
@@ -307,30 +327,26 @@ impl NotionClient {
             )
             .await
         {
-            Ok(page) if page["in_trash"].as_bool().unwrap_or(false) => Ok(None),
-            Ok(page) => Ok(Some(page)),
-            Err(e) if e.is_not_found() => Ok(None),
+            Ok(page) if page["in_trash"].as_bool().unwrap_or(false) => Ok(PageState::Trashed),
+            Ok(page) => Ok(PageState::Live(page)),
+            Err(e) if e.is_not_found() => Ok(PageState::NotFound),
             Err(e) => Err(e),
         }
     }
 
-    /// Moves a page to the trash (what a person's "Delete" does). Gone already is fine.
+    /// Moves a page to the trash (what a person's "Delete" does). A 404 is an error: the page
+    /// may be gone, or out of the integration's reach, and only the caller can tell.
     pub async fn trash_page(&self, id: &str, deadline: Instant) -> Result<(), NotionError> {
-        match self
-            .call(
-                Method::PATCH,
-                &format!("/v1/pages/{id}"),
-                Some(json!({"in_trash": true})),
-                &format!("moving page {id} to the trash"),
-                true,
-                deadline,
-            )
-            .await
-        {
-            Ok(_) => Ok(()),
-            Err(e) if e.is_not_found() => Ok(()),
-            Err(e) => Err(e),
-        }
+        self.call(
+            Method::PATCH,
+            &format!("/v1/pages/{id}"),
+            Some(json!({"in_trash": true})),
+            &format!("moving page {id} to the trash"),
+            true,
+            deadline,
+        )
+        .await
+        .map(drop)
     }
 
     /// The child pages and databases of a page (every page of the listing), in order.

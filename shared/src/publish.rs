@@ -47,6 +47,15 @@ pub enum PublishError {
     /// The build lease was lost while publishing; another builder has the page.
     #[error("the build lease was lost while publishing")]
     LeaseLost,
+    /// Notion answers 404 for Chronicle's pages and for the configured parent page too: the
+    /// integration lost access. Nothing is forgotten; the pages are updated once it is back.
+    #[error("Notion answers 404 for the published pages and for the parent page {parent}: the integration lost access to them")]
+    Unreachable { parent: String },
+    /// Published pages a person moved (into a toggle or a column of their parent, or under
+    /// another page): they stay recorded (never published a second time), and the parent,
+    /// which can no longer name them, is not replaced.
+    #[error("published pages were moved out of their place under {parent:?}: {pages:?}")]
+    Moved { parent: String, pages: Vec<String> },
 }
 
 impl PublishError {
@@ -54,6 +63,18 @@ impl PublishError {
     pub fn advice(&self) -> Option<&str> {
         match self {
             PublishError::Notion(e) => e.advice(),
+            PublishError::Unreachable { .. } => Some(
+                "Share the parent page (NOTION_PARENT_PAGE_ID) with the integration again: open \
+                 it in Notion, ••• → Connections → add the integration (or restore it from the \
+                 trash). Nothing was forgotten: the same pages are updated by themselves once \
+                 Chronicle can reach them.",
+            ),
+            PublishError::Moved { .. } => Some(
+                "A person moved Chronicle's pages into a toggle or a column of their parent page, \
+                 or under another page. Move them back to the top level of the page they were \
+                 under (or delete them, to have them published again); until then that page is \
+                 not updated.",
+            ),
             _ => None,
         }
     }

@@ -89,6 +89,9 @@ struct Page {
     database: bool,
     /// The integration's bot, or a person.
     created_by: String,
+    /// Dragged by a person into a toggle or a column of its parent: still the parent's
+    /// descendant (live, reachable), but no longer one of its top-level children.
+    nested: bool,
 }
 
 /// The integration's own user id (`GET /v1/users/me`).
@@ -177,6 +180,7 @@ impl NotionStub {
                 deleted: false,
                 database,
                 created_by: PERSON_ID.to_string(),
+                nested: false,
             },
         );
         if let Some(parent) = parent {
@@ -194,6 +198,26 @@ impl NotionStub {
     pub fn trash(&self, id: &str) {
         if let Some(p) = self.lock().pages.get_mut(id) {
             p.in_trash = true;
+        }
+    }
+
+    /// A person removes the integration from the page's Connections: it and everything under
+    /// it answer 404 (unless shared again, or shared through another ancestor).
+    pub fn unshare(&self, id: &str) {
+        self.lock().shared.remove(id);
+    }
+
+    /// The page's Connections get the integration (again).
+    pub fn share(&self, id: &str) {
+        self.lock().shared.insert(id.to_string());
+    }
+
+    /// A person drags the page into a toggle (or a column) of its parent: it stays live, but
+    /// the parent's children listing no longer shows it at the top level, `GET` names a block
+    /// as its parent, and replacing the parent's content would delete it (refused).
+    pub fn nest(&self, id: &str, nested: bool) {
+        if let Some(p) = self.lock().pages.get_mut(id) {
+            p.nested = nested;
         }
     }
 
@@ -619,6 +643,7 @@ fn page_json(s: &State, id: &str) -> Value {
         "url": page_url(id, &p.title),
         "in_trash": trashed(s, id),
         "parent": match &p.parent {
+            Some(_) if p.nested => json!({"type": "block_id", "block_id": format!("{id}-toggle")}),
             Some(parent) => json!({"type": "page_id", "page_id": parent}),
             None => json!({"type": "workspace", "workspace": true}),
         },
@@ -680,7 +705,9 @@ fn check_markdown(s: &State, page: Option<&str>, markdown: &str) -> Result<Vec<S
             let child = id_from_url(s, url);
             let is_child = match (page, &child) {
                 (Some(page), Some(child)) => {
-                    s.pages[page].children.contains(child) && !trashed(s, child)
+                    s.pages[page].children.contains(child)
+                        && !trashed(s, child)
+                        && !s.pages[child].nested
                 }
                 _ => false,
             };
@@ -743,6 +770,7 @@ fn create_page(s: &mut State, body: &Value) -> Answer {
             deleted: false,
             database: false,
             created_by: BOT_ID.to_string(),
+            nested: false,
         },
     );
     s.pages.get_mut(parent).unwrap().children.push(id.clone());
@@ -862,7 +890,7 @@ fn children(s: &State, id: &str, query: &HashMap<String, String>) -> Answer {
             "paragraph": {"rich_text": [{"type": "text", "text": {"content": line}}]}}))
         .collect();
     for child in &s.pages[id].children {
-        if !trashed(s, child) {
+        if !trashed(s, child) && !s.pages[child].nested {
             let kind = if s.pages[child].database {
                 "child_database"
             } else {

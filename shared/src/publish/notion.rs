@@ -24,7 +24,7 @@ use time::OffsetDateTime;
 
 use super::{PageSet, PublishError, Published, Publisher};
 use crate::domain::NotionPage;
-use crate::notion::{ChildPage, NotionClient};
+use crate::notion::{ChildPage, NotionClient, PageState};
 use crate::pages::render::{render, Flavor};
 use crate::pages::{DocKey, Document, MAIN_LABEL};
 use crate::store::{CreateClaim, PageStore, INDEX_MODULE};
@@ -164,9 +164,14 @@ impl NotionPublisher {
         // 2. Pages no longer produced go to the trash.
         for key in set.removed {
             if let Some(id) = id_of(&known, key.label()) {
-                self.client.trash_page(&id, set.deadline).await?;
+                match self.client.trash_page(&id, set.deadline).await {
+                    Ok(()) => {}
+                    // Gone already, if the integration can still see its tree.
+                    Err(e) if e.is_not_found() && self.is_gone(&id, set).await? => {}
+                    Err(e) => return Err(e.into()),
+                }
                 self.pages
-                    .forget_notion_page(repo, module, key.label(), &id)
+                    .drop_notion_page(repo, module, key.label(), &id)
                     .await?;
                 known.remove(key.label());
                 published.removed += 1;
@@ -280,7 +285,7 @@ impl NotionPublisher {
                 .docs
                 .iter()
                 .any(|d| id_of(&set.item.notion, d.key.label()).is_none());
-            if !must_create || self.client.live_page(&id, set.deadline).await?.is_some() {
+            if !must_create || !self.is_gone(&id, set).await? {
                 return Ok(id);
             }
             tracing::warn!(
@@ -471,6 +476,29 @@ impl NotionPublisher {
         Ok(())
     }
 
+    /// Whether page `id` is gone for good: in the trash, or not found while the configured
+    /// parent page is still reachable. A 404 with the parent out of reach too is lost access
+    /// (the integration removed from Connections, the tree moved out of its reach): every
+    /// record is kept and the build fails with advice ([`PublishError::Unreachable`]), so that
+    /// once access is back the same pages are updated, never a second tree created.
+    async fn is_gone(&self, id: &str, set: &PageSet<'_>) -> Result<bool, PublishError> {
+        match self.client.page_state(id, set.deadline).await? {
+            PageState::Live(_) => Ok(false),
+            PageState::Trashed | PageState::NotFound => {
+                match self
+                    .client
+                    .page_state(&self.parent_page_id, set.deadline)
+                    .await?
+                {
+                    PageState::Live(_) => Ok(true),
+                    _ => Err(PublishError::Unreachable {
+                        parent: self.parent_page_id.clone(),
+                    }),
+                }
+            }
+        }
+    }
+
     /// The child pages of `id`, listed once per build.
     async fn listing<'a>(
         &self,
@@ -570,6 +598,29 @@ impl NotionPublisher {
                 missing.push((child.clone(), Some(child_id)));
             }
         }
+        // Not in the listing of the page's top-level children: gone, or moved by a person (into a
+        // toggle or a column, or under another page). Made sure of before anything is forgotten:
+        // a moved page stays recorded, and is never published a second time.
+        let mut moved = Vec::new();
+        for (child, child_id) in &missing {
+            if let Some(child_id) = child_id {
+                if !self.is_gone(child_id, set).await? {
+                    let name = if is_index {
+                        child.item_module()
+                    } else {
+                        child.label()
+                    };
+                    moved.push(name.to_string());
+                }
+            }
+        }
+        if !moved.is_empty() {
+            tracing::warn!(repo, module, pages = ?moved, "Chronicle's pages were moved by hand; they stay where they are and the page above them is not replaced until they are back");
+            return Err(PublishError::Moved {
+                parent: doc.title.clone(),
+                pages: moved,
+            });
+        }
         for (child, child_id) in &missing {
             let Some(child_id) = child_id else {
                 continue;
@@ -665,8 +716,9 @@ impl NotionPublisher {
         original: PublishError,
     ) -> Result<PublishError, PublishError> {
         let repo = set.item.repo.as_str();
-        // Made sure of first: a live page is never forgotten (that would make a duplicate).
-        if self.client.live_page(id, set.deadline).await?.is_some() {
+        // Made sure of first: a live page, or one out of the integration's reach, is never
+        // forgotten (that would make a duplicate).
+        if !self.is_gone(id, set).await? {
             return Ok(original);
         }
         let mut known = set.item.notion.clone();
@@ -697,12 +749,11 @@ impl NotionPublisher {
             .collect();
         ancestors.sort_by_key(|(l, _)| if l == MAIN_LABEL { 0 } else { l.len() });
         for (ancestor, ancestor_id) in ancestors {
-            if self
-                .client
-                .live_page(&ancestor_id, set.deadline)
-                .await?
-                .is_some()
-            {
+            // The parent page is reachable (made sure of above): a 404 here is gone.
+            if matches!(
+                self.client.page_state(&ancestor_id, set.deadline).await?,
+                PageState::Live(_)
+            ) {
                 continue;
             }
             if ancestor == MAIN_LABEL {

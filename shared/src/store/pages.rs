@@ -614,7 +614,8 @@ impl PageStore {
         self.meter.write();
         match result {
             Ok(out) => {
-                // An earlier claim (now expired) means a create may already have happened.
+                // An earlier claim (now expired), a forgotten page or a claim given back: a
+                // page may exist already.
                 let retry = out
                     .attributes
                     .and_then(|old| old.get(a::NOTION).cloned())
@@ -624,7 +625,9 @@ impl PageStore {
                             .ok()
                             .and_then(|m| m.get(label))
                             .is_some_and(|entry| {
-                                entry.as_m().is_ok_and(|e| e.contains_key("createUntil"))
+                                entry.as_m().is_ok_and(|e| {
+                                    e.contains_key("createUntil") || e.contains_key("lookFirst")
+                                })
                             })
                     });
                 Ok(CreateClaim::Claimed { retry })
@@ -709,7 +712,7 @@ impl PageStore {
     }
 
     /// Gives a creation claim back after a create that certainly failed, so the next build
-    /// need not wait for it to expire.
+    /// need not wait for it to expire (it still looks for the page before creating one).
     pub async fn release_notion_claim(
         &self,
         repo: &str,
@@ -719,7 +722,8 @@ impl PageStore {
     ) -> Result<(), StoreError> {
         let result = self
             .update(repo, module)
-            .update_expression("REMOVE #notion.#label")
+            .update_expression("SET #notion.#label = :look")
+            .expression_attribute_values(":look", look_first())
             .condition_expression(
                 "#notion.#label.#owner = :owner AND attribute_not_exists(#notion.#label.#id)",
             )
@@ -734,8 +738,9 @@ impl PageStore {
         applied(&self.table, "UpdateItem", result).map(drop)
     }
 
-    /// Forgets the Notion page recorded for `label`, if it is still `id` (it was deleted by
-    /// hand, or is no longer published).
+    /// Forgets the Notion page recorded for `label` as gone (deleted by hand), if it is still
+    /// `id`. What is left says to look for it by title before creating another, should it be
+    /// there after all.
     pub async fn forget_notion_page(
         &self,
         repo: &str,
@@ -743,9 +748,39 @@ impl PageStore {
         label: &str,
         id: &str,
     ) -> Result<(), StoreError> {
-        let result = self
-            .update(repo, module)
-            .update_expression("REMOVE #notion.#label")
+        self.unrecord_notion_page(repo, module, label, id, true)
+            .await
+    }
+
+    /// Drops the record of a page Chronicle moved to the trash itself (no longer published).
+    pub async fn drop_notion_page(
+        &self,
+        repo: &str,
+        module: &str,
+        label: &str,
+        id: &str,
+    ) -> Result<(), StoreError> {
+        self.unrecord_notion_page(repo, module, label, id, false)
+            .await
+    }
+
+    async fn unrecord_notion_page(
+        &self,
+        repo: &str,
+        module: &str,
+        label: &str,
+        id: &str,
+        look: bool,
+    ) -> Result<(), StoreError> {
+        let request = self.update(repo, module);
+        let request = if look {
+            request
+                .update_expression("SET #notion.#label = :look")
+                .expression_attribute_values(":look", look_first())
+        } else {
+            request.update_expression("REMOVE #notion.#label")
+        };
+        let result = request
             .condition_expression("#notion.#label.#id = :id")
             .expression_attribute_names("#notion", a::NOTION)
             .expression_attribute_names("#label", label)
@@ -768,6 +803,14 @@ impl PageStore {
             message: format!("a page item does not convert: {e}"),
         }
     }
+}
+
+/// What a forgotten page's (or a given-back claim's) label holds: look before creating.
+fn look_first() -> AttributeValue {
+    AttributeValue::M(HashMap::from([(
+        "lookFirst".to_string(),
+        AttributeValue::Bool(true),
+    )]))
 }
 
 /// For a refused conditional update: `Some(old item)` (`None` inside when there was no item);
