@@ -13,6 +13,7 @@ pub mod emulator;
 pub mod enrich_redrive;
 pub mod github_standin;
 pub mod http_server;
+pub mod notion_standin;
 pub mod ops_cli;
 pub mod progress;
 pub mod queues;

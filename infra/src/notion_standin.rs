@@ -115,7 +115,7 @@ struct State {
 pub struct NotionStub {
     addr: SocketAddr,
     state: Arc<Mutex<State>>,
-    server: infra::http_server::Serving,
+    server: crate::http_server::Serving,
     /// Notified when a [`Fault::HangAfterApply`] request has been applied.
     pub applied: Arc<Notify>,
 }
@@ -139,7 +139,7 @@ impl NotionStub {
         let applied = Arc::new(Notify::new());
         let shared = state.clone();
         let notify = applied.clone();
-        let server = infra::http_server::Serving::spawn(listener, move |req| {
+        let server = crate::http_server::Serving::spawn(listener, move |req| {
             handle(shared.clone(), notify.clone(), req)
         });
         let stub = NotionStub {
