@@ -16,11 +16,11 @@ use super::{Block, Span};
 use crate::domain::{parse_rfc3339, ModuleEntry, YearStats};
 use crate::kind;
 
-/// Authors kept per year, and shown under "Who knows it".
-const YEAR_AUTHORS: usize = 12;
+/// Authors kept per year (a bounded top list: "Who knows it" weighs them over the years).
+const YEAR_AUTHORS: usize = 24;
 pub const EXPERTS_SHOWN: usize = 5;
-/// Files kept per year, and shown under "Start here".
-const YEAR_FILES: usize = 12;
+/// Files kept per year (a bounded top list, for "Start here").
+const YEAR_FILES: usize = 24;
 pub const START_FILES: usize = 5;
 /// An expert's weight halves every this many days without a change.
 const EXPERT_HALF_LIFE_DAYS: f64 = 180.0;
@@ -69,9 +69,46 @@ pub struct Milestone {
     pub title: String,
     pub url: String,
     pub merged_at: String,
+    /// What ranks it among the candidates (a feature; its changed lines; its renamed files).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub feature: bool,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub churn: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub renamed: u64,
 }
 
-/// What the overview needs of one year of entries.
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl Milestone {
+    fn order_key(&self) -> String {
+        crate::domain::order_key(&self.merged_at, self.number)
+    }
+}
+
+/// The PRs that may be a year's milestones, kept so that the digest of more entries is the
+/// merge of digests: its first, its two largest (features first), its two earliest breaking
+/// changes and its two biggest moves. The milestones are chosen from them exactly as from all
+/// of the year's entries.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Candidates {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first: Option<Milestone>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub largest: Vec<Milestone>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub breaking: Vec<Milestone>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub moves: Vec<Milestone>,
+}
+
+/// What the overview needs of one year of entries. Digests merge ([`merge`]): the digest of a
+/// year is kept up to date from the entries that change it, without reading the year again.
+/// Counts and milestones merge exactly; authors and files are bounded top lists, so after many
+/// merges their tail may differ from a full read's (the next full read makes them exact).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct YearDigest {
@@ -84,6 +121,8 @@ pub struct YearDigest {
     pub files: Vec<FileActivity>,
     #[serde(default)]
     pub milestones: Vec<Milestone>,
+    #[serde(default)]
+    pub candidates: Candidates,
 }
 
 /// Lockfiles, generated and vendored files: never where a newcomer starts reading.
@@ -121,11 +160,12 @@ pub fn is_incidental(path: &str) -> bool {
         })
 }
 
-/// The digest of one year's entries (all of them, oldest first).
+/// The digest of a year's entries (any order).
 pub fn digest(entries: &[ModuleEntry]) -> YearDigest {
     let mut kinds: BTreeMap<String, u64> = BTreeMap::new();
     let mut authors: BTreeMap<&str, AuthorActivity> = BTreeMap::new();
     let mut files: BTreeMap<&str, FileActivity> = BTreeMap::new();
+    let mut candidates = Candidates::default();
     for e in entries {
         *kinds
             .entry(kind::family(e.kind.as_deref()).to_string())
@@ -142,6 +182,7 @@ pub fn digest(entries: &[ModuleEntry]) -> YearDigest {
             a.churn += churn_here;
             a.last = a.last.clone().max(e.merged_at.clone());
         }
+        candidates = merge_candidates(candidates, candidates_of(e));
         if kind::is_folded(e.kind.as_deref()) {
             continue;
         }
@@ -157,7 +198,56 @@ pub fn digest(entries: &[ModuleEntry]) -> YearDigest {
             a.last = a.last.clone().max(e.merged_at.clone());
         }
     }
-    let mut authors: Vec<AuthorActivity> = authors.into_values().collect();
+    finish(
+        kinds,
+        authors.into_values().collect(),
+        files.into_values().collect(),
+        candidates,
+    )
+}
+
+/// The digest of two disjoint sets of a year's entries, from theirs.
+pub fn merge(a: &YearDigest, b: &YearDigest) -> YearDigest {
+    let mut kinds = a.kinds.clone();
+    for (k, n) in &b.kinds {
+        *kinds.entry(k.clone()).or_default() += n;
+    }
+    let mut authors: BTreeMap<String, AuthorActivity> = BTreeMap::new();
+    for x in a.authors.iter().chain(&b.authors) {
+        let e = authors
+            .entry(x.login.clone())
+            .or_insert_with(|| AuthorActivity {
+                login: x.login.clone(),
+                ..Default::default()
+            });
+        e.count += x.count;
+        e.churn += x.churn;
+        e.last = e.last.clone().max(x.last.clone());
+    }
+    let mut files: BTreeMap<String, FileActivity> = BTreeMap::new();
+    for x in a.files.iter().chain(&b.files) {
+        let e = files.entry(x.path.clone()).or_insert_with(|| FileActivity {
+            path: x.path.clone(),
+            ..Default::default()
+        });
+        e.count += x.count;
+        e.churn += x.churn;
+        e.last = e.last.clone().max(x.last.clone());
+    }
+    finish(
+        kinds,
+        authors.into_values().collect(),
+        files.into_values().collect(),
+        merge_candidates(a.candidates.clone(), b.candidates.clone()),
+    )
+}
+
+fn finish(
+    kinds: BTreeMap<String, u64>,
+    mut authors: Vec<AuthorActivity>,
+    mut files: Vec<FileActivity>,
+    candidates: Candidates,
+) -> YearDigest {
     authors.sort_by(|a, b| {
         b.count
             .cmp(&a.count)
@@ -165,7 +255,6 @@ pub fn digest(entries: &[ModuleEntry]) -> YearDigest {
             .then(a.login.cmp(&b.login))
     });
     authors.truncate(YEAR_AUTHORS);
-    let mut files: Vec<FileActivity> = files.into_values().collect();
     files.sort_by(|a, b| {
         b.count
             .cmp(&a.count)
@@ -177,7 +266,8 @@ pub fn digest(entries: &[ModuleEntry]) -> YearDigest {
         kinds,
         authors,
         files,
-        milestones: milestones(entries),
+        milestones: milestones(&candidates),
+        candidates,
     }
 }
 
@@ -188,63 +278,96 @@ fn milestone(what: &str, e: &ModuleEntry) -> Milestone {
         title: e.title.clone(),
         url: e.url.clone(),
         merged_at: e.merged_at.clone(),
+        ..Default::default()
     }
 }
 
-fn milestones(entries: &[ModuleEntry]) -> Vec<Milestone> {
-    let mut out = Vec::new();
-    let first = entries
-        .iter()
-        .min_by(|a, b| a.order_key().cmp(&b.order_key()));
-    if let Some(first) = first {
-        out.push(milestone("first", first));
-    }
-    let substantive = |e: &&ModuleEntry| !kind::is_folded(e.kind.as_deref());
-    let churn = |e: &&ModuleEntry| {
-        e.files
+/// One entry as a candidate for each kind of milestone it can be.
+fn candidates_of(e: &ModuleEntry) -> Candidates {
+    let mut c = Candidates {
+        first: Some(milestone("first", e)),
+        ..Default::default()
+    };
+    if !kind::is_folded(e.kind.as_deref()) {
+        let churn = e
+            .files
             .iter()
             .map(|f| f.additions + f.deletions)
             .sum::<u64>()
-            .max(e.additions + e.deletions)
-    };
-    let features: Vec<&ModuleEntry> = entries
-        .iter()
-        .filter(substantive)
-        .filter(|e| e.kind.as_deref() == Some("feat"))
-        .collect();
-    let pool: Vec<&ModuleEntry> = if features.is_empty() {
-        entries.iter().filter(substantive).collect()
-    } else {
-        features
-    };
-    if let Some(largest) = pool
-        .iter()
-        .filter(|e| Some(e.number) != first.map(|f| f.number))
-        .max_by(|a, b| churn(a).cmp(&churn(b)).then(b.number.cmp(&a.number)))
-    {
-        out.push(milestone("largest", largest));
+            .max(e.additions + e.deletions);
+        c.largest.push(Milestone {
+            feature: e.kind.as_deref() == Some("feat"),
+            churn,
+            ..milestone("largest", e)
+        });
     }
-    for e in entries.iter().filter(|e| e.breaking).take(YEAR_BREAKING) {
-        if !out.iter().any(|m| m.number == e.number) {
-            out.push(milestone("breaking", e));
-        }
+    if e.breaking {
+        c.breaking.push(milestone("breaking", e));
     }
     // Renames and moves: PRs most of whose files here GitHub reports as renamed.
-    let renamed = |e: &ModuleEntry| {
-        e.files
-            .iter()
-            .filter(|f| f.status.as_deref() == Some("renamed"))
-            .count()
-    };
-    let mut moves: Vec<(&ModuleEntry, usize)> = entries
+    let renamed = e
+        .files
         .iter()
-        .map(|e| (e, renamed(e)))
-        .filter(|(e, n)| *n >= MOVE_MIN_FILES && n * 2 >= e.files.len())
-        .collect();
-    moves.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.number.cmp(&b.0.number)));
-    for (e, _) in moves.into_iter().take(YEAR_MOVES) {
-        if !out.iter().any(|m| m.number == e.number) {
-            out.push(milestone("moved", e));
+        .filter(|f| f.status.as_deref() == Some("renamed"))
+        .count();
+    if renamed >= MOVE_MIN_FILES && renamed * 2 >= e.files.len() {
+        c.moves.push(Milestone {
+            renamed: renamed as u64,
+            ..milestone("moved", e)
+        });
+    }
+    c
+}
+
+fn merge_candidates(a: Candidates, b: Candidates) -> Candidates {
+    let first = [a.first, b.first]
+        .into_iter()
+        .flatten()
+        .min_by_key(Milestone::order_key);
+    let mut largest: Vec<Milestone> = a.largest.into_iter().chain(b.largest).collect();
+    // Features first, then the most changed lines; the lower number wins a tie.
+    largest.sort_by(|x, y| {
+        y.feature
+            .cmp(&x.feature)
+            .then(y.churn.cmp(&x.churn))
+            .then(x.number.cmp(&y.number))
+    });
+    largest.truncate(2);
+    let mut breaking: Vec<Milestone> = a.breaking.into_iter().chain(b.breaking).collect();
+    breaking.sort_by_key(Milestone::order_key);
+    breaking.truncate(YEAR_BREAKING);
+    let mut moves: Vec<Milestone> = a.moves.into_iter().chain(b.moves).collect();
+    moves.sort_by(|x, y| y.renamed.cmp(&x.renamed).then(x.number.cmp(&y.number)));
+    moves.truncate(YEAR_MOVES);
+    Candidates {
+        first,
+        largest,
+        breaking,
+        moves,
+    }
+}
+
+/// The year's milestones, from its candidates: its first PR; its largest feature (else its
+/// largest change) other than the first; its first breaking changes; its biggest moves.
+fn milestones(c: &Candidates) -> Vec<Milestone> {
+    let mut out = Vec::new();
+    let first_number = c.first.as_ref().map(|f| f.number);
+    if let Some(first) = &c.first {
+        out.push(first.clone());
+    }
+    // The pool is the features if there is one, else every substantive change; the first PR
+    // is not its largest.
+    let largest = match c.largest.as_slice() {
+        [best, ..] if Some(best.number) != first_number => Some(best),
+        [best, next, ..] if next.feature == best.feature => Some(next),
+        _ => None,
+    };
+    if let Some(m) = largest {
+        out.push(m.clone());
+    }
+    for m in c.breaking.iter().chain(&c.moves) {
+        if !out.iter().any(|o| o.number == m.number) {
+            out.push(m.clone());
         }
     }
     out
@@ -702,5 +825,72 @@ mod tests {
             .map(|m| m.number)
             .collect();
         assert_eq!(moved, vec![2]);
+    }
+
+    /// A year's digest is the merge of its parts' digests, wherever it is cut: counts and
+    /// milestones exactly, and authors and files while they fit the kept top lists.
+    #[test]
+    fn digests_merge_as_if_read_at_once() {
+        let kinds = ["feat", "fix", "refactor", "chore(deps)", "feat"];
+        let entries: Vec<ModuleEntry> = (1..=60u64)
+            .map(|n| {
+                let day = 1 + (n % 28);
+                let month = 1 + (n / 28);
+                let mut e = entry(
+                    n,
+                    &format!("2024-{month:02}-{day:02}T{:02}:00:00Z", n % 24),
+                    &format!("dev{}", n % 7),
+                );
+                e.kind = Some(kinds[(n % 5) as usize].to_string());
+                e.breaking = n % 17 == 0;
+                e.additions = (n * 37) % 500;
+                e.files = (0..(n % 4 + 1))
+                    .map(|i| FileChange {
+                        path: format!("src/m{}.rs", (n + i) % 9),
+                        additions: (n * i) % 50,
+                        deletions: i,
+                        status: Some(if n % 11 == 0 { "renamed" } else { "modified" }.into()),
+                    })
+                    .collect();
+                e
+            })
+            .collect();
+        let mut sorted = entries.clone();
+        sorted.sort_by_key(ModuleEntry::order_key);
+        let whole = digest(&sorted);
+        assert!(whole.milestones.iter().any(|m| m.what == "breaking"));
+        for cut in [0, 1, 7, 30, 59, 60] {
+            let merged = merge(&digest(&sorted[..cut]), &digest(&sorted[cut..]));
+            assert_eq!(merged, whole, "cut at {cut}");
+        }
+        // Merged in many small steps, as builds append.
+        let mut stepwise = YearDigest::default();
+        for chunk in sorted.chunks(3) {
+            stepwise = merge(&stepwise, &digest(chunk));
+        }
+        assert_eq!(stepwise, whole);
+    }
+
+    /// The first PR is never its own year's largest: with it the only feature, there is none;
+    /// without features, the next largest change is.
+    #[test]
+    fn the_largest_is_chosen_from_the_candidates_as_from_all_entries() {
+        let mut first = entry(1, "2024-01-01T00:00:00Z", "alice");
+        first.kind = Some("feat".into());
+        first.additions = 900;
+        let mut second = entry(2, "2024-01-02T00:00:00Z", "bob");
+        second.kind = Some("fix".into());
+        second.additions = 50;
+        let only_feature = digest(&[first.clone(), second.clone()]);
+        assert!(!only_feature.milestones.iter().any(|m| m.what == "largest"));
+        first.kind = Some("fix".into());
+        let no_feature = digest(&[first, second]);
+        let largest: Vec<u64> = no_feature
+            .milestones
+            .iter()
+            .filter(|m| m.what == "largest")
+            .map(|m| m.number)
+            .collect();
+        assert_eq!(largest, [2]);
     }
 }
