@@ -8,8 +8,8 @@
 //!   real repository: a PR template, an HTML comment, Dependabot and Renovate bodies, an empty
 //!   body, more than five files), rendered with a real modules config.
 //! - `history-*.md`: a GENERATED history of one module over three years (deterministic): its
-//!   module page, a year that fits one archive page, a year split into quarters and one of
-//!   those quarters, and the repository's index of modules.
+//!   module page, a year that fits one archive page, a year in parts and one of those parts,
+//!   and the repository's index of modules.
 
 use std::collections::HashMap;
 
@@ -17,8 +17,8 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use shared::domain::{rfc3339_seconds, AuthorCount, Delivery, FileChange, ModuleEntry, RepoName};
 use shared::entries::module_entries;
 use shared::pages::content::{self, IndexRow, ModuleFacts};
-use shared::pages::layout;
 use shared::pages::render::commonmark;
+use shared::pages::{archive, layout};
 use shared::payload::{classify_pull_request, Classified};
 use shared::store::{attr, new_item, Item, PrRow};
 use shared::summary::{extractive, SummaryInput};
@@ -434,7 +434,7 @@ const THINGS: &[&str] = &[
 ];
 const AUTHORS: &[&str] = &["alice", "bob", "carol", "dmitri", "eve"];
 
-/// Three years of one module, denser in 2024 (where the archive splits by quarter).
+/// Three years of one module, denser in 2024 (where the archive is in parts).
 fn generated_history() -> Vec<ModuleEntry> {
     let mut rng = Lcg(2024);
     let mut entries = Vec::new();
@@ -532,15 +532,17 @@ fn a_generated_history_on_its_module_page_its_archives_and_the_index() {
         .collect();
     let mut docs = Vec::new();
     for year in [2024, 2025] {
-        let of_year: Vec<ModuleEntry> = archived
+        let mut of_year: Vec<ModuleEntry> = archived
             .iter()
             .filter(|e| e.year() == year)
             .cloned()
             .collect();
+        of_year.reverse();
+        let total = entries.iter().filter(|e| e.year() == year).count() as u64;
         facts
             .archive_years
             .push((year.to_string(), of_year.len() as u64));
-        docs.extend(layout::archive_year("acme/ledger", "core", year, &of_year));
+        docs.extend(archive::year_docs("acme/ledger", "core", year, &of_year, total).docs);
     }
     facts.recent_authors = content::recent_authors(main);
     let page = content::module_page(&facts, main);
@@ -549,14 +551,14 @@ fn a_generated_history_on_its_module_page_its_archives_and_the_index() {
     let labels: Vec<&str> = docs.iter().map(|d| d.key.label()).collect();
     assert_eq!(
         labels,
-        ["2024", "2024-Q1", "2024-Q2", "2024-Q3", "2024-Q4", "2025"],
-        "2024 is split"
+        ["2024", "2024-p1", "2024-p2", "2024-p3", "2025"],
+        "2024 is in parts of a hundred"
     );
     for doc in &docs {
         assert!(layout::fits(doc), "{}", doc.title);
         match doc.key.label() {
             "2024" => check("history-2024.md", &commonmark(doc)),
-            "2024-Q3" => check("history-2024-Q3.md", &commonmark(doc)),
+            "2024-p2" => check("history-2024-p2.md", &commonmark(doc)),
             "2025" => check("history-2025.md", &commonmark(doc)),
             _ => {}
         }

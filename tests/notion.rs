@@ -567,11 +567,11 @@ async fn notion_and_markdown_carry_the_same_content_and_requests_per_build_are_c
 }
 
 #[tokio::test]
-async fn a_deleted_archive_year_split_into_quarters_is_published_again_whole() {
+async fn a_deleted_archive_year_in_parts_is_published_again_whole() {
     let t = fresh_tables(&sdk().await).await;
     let (stub, parent) = NotionStub::start(TOKEN).await;
     stub.without_rate_limit();
-    // 2023 is too big for one page (long summaries): a year page with quarter pages under it.
+    // 2023 is more than a page (400 entries): a year page with its parts under it.
     let end = shared::domain::parse_rfc3339("2023-12-30T10:00:00Z").unwrap();
     for n in 0..400u64 {
         let mut e = entry(
@@ -595,10 +595,10 @@ async fn a_deleted_archive_year_split_into_quarters_is_published_again_whole() {
         .into_iter()
         .find(|(_, title)| title.ends_with("· 2023"))
         .expect("a 2023 archive page");
-    let quarters = stub.child_pages(&year.0);
-    assert!(quarters.len() >= 2, "{quarters:?}");
-    // A new merge changes the module page, the year's newest quarter and the year page's list:
-    // the quarters that did not change are not sent again.
+    let parts = stub.child_pages(&year.0);
+    assert!(parts.len() >= 2, "{parts:?}");
+    // A new merge changes the module page, the year's newest part and the year page's list:
+    // the parts that did not change are not sent again.
     let before = stub.count("PATCH", "/v1/pages/", "/markdown");
     put(&t, &entry("api", 999, "2024-05-01T10:00:00Z")).await;
     settle(&b, &t, Duration::from_secs(120)).await;
@@ -606,9 +606,9 @@ async fn a_deleted_archive_year_split_into_quarters_is_published_again_whole() {
     assert!(
         replaced <= 4,
         "{replaced} replaces for one new merge (of {} archive pages)",
-        quarters.len() + 1
+        parts.len() + 1
     );
-    // A person deletes the year page (its quarter pages go with it).
+    // A person deletes the year page (its parts go with it).
     stub.trash(&year.0);
     put(&t, &entry("api", 1_001, "2024-06-02T10:00:00Z")).await;
     settle(&b, &t, Duration::from_secs(120)).await;
@@ -618,13 +618,13 @@ async fn a_deleted_archive_year_split_into_quarters_is_published_again_whole() {
         .find(|(_, title)| title.ends_with("· 2023"))
         .expect("published again");
     assert_ne!(new_year.0, year.0);
-    let new_quarters = stub.child_pages(&new_year.0);
-    assert_eq!(new_quarters.len(), quarters.len());
+    let new_parts = stub.child_pages(&new_year.0);
+    assert_eq!(new_parts.len(), parts.len());
     assert!(
         !stub.markdown(&new_year.0).contains("Chronicle is building"),
         "no placeholder left"
     );
-    for (id, title) in &new_quarters {
+    for (id, title) in &new_parts {
         let md = stub.markdown(id);
         assert!(
             md.contains("(#") && !md.contains("Chronicle is building"),

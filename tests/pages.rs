@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use shared::domain::{rfc3339_seconds, ModuleEntry};
-use shared::pages::build::PageBuilder;
+use shared::pages::build::{BuildOutcome, PageBuilder};
 use shared::publish::{MarkdownPublisher, PageSet, PublishError, Published, Publisher};
 use shared::store::INDEX_MODULE;
 use shared::tagging::ModulesConfig;
@@ -372,8 +372,8 @@ async fn old_entries_go_to_yearly_archives_split_when_too_big() {
     assert!(out.contains_key("acme/monorepo/core/2023.md"));
     let year = &out["acme/monorepo/core/2023.md"];
     assert!(
-        year.contains("](2023-Q4.md)"),
-        "the year links its quarters: {year}"
+        year.contains("](2023-p12.md)") && year.contains("](2023-p1.md)"),
+        "the year links its parts: {year}"
     );
     let mut on_pages = 0;
     for (name, text) in &out {
@@ -385,26 +385,40 @@ async fn old_entries_go_to_yearly_archives_split_when_too_big() {
     assert_eq!(on_pages, all.len(), "every entry on exactly one page");
     let item = t.pages.get(REPO, "core").await.unwrap().unwrap();
     assert_eq!(item.entry_count, all.len() as u64);
-    assert!(
-        item.years["2023"].parts.len() > 4,
-        "{:?}",
+    assert_eq!(
+        item.years["2023"].parts.len(),
+        13,
+        "the year and its 12 parts: {:?}",
         item.years["2023"].parts
     );
-    // A new merge pushes the module page's oldest entry into 2023's newest quarter: the older
-    // quarters' files are left as they were (same bytes, not written again).
+    // A new merge pushes the module page's oldest entry into 2023's newest part: the full
+    // parts' files are left as they were (not written again), and the build reads the module
+    // page's entries and that part's, not the year.
     let modified = |name: &str| {
         std::fs::metadata(dir.0.join(name))
             .unwrap()
             .modified()
             .unwrap()
     };
-    let q1_before = modified("acme/monorepo/core/2023-Q1.md");
-    let q4_before = modified("acme/monorepo/core/2023-Q4.md");
+    let p1_before = modified("acme/monorepo/core/2023-p1.md");
+    let p12_before = modified("acme/monorepo/core/2023-p12.md");
     tokio::time::sleep(Duration::from_millis(50)).await;
     put(&t, &entry("core", 20_000, "2024-03-02T12:00:00Z")).await;
-    tick(&b).await;
-    assert_eq!(modified("acme/monorepo/core/2023-Q1.md"), q1_before);
-    assert_ne!(modified("acme/monorepo/core/2023-Q4.md"), q4_before);
+    let report = tick(&b).await;
+    assert_eq!(report.built, 2, "the module and the index: {report:?}");
+    assert!(
+        report.items_read <= 2 * 100,
+        "a build reads its page's entries and one part's, not the year: {report:?}"
+    );
+    assert_eq!(modified("acme/monorepo/core/2023-p1.md"), p1_before);
+    assert_ne!(modified("acme/monorepo/core/2023-p12.md"), p12_before);
+    let out = files(&dir.0);
+    assert_eq!(
+        out["acme/monorepo/core/2023-p12.md"]
+            .matches("\n### ")
+            .count(),
+        4
+    );
     let item = t.pages.get(REPO, "core").await.unwrap().unwrap();
     assert_eq!(item.entry_count, all.len() as u64 + 1);
 }
@@ -606,4 +620,60 @@ async fn the_index_is_built_once_its_modules_are() {
     let index = t.pages.get(REPO, INDEX_MODULE).await.unwrap().unwrap();
     assert!(index.stale.is_none());
     assert!(files(&dir.0)["acme/monorepo.md"].contains("1 module, 1 merged pull request"));
+}
+
+/// Review defect 5: builds after merges one at a time (only recent entries changed) append to
+/// the archive without reading its years, and give exactly the pages a full rebuild of the same
+/// entries gives. Each reads at most twice the entries its module page shows.
+#[tokio::test]
+async fn builds_after_each_merge_equal_a_full_rebuild_and_read_only_recent_entries() {
+    let t = fresh_tables(&sdk().await).await;
+    let start = shared::domain::parse_rfc3339("2023-01-01T09:00:00Z").unwrap();
+    let at = |i: u64| rfc3339_seconds(start + time::Duration::hours(40 * i as i64));
+    for i in 0..160u64 {
+        put(&t, &entry("busy", i + 1, &at(i))).await;
+    }
+    let dir = TempDir::new();
+    let b = builder(&t, Arc::new(MarkdownPublisher::new(&dir.0)), Duration::ZERO);
+    settle(&b, &t, Duration::from_secs(90)).await;
+    // Merges one at a time, across the end of 2023, each followed by a build.
+    for i in 160..290u64 {
+        put(&t, &entry("busy", i + 1, &at(i))).await;
+        let before = b.reading().items_read;
+        let outcome = b
+            .build(REPO, "busy", &format!("b-{i}"), within(60))
+            .await
+            .unwrap();
+        assert!(matches!(outcome, BuildOutcome::Built { .. }), "{outcome:?}");
+        let read = b.reading().items_read - before;
+        let item = t.pages.get(REPO, "busy").await.unwrap().unwrap();
+        let on_page = item.entry_count - item.years.values().map(|y| y.archived).sum::<u64>();
+        assert!(
+            read <= 2 * on_page,
+            "merge {i}: read {read} for a page of {on_page}"
+        );
+    }
+    settle(&b, &t, Duration::from_secs(90)).await;
+    let appended = files(&dir.0);
+    let item = t.pages.get(REPO, "busy").await.unwrap().unwrap();
+    assert!(
+        item.years["2023"].parts.len() > 2,
+        "2023 is in parts: {:?}",
+        item.years["2023"].parts
+    );
+    t.pages
+        .mark_full_rebuild(REPO, "busy", OffsetDateTime::now_utc())
+        .await
+        .unwrap();
+    settle(&b, &t, Duration::from_secs(90)).await;
+    let rebuilt = files(&dir.0);
+    assert_eq!(
+        appended.keys().collect::<Vec<_>>(),
+        rebuilt.keys().collect::<Vec<_>>()
+    );
+    for (name, text) in &rebuilt {
+        assert_eq!(&appended[name], text, "{name}");
+    }
+    let again = t.pages.get(REPO, "busy").await.unwrap().unwrap();
+    assert_eq!(again.years, item.years, "the same figures");
 }

@@ -37,6 +37,9 @@ pub struct HistoryOptions {
     pub rebuild: Duration,
     /// The builder ticks this often during the burst.
     pub tick: Duration,
+    /// The hot module's merged PRs in one year (0: not run), and the new merges after them.
+    pub hot: usize,
+    pub hot_merges: usize,
 }
 
 /// The figures of one history size.
@@ -84,6 +87,14 @@ pub async fn run_history(options: HistoryOptions) -> anyhow::Result<()> {
             last.items_read_per_pr / first.items_read_per_pr.max(f64::MIN_POSITIVE),
             last.items_read_per_build / first.items_read_per_build.max(f64::MIN_POSITIVE),
             last.ms_per_message / first.ms_per_message.max(f64::MIN_POSITIVE),
+        );
+    }
+    if options.hot > 0 {
+        let hot = crate::bench_hot::run_hot(&sdk, options.hot, options.hot_merges).await?;
+        hot.print();
+        anyhow::ensure!(
+            hot.within_bounds(),
+            "a build after a new merge read more than twice its page's entries or sent Notion more than 3 requests"
         );
     }
     Ok(())

@@ -7,6 +7,7 @@ pub mod bench;
 pub mod bench_backfill;
 pub mod bench_backpressure;
 pub mod bench_history;
+pub mod bench_hot;
 pub mod bench_quality;
 pub mod dev;
 pub mod emulator;

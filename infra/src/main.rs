@@ -238,6 +238,12 @@ enum BenchTarget {
         /// How often the builder ticks during the burst, in milliseconds.
         #[arg(long, default_value_t = 250)]
         tick_ms: u64,
+        /// The hot module: this many merged PRs in one year (0: skipped).
+        #[arg(long, default_value_t = 5000)]
+        hot: usize,
+        /// New merges after the hot module's history, each followed by one build.
+        #[arg(long, default_value_t = 30)]
+        hot_merges: usize,
     },
     /// Points, GitHub requests and time to import a merged history with `chronicle backfill`,
     /// next to the REST path's request count; then a smaller import through the local stack
@@ -470,6 +476,8 @@ async fn main() -> anyhow::Result<()> {
                     measured,
                     rebuild_seconds,
                     tick_ms,
+                    hot,
+                    hot_merges,
                 },
         } => {
             infra::bench_history::run_history(infra::bench_history::HistoryOptions {
@@ -478,6 +486,8 @@ async fn main() -> anyhow::Result<()> {
                 measured,
                 rebuild: std::time::Duration::from_secs(rebuild_seconds),
                 tick: std::time::Duration::from_millis(tick_ms),
+                hot,
+                hot_merges,
             })
             .await
         }

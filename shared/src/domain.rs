@@ -276,6 +276,13 @@ pub struct PageItem {
     /// build has marked its module pages stale.
     #[serde(default)]
     pub layout_changed_at: Option<String>,
+    /// The order keys of the entries changed since the last build (bounded): a build reads
+    /// again only the years of those its module page does not hold.
+    #[serde(default)]
+    pub stale_keys: BTreeSet<String>,
+    /// More entries changed than `staleKeys` holds: every stale year is read again.
+    #[serde(default)]
+    pub stale_keys_lost: bool,
 }
 
 /// One year of a module's entries, as the builder last read it.
@@ -290,12 +297,33 @@ pub struct YearStats {
     /// Entries of the year that are not on the module page (they are on its archive pages).
     #[serde(default)]
     pub archived: u64,
-    /// The archive pages published for the year, parents first (`2019`, `2019-Q1`, …).
+    /// The archive pages published for the year, parents first (`2019`, `2019-p1`, …).
     #[serde(default)]
     pub parts: Vec<String>,
     /// What the module overview needs of the year (kinds, authors, files, milestones).
     #[serde(default)]
     pub digest: crate::pages::overview::YearDigest,
+    /// The same of the year's archived entries only: merged with the entries that move into
+    /// the archive, so the year is not read again for them.
+    #[serde(default)]
+    pub archive_digest: crate::pages::overview::YearDigest,
+    /// The year's archive parts, oldest first: [`crate::pages::archive::PART_ENTRIES`] entries
+    /// each (the last may hold fewer), filled from the oldest end.
+    #[serde(default)]
+    pub chunks: Vec<ChunkStats>,
+    /// The archive layout these figures follow ([`crate::pages::archive::LAYOUT`]); a year of
+    /// another is laid out again from its entries.
+    #[serde(default)]
+    pub layout: u32,
+}
+
+/// One archive part of a year: how many entries, merged from when to when.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChunkStats {
+    pub count: u64,
+    pub first: String,
+    pub last: String,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -325,6 +353,24 @@ pub struct NotionPage {
     /// claim was given back): the next create looks for it by title first.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub look_first: bool,
+    /// When its children were last listed (or it was created): within a day, its content is
+    /// replaced without listing them first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listed_at: Option<String>,
+    /// Pages and databases a person put under it, as last listed: named in its content so that
+    /// replacing it keeps them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub others: Vec<OtherPage>,
+}
+
+/// A page or database a person put under one of Chronicle's pages.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OtherPage {
+    pub id: String,
+    pub title: String,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub database: bool,
 }
 
 #[cfg(test)]

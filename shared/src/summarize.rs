@@ -26,7 +26,7 @@ use futures::future::try_join_all;
 use time::OffsetDateTime;
 
 use crate::config::SummarizeConfig;
-use crate::domain::{rfc3339_millis, year_of, RepoName};
+use crate::domain::{order_key, rfc3339_millis, RepoName};
 use crate::store::{
     Commit, EntryStore, Item, PageStore, PrRow, PrStore, RowError, StoreError, SummaryClaim,
 };
@@ -481,15 +481,15 @@ impl SummarizeHandler {
             }))
             .await?;
         }
-        let years = [year_of(&row.merged_at)];
+        // The entry's key: a build reads again only what it changes.
+        let keys = [order_key(&row.merged_at, number)];
         let now = OffsetDateTime::now_utc();
         let touched: Vec<&str> = current.iter().chain(left_behind.iter()).copied().collect();
         for chunk in touched.chunks(WRITE_CONCURRENCY) {
-            try_join_all(
-                chunk
-                    .iter()
-                    .map(|module| self.pages.mark_stale(repo.as_str(), module, &years, now)),
-            )
+            try_join_all(chunk.iter().map(|module| {
+                self.pages
+                    .mark_entries_stale(repo.as_str(), module, &keys, now)
+            }))
             .await?;
         }
         Ok(modules)
@@ -514,11 +514,11 @@ impl SummarizeHandler {
         // Entries an earlier attempt wrote stay (the PR did merge); their pages are built so
         // they show, whatever that attempt got to.
         if let Some(row) = row {
-            let years = [year_of(&row.merged_at)];
+            let keys = [order_key(&row.merged_at, number)];
             let now = OffsetDateTime::now_utc();
             for module in &row.entry_modules {
                 self.pages
-                    .mark_stale(repo.as_str(), module, &years, now)
+                    .mark_entries_stale(repo.as_str(), module, &keys, now)
                     .await?;
             }
         }

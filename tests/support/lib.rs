@@ -250,14 +250,15 @@ impl Tables {
         .with_deadline_margin(std::time::Duration::from_millis(200))
     }
 
-    /// What the summarize stage does for one entry: write it, mark its page stale.
+    /// What the summarize stage does for one entry: write it, mark its page stale (with the
+    /// entry's key).
     pub async fn put_entry(&self, e: &shared::domain::ModuleEntry) {
         assert!(self.entries.put(e, 1).await.unwrap());
         self.pages
-            .mark_stale(
+            .mark_entries_stale(
                 &e.repo,
                 &e.module,
-                &[e.year()],
+                &[e.order_key()],
                 time::OffsetDateTime::now_utc(),
             )
             .await

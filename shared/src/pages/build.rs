@@ -15,8 +15,8 @@ use serde::Serialize;
 use time::OffsetDateTime;
 
 use super::content::{self, IndexRow, ModuleFacts};
-use super::layout::{self, MAIN_MAX_ENTRIES};
-use super::{DocKey, Document};
+use super::layout;
+use super::DocKey;
 use crate::config::BuilderConfig;
 use crate::domain::{rfc3339_millis, year_of, ModuleEntry, PageItem, RepoName, YearStats};
 use crate::publish::{
@@ -651,87 +651,19 @@ impl PageBuilder {
             archive_years: archive_years(&item.years),
             ..Default::default()
         };
-        let newest = self.entries.newest(repo, module, MAIN_MAX_ENTRIES).await?;
-        let shown = layout::main_count(&facts, &newest);
-        let main: &[ModuleEntry] = &newest[..shown];
-        let cutoff = main.last().map(ModuleEntry::order_key);
-
-        let mut dirty: BTreeSet<i32> = item.stale_years.iter().map(|y| year_of(y)).collect();
-        dirty.extend(also);
-        let stored_years = item.years.keys().map(|y| year_of(y));
-        if full {
-            dirty.extend(stored_years.clone());
-            dirty.extend(main.iter().map(ModuleEntry::year));
-        }
-        // Entries between the old and the new cutoff moved between the page and the archive.
-        match (&item.main_cutoff, &cutoff) {
-            (Some(old), Some(new)) if old != new => {
-                let (a, b) = (
-                    year_of(old).min(year_of(new)),
-                    year_of(old).max(year_of(new)),
-                );
-                dirty.extend(a..=b);
-            }
-            (Some(_), None) | (None, _) => dirty.extend(stored_years),
-            _ => {}
-        }
-
-        let mut years = item.years.clone();
-
-        let mut docs: Vec<Document> = Vec::new();
-        let mut removed: Vec<DocKey> = Vec::new();
-        for year in dirty {
-            let label = format!("{year:04}");
-            let old_parts = years
-                .get(&label)
-                .map(|s| s.parts.clone())
-                .unwrap_or_default();
-            let all = self.entries.year(repo, module, year).await?;
-            let archived: Vec<ModuleEntry> = all
-                .iter()
-                .filter(|e| cutoff.as_ref().is_none_or(|c| e.order_key() < *c))
-                .cloned()
-                .collect();
-            let year_docs = if archived.is_empty() {
-                Vec::new()
-            } else {
-                layout::archive_year(repo, module, year, &archived)
-            };
-            let parts: Vec<String> = year_docs
-                .iter()
-                .map(|d| d.key.label().to_string())
-                .collect();
-            for gone in old_parts.iter().filter(|p| !parts.contains(p)) {
-                removed.push(DocKey::Archive {
-                    repo: repo.to_string(),
-                    module: module.to_string(),
-                    label: gone.clone(),
-                });
-            }
-            match (all.first(), all.last()) {
-                (Some(first), Some(last)) => {
-                    years.insert(
-                        label,
-                        YearStats {
-                            count: all.len() as u64,
-                            first: first.merged_at.clone(),
-                            last: last.merged_at.clone(),
-                            archived: archived.len() as u64,
-                            parts,
-                            digest: super::overview::digest(&all),
-                        },
-                    );
-                }
-                _ => {
-                    years.remove(&label);
-                }
-            }
-            docs.extend(year_docs);
-        }
+        let planned = super::plan::plan(&self.entries, item, full, also, |newest| {
+            layout::main_count(&facts, newest)
+        })
+        .await?;
+        let main: &[ModuleEntry] = &planned.main;
+        let cutoff = planned.cutoff.clone();
+        let years = planned.years.clone();
+        let docs = planned.docs;
+        let removed = planned.removed;
 
         facts.entry_count = years.values().map(|y| y.count).sum();
         facts.first_merged_at = years.values().map(|y| y.first.clone()).min();
-        facts.latest_merged_at = newest.first().map(|e| e.merged_at.clone());
+        facts.latest_merged_at = main.first().map(|e| e.merged_at.clone());
         facts.recent_authors = content::recent_authors(main);
         facts.archive_years = archive_years(&years);
         facts.years = years.clone();
@@ -775,6 +707,7 @@ impl PageBuilder {
         Ok((
             BuildResult {
                 years,
+                changed_years: planned.changed,
                 main_cutoff: cutoff,
                 entry_count: facts.entry_count,
                 first_merged_at: facts.first_merged_at,

@@ -260,11 +260,19 @@ pub fn archive_title(repo: &str, module: &str, label: &str) -> String {
     format!("{} · {}", module_title(repo, module), period_name(label))
 }
 
-/// A label as words: `2019`, `2019 Q1`, `March 2019`, `March 2019, part 2`.
+/// A label as words: `2019`, `2019, part 2`, `2019, part 2a`; and those of an older layout:
+/// `2019 Q1`, `March 2019`, `March 2019, part 2`.
 pub fn period_name(label: &str) -> String {
     let parts: Vec<&str> = label.split('-').collect();
+    fn part(p: &str) -> Option<&str> {
+        p.strip_prefix('p').filter(|n| n.parse::<u32>().is_ok())
+    }
     match parts.as_slice() {
         [year] => year.to_string(),
+        [year, p] if part(p).is_some() => format!("{year}, part {}", part(p).unwrap_or(p)),
+        [year, p, half] if part(p).is_some() && half.len() == 1 => {
+            format!("{year}, part {}{half}", part(p).unwrap_or(p))
+        }
         [year, q] if q.starts_with('Q') => format!("{year} {q}"),
         [year, month] => format!("{} {year}", month_name(month)),
         [year, month, part] => format!(

@@ -1,8 +1,8 @@
 //! Bounded pages. A module page holds its header and the entries merged within a year of its
-//! newest one (at most [`MAIN_MAX_ENTRIES`]); older entries go to yearly archive pages. A year
-//! too big for one page becomes a page per quarter, a quarter a page per month, a month
-//! numbered parts. No page exceeds [`MAX_PAGE_BYTES`] of Markdown or [`MAX_PAGE_BLOCKS`]
-//! Notion blocks (Notion takes at most 1,000 blocks and 500 KB per request).
+//! newest one (at most [`MAIN_MAX_ENTRIES`]); older entries go to yearly archive pages
+//! ([`super::archive`]). No page exceeds [`MAX_PAGE_BYTES`] of Markdown or [`MAX_PAGE_BLOCKS`]
+//! Notion blocks (Notion takes at most 1,000 blocks and 500 KB per request): a page that would
+//! is cut in halves.
 //!
 //! Everything here depends on the entries only, not on the day it runs: the window is a year
 //! back from the module's newest entry, so the same entries always give the same pages.
@@ -61,35 +61,8 @@ pub fn main_count(facts: &ModuleFacts, newest: &[ModuleEntry]) -> usize {
     n
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Level {
-    Year,
-    Quarter,
-    Month,
-}
-
-/// The archive pages of one year of a module, parents first (the year's page first):
-/// `archived` holds the year's entries that are not on the module page, in any order.
-pub fn archive_year(
-    repo: &str,
-    module: &str,
-    year: i32,
-    archived: &[ModuleEntry],
-) -> Vec<Document> {
-    let mut entries: Vec<ModuleEntry> = archived.to_vec();
-    entries.sort_by_key(|e| std::cmp::Reverse(e.order_key()));
-    // Each entry is measured once; periods are sized by adding these up.
-    let costs: Vec<(usize, usize)> = entries.iter().map(entry_cost).collect();
-    let sized: Vec<(ModuleEntry, (usize, usize))> = entries.into_iter().zip(costs).collect();
-    let key = archive_key(repo, module, format!("{year:04}"));
-    let parent = DocKey::Module {
-        repo: repo.to_string(),
-        module: module.to_string(),
-    };
-    let mut docs = Vec::new();
-    split(key, parent, &sized, Level::Year, &mut docs);
-    docs
-}
+/// An entry with its measured cost (bytes, blocks), as pages are sized.
+pub(crate) type Sized = (ModuleEntry, (usize, usize));
 
 fn archive_key(repo: &str, module: &str, label: String) -> DocKey {
     DocKey::Archive {
@@ -99,77 +72,9 @@ fn archive_key(repo: &str, module: &str, label: String) -> DocKey {
     }
 }
 
-type Sized = (ModuleEntry, (usize, usize));
-
-/// What a page of these entries (newest first) would cost, from their measured costs: a
-/// header, a heading per month, and the entries.
-fn estimate(entries: &[Sized]) -> (usize, usize) {
-    let mut months = 0;
-    let mut last: Option<&str> = None;
-    for (e, _) in entries {
-        let month = e.merged_at.get(..7);
-        if month != last {
-            months += 1;
-            last = month;
-        }
-    }
-    let bytes: usize = entries.iter().map(|(_, (b, _))| b).sum();
-    let blocks: usize = entries.iter().map(|(_, (_, k))| k).sum();
-    (HEADER_BYTES + months * 40 + bytes, 1 + months + blocks)
-}
-
-/// What an archive page's own lines cost at most (title, the line back to the module page).
-const HEADER_BYTES: usize = 2_000;
-
-fn within(cost: (usize, usize)) -> bool {
-    cost.0 + BYTES_MARGIN <= MAX_PAGE_BYTES && cost.1 <= MAX_PAGE_BLOCKS
-}
-
-/// Appends the page of `key` with `entries` (newest first) or, when they do not fit, a page
-/// linking the finer pages they are split into, followed by those.
-fn split(key: DocKey, parent: DocKey, entries: &[Sized], level: Level, docs: &mut Vec<Document>) {
-    if entries.len() <= 1 || within(estimate(entries)) {
-        leaf(key, parent, entries, docs);
-        return;
-    }
-    let label = key.label().to_string();
-    let (repo, module) = (key.repo().to_string(), key.item_module().to_string());
-    let groups: Vec<(String, &[Sized])> = match level {
-        Level::Year => group_by(entries, |e| {
-            let month: u32 = e
-                .merged_at
-                .get(5..7)
-                .and_then(|m| m.parse().ok())
-                .unwrap_or(1);
-            format!("{label}-Q{}", (month.clamp(1, 12) - 1) / 3 + 1)
-        }),
-        Level::Quarter => group_by(entries, |e| {
-            format!("{}-{}", &label[..4], e.merged_at.get(5..7).unwrap_or("01"))
-        }),
-        Level::Month => parts(entries)
-            .into_iter()
-            .enumerate()
-            .map(|(i, es)| (format!("{label}-p{}", i + 1), es))
-            .collect(),
-    };
-    let children: Vec<(DocKey, u64)> = groups
-        .iter()
-        .map(|(l, es)| (archive_key(&repo, &module, l.clone()), es.len() as u64))
-        .collect();
-    docs.push(archive_page(key.clone(), parent, &[], &children));
-    for (l, group) in groups {
-        let child = archive_key(&repo, &module, l);
-        match level {
-            Level::Year => split(child, key.clone(), group, Level::Quarter, docs),
-            Level::Quarter => split(child, key.clone(), group, Level::Month, docs),
-            Level::Month => leaf(child, key.clone(), group, docs),
-        }
-    }
-}
-
-/// The page of these entries, made sure of by rendering it; one that still does not fit (the
-/// estimate adds renderings up) is cut in two numbered halves.
-fn leaf(key: DocKey, parent: DocKey, entries: &[Sized], docs: &mut Vec<Document>) {
+/// The page of these entries (newest first), made sure of by rendering it; one that does not
+/// fit is cut in two halves (`-a`, `-b`), and so on.
+pub(crate) fn leaf(key: DocKey, parent: DocKey, entries: &[Sized], docs: &mut Vec<Document>) {
     let plain: Vec<ModuleEntry> = entries.iter().map(|(e, _)| e.clone()).collect();
     let doc = archive_page(key.clone(), parent.clone(), &plain, &[]);
     if entries.len() <= 1 || fits(&doc) {
@@ -202,51 +107,8 @@ fn leaf(key: DocKey, parent: DocKey, entries: &[Sized], docs: &mut Vec<Document>
     }
 }
 
-/// Entries (newest first) grouped by a label, the oldest period first (pages list them newest
-/// first).
-fn group_by<'a>(
-    entries: &'a [Sized],
-    label: impl Fn(&ModuleEntry) -> String,
-) -> Vec<(String, &'a [Sized])> {
-    let mut groups: Vec<(String, &'a [Sized])> = Vec::new();
-    let mut start = 0;
-    for i in 1..=entries.len() {
-        if i == entries.len() || label(&entries[i].0) != label(&entries[start].0) {
-            groups.push((label(&entries[start].0), &entries[start..i]));
-            start = i;
-        }
-    }
-    groups.reverse();
-    groups
-}
-
-/// A month's entries (newest first) cut into parts that each fit one page, filled greedily;
-/// the oldest part first, as the numbering goes.
-fn parts(entries: &[Sized]) -> Vec<&[Sized]> {
-    // A part is within one month: its header and one month heading.
-    const EMPTY: (usize, usize) = (HEADER_BYTES + 40, 2);
-    // Filled from the oldest end: a newer merge changes only the newest part, so the older
-    // parts stay as published (and are not published again).
-    let mut out = Vec::new();
-    let mut end = entries.len();
-    let (mut bytes, mut blocks) = EMPTY;
-    for i in (0..entries.len()).rev() {
-        let (b, k) = entries[i].1;
-        if i + 1 < end && !within((bytes + b, blocks + k)) {
-            out.push(&entries[i + 1..end]);
-            end = i + 1;
-            (bytes, blocks) = EMPTY;
-        }
-        bytes += b;
-        blocks += k;
-    }
-    if end > 0 {
-        out.push(&entries[..end]);
-    }
-    out
-}
-
-fn entry_cost(e: &ModuleEntry) -> (usize, usize) {
+/// What one entry costs on a page (bytes, Notion blocks).
+pub(crate) fn entry_cost(e: &ModuleEntry) -> (usize, usize) {
     let doc = Document {
         key: DocKey::Index {
             repo: e.repo.clone(),
@@ -313,57 +175,5 @@ mod tests {
         let old = history(3, "2019-06-01T12:00:00Z", 24 * 400);
         assert_eq!(main_count(&facts(), &old), 1, "the newest always shows");
         assert_eq!(main_count(&facts(), &[]), 0);
-    }
-
-    #[test]
-    fn a_small_year_is_one_page() {
-        let entries = history(30, "2019-12-01T00:00:00Z", 24 * 7);
-        let docs = archive_year("acme/widgets", "src", 2019, &entries);
-        assert_eq!(docs.len(), 1);
-        assert_eq!(docs[0].key.label(), "2019");
-        assert!(fits(&docs[0]));
-    }
-
-    #[test]
-    fn a_big_year_is_split_into_pages_that_each_fit() {
-        // A merge an hour for a hundred days: quarters, months and parts.
-        let entries = history(2_500, "2019-12-31T23:00:00Z", 1);
-        let docs = archive_year("acme/widgets", "src", 2019, &entries);
-        let labels: Vec<&str> = docs.iter().map(|d| d.key.label()).collect();
-        assert_eq!(labels[0], "2019");
-        assert!(labels.contains(&"2019-Q4"), "{labels:?}");
-        assert!(labels.contains(&"2019-12"), "{labels:?}");
-        assert!(
-            labels.iter().any(|l| l.starts_with("2019-12-p")),
-            "{labels:?}"
-        );
-        for doc in &docs {
-            let (bytes, blocks) = cost(doc);
-            assert!(
-                bytes <= MAX_PAGE_BYTES && blocks <= MAX_PAGE_BLOCKS,
-                "{}",
-                doc.title
-            );
-        }
-        // Every entry is on exactly one page.
-        let mut numbers: Vec<String> = docs
-            .iter()
-            .flat_map(|d| d.blocks.iter())
-            .filter_map(|b| match b {
-                Block::Heading { level: 3, spans } => spans.last().map(|s| s.text.clone()),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(numbers.len(), 2_500);
-        numbers.sort();
-        numbers.dedup();
-        assert_eq!(numbers.len(), 2_500);
-        // Parents come before their children, and each child is linked from its parent.
-        for (i, doc) in docs.iter().enumerate().skip(1) {
-            let parent = doc.parent.as_ref().unwrap();
-            let at = docs.iter().position(|d| &d.key == parent).unwrap();
-            assert!(at < i);
-            assert!(docs[at].children().contains(&&doc.key));
-        }
     }
 }

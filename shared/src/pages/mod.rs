@@ -6,16 +6,18 @@
 //! - [`content`]: what the pages say (a module page, its archive pages, the repository index).
 //! - [`overview`]: the module overview (what it is, start here, who knows it, the story so far,
 //!   recently, status) from per-year digests.
-//! - [`layout`]: which entries go on the module page and how older ones are split into yearly
-//!   archive pages, so that no page exceeds [`layout::MAX_PAGE_BYTES`] or Notion's limits.
+//! - [`layout`]: which entries go on the module page, within [`layout::MAX_PAGE_BYTES`] and
+//!   Notion's limits; [`archive`]: how older ones are laid out in yearly pages and their parts.
 //! - [`render`]: documents as CommonMark or as Notion's Markdown.
 //! - [`build`]: the page builder stage (stale pages → read entries → documents → publish).
 
+pub mod archive;
 pub mod blocks;
 pub mod build;
 pub mod content;
 pub mod layout;
 pub mod overview;
+pub mod plan;
 pub mod render;
 
 pub use blocks::{Block, Link, Span};
@@ -23,7 +25,7 @@ pub use blocks::{Block, Link, Span};
 use crate::publish::path_segment;
 
 /// Which page a document is: a repository's index, a module's page, or one of its archive
-/// pages (`label` = `2019`, `2019-Q1`, `2019-03`, `2019-03-p2`).
+/// pages (`label` = `2019`, `2019-p2`, a half `2019-p2-a`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DocKey {
     Index {

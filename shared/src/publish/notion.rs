@@ -23,8 +23,8 @@ use futures::future::BoxFuture;
 use time::OffsetDateTime;
 
 use super::{PageSet, PublishError, Published, Publisher};
-use crate::domain::NotionPage;
-use crate::notion::{ChildPage, NotionClient, PageState};
+use crate::domain::{NotionPage, OtherPage};
+use crate::notion::{ChildPage, NotionClient, NotionError, PageState};
 use crate::pages::render::{render, Flavor};
 use crate::pages::{DocKey, Document, MAIN_LABEL};
 use crate::store::{CreateClaim, PageStore, INDEX_MODULE};
@@ -179,7 +179,7 @@ impl NotionPublisher {
         }
 
         // 3. Contents replaced, children before parents. A page whose content is the one last
-        // sent (its recorded hash) is left alone, once its parent lists it as a live child.
+        // sent (its recorded hash) is left alone: a parent that is replaced checks its children.
         let mut listings = Listings::default();
         for doc in set.docs.iter().rev() {
             if fresh.contains(doc.key.label()) {
@@ -194,16 +194,7 @@ impl NotionPublisher {
                     &resolver(&known, repo, module),
                 )));
             if unchanged {
-                let parent_id = match &doc.parent {
-                    Some(DocKey::Index { .. }) | None => Some(index_id.clone()),
-                    Some(parent) => id_of(&known, parent.label()),
-                };
-                if let Some(parent_id) = parent_id {
-                    let siblings = self.listing(&mut listings, &parent_id, set).await?;
-                    if siblings.iter().any(|c| normalize(&c.id) == normalize(&id)) {
-                        continue;
-                    }
-                }
+                continue;
             }
             match self
                 .replace(set, doc, &id, &mut known, module, &mut listings)
@@ -280,11 +271,12 @@ impl NotionPublisher {
         let index = self.pages.get(repo, INDEX_MODULE).await?;
         let mut known: Known = index.map(|i| i.notion).unwrap_or_default();
         if let Some(id) = id_of(&known, MAIN_LABEL) {
-            // Only checked when a page must be created under it (rare): a replace needs no parent.
-            let must_create = set
-                .docs
-                .iter()
-                .any(|d| id_of(&set.item.notion, d.key.label()).is_none());
+            // Only checked when a page must be created under it (the module page, rarely): a
+            // replace needs no parent, and an archive page's parent is not the index.
+            let must_create = set.docs.iter().any(|d| {
+                matches!(d.parent, Some(DocKey::Index { .. }) | None)
+                    && id_of(&set.item.notion, d.key.label()).is_none()
+            });
             if !must_create || !self.is_gone(&id, set).await? {
                 return Ok(id);
             }
@@ -382,7 +374,7 @@ impl NotionPublisher {
                         Ok(page) => {
                             let hash = content.map(content_hash);
                             if let Err(e) = self
-                                .record(set, module, label, &page.id, &page.url, hash, known)
+                                .record(set, module, label, &page.id, &page.url, hash, true, known)
                                 .await
                             {
                                 // The claim was lost: another builder owns this page now.
@@ -432,7 +424,7 @@ impl NotionPublisher {
         };
         tracing::info!(repo = %set.item.repo, module, label, page = %found.id, "adopted a page an interrupted create made");
         let url = url_of_id(&found.id);
-        self.record(set, module, label, &found.id, &url, None, known)
+        self.record(set, module, label, &found.id, &url, None, false, known)
             .await?;
         Ok(true)
     }
@@ -449,6 +441,7 @@ impl NotionPublisher {
         id: &str,
         url: &str,
         hash: Option<String>,
+        created: bool,
         known: &mut Known,
     ) -> Result<(), PublishError> {
         let repo = set.item.repo.as_str();
@@ -456,6 +449,8 @@ impl NotionPublisher {
             id: Some(id.to_string()),
             url: Some(url.to_string()),
             hash,
+            // A page just created has no children but those this build creates.
+            listed_at: created.then(|| crate::domain::rfc3339_millis(OffsetDateTime::now_utc())),
             ..Default::default()
         };
         if !self
@@ -549,6 +544,37 @@ impl NotionPublisher {
         listings: &mut Listings,
     ) -> Result<usize, PublishError> {
         let repo = set.item.repo.as_str();
+        let now = OffsetDateTime::now_utc();
+        let record = known.get(doc.key.label()).cloned().unwrap_or_default();
+        if listed_within(&record, now, RELIST_AFTER) {
+            // Its children were listed lately: replaced at once, naming the children it records
+            // and the pages a person put there. Notion refuses content that would drop a child
+            // (one added since) or names one that is gone: then they are listed, below.
+            let markdown = self.render_known(set, doc, known, module);
+            let hash = content_hash(&markdown);
+            let markdown = with_others(markdown, &record.others);
+            match self
+                .client
+                .replace_markdown(id, &markdown, set.deadline)
+                .await
+            {
+                Ok(()) => {
+                    self.pages
+                        .record_notion_hash(repo, module, doc.key.label(), id, &hash, None)
+                        .await?;
+                    return Ok(markdown.len());
+                }
+                Err(e) if e.is_not_found() || e.is_archived() => {
+                    return Err(self
+                        .gone(set, &doc.key, id, module, PublishError::Notion(e))
+                        .await?)
+                }
+                Err(NotionError::Invalid { message, .. }) => {
+                    tracing::info!(repo, module, page = id, message, "Notion refused the content: its child pages are listed, and it is sent again");
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
         let live = match self.listing(listings, id, set).await {
             Ok(live) => live.clone(),
             Err(PublishError::Notion(e)) if e.is_not_found() => {
@@ -669,23 +695,17 @@ impl NotionPublisher {
             render(doc, Flavor::Notion, &resolver(known, repo, module))
         };
         let hash = content_hash(&markdown);
-        let mut markdown = markdown;
-        let extra: Vec<&ChildPage> = live
+        // Pages a person put here: named so that replacing the content keeps them.
+        let others: Vec<OtherPage> = live
             .iter()
             .filter(|c| !expected_ids.contains(&normalize(&c.id)))
+            .map(|c| OtherPage {
+                id: c.id.clone(),
+                title: c.title.clone(),
+                database: c.database,
+            })
             .collect();
-        if !extra.is_empty() {
-            // Pages a person put here: named so that replacing the content keeps them.
-            markdown.push_str("\n## Other pages\n");
-            for child in extra {
-                let tag = if child.database { "database" } else { "page" };
-                markdown.push_str(&format!(
-                    "\n<{tag} url=\"{}\">{}</{tag}>\n",
-                    url_of_id(&child.id),
-                    child.title.replace(['<', '>'], "")
-                ));
-            }
-        }
+        let markdown = with_others(markdown, &others);
         match self
             .client
             .replace_markdown(id, &markdown, set.deadline)
@@ -693,7 +713,14 @@ impl NotionPublisher {
         {
             Ok(()) => {
                 self.pages
-                    .record_notion_hash(repo, module, doc.key.label(), id, &hash)
+                    .record_notion_hash(
+                        repo,
+                        module,
+                        doc.key.label(),
+                        id,
+                        &hash,
+                        Some((now, &others)),
+                    )
                     .await?;
                 Ok(markdown.len())
             }
@@ -701,6 +728,37 @@ impl NotionPublisher {
                 .gone(set, &doc.key, id, module, PublishError::Notion(e))
                 .await?),
             Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The page's content with its children as this build knows them (for the index, every
+    /// module page recorded).
+    fn render_known(
+        &self,
+        set: &PageSet<'_>,
+        doc: &Document,
+        known: &Known,
+        module: &str,
+    ) -> String {
+        if module == INDEX_MODULE {
+            let urls: BTreeMap<String, String> = set
+                .repo_items
+                .iter()
+                .filter_map(|i| {
+                    let page = i.notion.get(MAIN_LABEL)?;
+                    page.id.as_ref()?;
+                    Some((i.module.clone(), page.url.clone()?))
+                })
+                .collect();
+            render(doc, Flavor::Notion, &move |k: &DocKey| {
+                urls.get(k.item_module()).cloned()
+            })
+        } else {
+            render(
+                doc,
+                Flavor::Notion,
+                &resolver(known, set.item.repo.as_str(), module),
+            )
         }
     }
 
@@ -741,7 +799,8 @@ impl NotionPublisher {
                 return Ok(PublishError::Missing(vec![key.clone()]));
             }
         };
-        // Its recorded ancestors, outermost first: the module page, then the year, quarter, month.
+        // Its recorded ancestors, outermost first: the module page, then the year (or, in an
+        // older layout, the year, quarter, month).
         let mut ancestors: Vec<(String, String)> = known
             .iter()
             .filter(|(l, _)| *l != label && (l.as_str() == MAIN_LABEL || archive_under(l, label)))
@@ -809,6 +868,36 @@ impl NotionPublisher {
     }
 }
 
+/// A page's children are listed again before its content is replaced once this long has passed
+/// (a page a person deleted under it is then noticed and published again).
+const RELIST_AFTER: time::Duration = time::Duration::hours(24);
+
+/// Whether the page's children were listed (or it was created) less than `within` ago.
+fn listed_within(page: &NotionPage, now: OffsetDateTime, within: time::Duration) -> bool {
+    page.listed_at
+        .as_deref()
+        .and_then(crate::domain::parse_rfc3339)
+        .is_some_and(|at| now - at < within)
+}
+
+/// The content with the pages a person put under the page named at its end, so that replacing
+/// it keeps them.
+fn with_others(mut markdown: String, others: &[OtherPage]) -> String {
+    if others.is_empty() {
+        return markdown;
+    }
+    markdown.push_str("\n## Other pages\n");
+    for other in others {
+        let tag = if other.database { "database" } else { "page" };
+        markdown.push_str(&format!(
+            "\n<{tag} url=\"{}\">{}</{tag}>\n",
+            url_of_id(&other.id),
+            other.title.replace(['<', '>'], "")
+        ));
+    }
+    markdown
+}
+
 /// Links to the module's own pages, from what this build knows of them.
 fn resolver<'a>(
     known: &'a Known,
@@ -823,8 +912,9 @@ fn resolver<'a>(
     }
 }
 
-/// Whether archive page `label` is `root` or below it: a year holds its quarters, months and
-/// parts; a quarter its three months and their parts; a month its parts.
+/// Whether archive page `label` is `root` or below it: a year holds its parts (`2019-p3`) and
+/// their halves; in the older layout, its quarters, months and parts, a quarter its three
+/// months and their parts, and a month its parts.
 pub fn archive_under(root: &str, label: &str) -> bool {
     if let Some((year, quarter)) = root.split_once("-Q") {
         let Ok(q) = quarter.parse::<u32>() else {

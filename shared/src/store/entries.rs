@@ -147,14 +147,103 @@ impl EntryStore {
         module: &str,
         year: i32,
     ) -> Result<Vec<ModuleEntry>, StoreError> {
-        self.query(repo, module, Some(year), true, usize::MAX).await
+        let range = (format!("{year:04}"), format!("{year:04}~"));
+        self.query(repo, module, Some(range), true, usize::MAX)
+            .await
+    }
+
+    /// Every entry from order key `from` on (`from` included), oldest first: a module page's
+    /// entries and those merged since.
+    pub async fn since(
+        &self,
+        repo: &str,
+        module: &str,
+        from: &str,
+    ) -> Result<Vec<ModuleEntry>, StoreError> {
+        let range = (from.to_string(), "~".to_string());
+        self.query(repo, module, Some(range), true, usize::MAX)
+            .await
+    }
+
+    /// The newest `limit` entries of `year` older than order key `below`, oldest first: the
+    /// entries of an archive's open part.
+    pub async fn year_before(
+        &self,
+        repo: &str,
+        module: &str,
+        year: i32,
+        below: &str,
+        limit: usize,
+    ) -> Result<Vec<ModuleEntry>, StoreError> {
+        let start = format!("{year:04}");
+        if limit == 0 || below <= start.as_str() {
+            return Ok(Vec::new());
+        }
+        let end = format!("{year:04}~");
+        let below = if below < end.as_str() { below } else { &end };
+        // Newest first from just below `below`: exactly the `limit` entries wanted, when the
+        // year has that many there (else the read stops in the year before, dropped).
+        let mut entries = self.query_below(repo, module, below, limit).await?;
+        entries.retain(|e| e.year() == year);
+        entries.reverse();
+        Ok(entries)
+    }
+
+    /// Up to `limit` entries with an order key below `below`, newest first.
+    async fn query_below(
+        &self,
+        repo: &str,
+        module: &str,
+        below: &str,
+        limit: usize,
+    ) -> Result<Vec<ModuleEntry>, StoreError> {
+        let mut entries = Vec::new();
+        let mut start = None;
+        loop {
+            let want = (limit - entries.len()).min(QUERY_PAGE as usize) as i32;
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("#page = :page AND #order < :below")
+                .expression_attribute_names("#page", entry_attr::PAGE)
+                .expression_attribute_names("#order", entry_attr::ORDER)
+                .expression_attribute_values(
+                    ":page",
+                    AttributeValue::S(Self::page_key(repo, module)),
+                )
+                .expression_attribute_values(":below", AttributeValue::S(below.to_string()))
+                .scan_index_forward(false)
+                .consistent_read(true)
+                .limit(want)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(|e| dynamo_error(&self.table, "Query", &e))?;
+            self.meter.read(out.items().len());
+            for item in out.items.unwrap_or_default() {
+                entries.push(self.parse(repo, module, item)?);
+            }
+            match out.last_evaluated_key {
+                Some(next) if entries.len() < limit => start = Some(next),
+                _ => return Ok(entries),
+            }
+        }
+    }
+
+    fn parse(&self, repo: &str, module: &str, item: Item) -> Result<ModuleEntry, StoreError> {
+        serde_dynamo::from_item(item).map_err(|e| StoreError::Dynamo {
+            operation: "Query",
+            table: self.table.clone(),
+            message: format!("an entry of {repo}#{module} does not parse: {e}"),
+        })
     }
 
     async fn query(
         &self,
         repo: &str,
         module: &str,
-        year: Option<i32>,
+        range: Option<(String, String)>,
         forward: bool,
         limit: usize,
     ) -> Result<Vec<ModuleEntry>, StoreError> {
@@ -177,13 +266,13 @@ impl EntryStore {
                 .consistent_read(true)
                 .limit(want)
                 .set_exclusive_start_key(start);
-            request = match year {
+            request = match &range {
                 // `order` starts with the merge time, so a year is a key range.
-                Some(year) => request
+                Some((from, to)) => request
                     .key_condition_expression("#page = :page AND #order BETWEEN :from AND :to")
                     .expression_attribute_names("#order", entry_attr::ORDER)
-                    .expression_attribute_values(":from", AttributeValue::S(format!("{year:04}")))
-                    .expression_attribute_values(":to", AttributeValue::S(format!("{year:04}~"))),
+                    .expression_attribute_values(":from", AttributeValue::S(from.clone()))
+                    .expression_attribute_values(":to", AttributeValue::S(to.clone())),
                 None => request.key_condition_expression("#page = :page"),
             };
             let out = request
@@ -192,13 +281,7 @@ impl EntryStore {
                 .map_err(|e| dynamo_error(&self.table, "Query", &e))?;
             self.meter.read(out.items().len());
             for item in out.items.unwrap_or_default() {
-                let entry: ModuleEntry =
-                    serde_dynamo::from_item(item).map_err(|e| StoreError::Dynamo {
-                        operation: "Query",
-                        table: self.table.clone(),
-                        message: format!("an entry of {repo}#{module} does not parse: {e}"),
-                    })?;
-                entries.push(entry);
+                entries.push(self.parse(repo, module, item)?);
             }
             match out.last_evaluated_key {
                 Some(next) if entries.len() < limit => start = Some(next),

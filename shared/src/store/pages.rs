@@ -43,6 +43,8 @@ pub mod page_attr {
     /// On a repository's index item: when a context refresh changed the repository's layout
     /// (owners, packages, READMEs). The index build then marks every module page stale.
     pub const LAYOUT_CHANGED_AT: &str = "layoutChangedAt";
+    pub const STALE_KEYS: &str = "staleKeys";
+    pub const STALE_KEYS_LOST: &str = "staleKeysLost";
     pub const NOTION: &str = "notion";
 
     pub const LAST_ERROR: &str = "lastError";
@@ -58,6 +60,10 @@ pub const INDEX_MODULE: &str = "#index";
 pub const STALE_INDEX: &str = "stale";
 /// The one value of the `stale` marker.
 const STALE_MARK: &str = "1";
+/// Changed entries a page item remembers between builds (their order keys, about 35 bytes each).
+pub const STALE_KEYS_MAX: usize = 100;
+/// Why a mark with keys was refused: the page item holds [`STALE_KEYS_MAX`] already.
+const KEYS_FULL: &str = "the page's changed-entry keys are full";
 
 /// A stale page, as the stale index lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,6 +98,8 @@ pub enum BuildClaim {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BuildResult {
     pub years: std::collections::BTreeMap<String, YearStats>,
+    /// The years whose figures the build changed (or removed): only those are written.
+    pub changed_years: std::collections::BTreeSet<String>,
     pub main_cutoff: Option<String>,
     pub entry_count: u64,
     pub first_merged_at: Option<String>,
@@ -166,8 +174,9 @@ impl PageStore {
             .set_key(Some(Self::key(repo, module)))
     }
 
-    /// Marks a page stale: its entries of `years` changed (none: only its figures did). Never
-    /// conditional: marking twice costs one more build at most, never a lost one.
+    /// Marks a page stale: its entries of `years` changed (none: only its figures did), which
+    /// ones not said, so those years are read again whole. Never conditional: marking twice
+    /// costs one more build at most, never a lost one.
     pub async fn mark_stale(
         &self,
         repo: &str,
@@ -175,7 +184,22 @@ impl PageStore {
         years: &[i32],
         now: OffsetDateTime,
     ) -> Result<(), StoreError> {
-        self.mark(repo, module, years, false, now).await
+        self.mark(repo, module, years, None, false, now).await
+    }
+
+    /// Marks a page stale because these entries (their order keys) were written or deleted: a
+    /// build reads again only the years of those its module page does not hold. Up to
+    /// [`STALE_KEYS_MAX`] keys are kept; past that, their years are read again whole.
+    pub async fn mark_entries_stale(
+        &self,
+        repo: &str,
+        module: &str,
+        keys: &[String],
+        now: OffsetDateTime,
+    ) -> Result<(), StoreError> {
+        let years: Vec<i32> = keys.iter().map(|k| crate::domain::year_of(k)).collect();
+        self.mark(repo, module, &years, Some(keys), false, now)
+            .await
     }
 
     /// Marks a page for a rebuild of every year (its pages must be published anew).
@@ -185,7 +209,7 @@ impl PageStore {
         module: &str,
         now: OffsetDateTime,
     ) -> Result<(), StoreError> {
-        self.mark(repo, module, &[], true, now).await
+        self.mark(repo, module, &[], None, true, now).await
     }
 
     /// Notes that `repo`'s layout changed in its context checked at `checked_at`, and marks the
@@ -203,7 +227,7 @@ impl PageStore {
             a::LAYOUT_CHANGED_AT,
             AttributeValue::S(checked_at.to_string()),
         );
-        self.mark_with(u, repo, module, &[], false, now).await
+        self.mark_with(u, repo, module, &[], None, false, now).await
     }
 
     async fn mark(
@@ -211,20 +235,46 @@ impl PageStore {
         repo: &str,
         module: &str,
         years: &[i32],
+        keys: Option<&[String]>,
         full: bool,
         now: OffsetDateTime,
     ) -> Result<(), StoreError> {
-        self.mark_with(Update::default(), repo, module, years, full, now)
+        if let Some(keys) = keys.filter(|k| !k.is_empty()) {
+            if self
+                .mark_with(
+                    Update::default(),
+                    repo,
+                    module,
+                    years,
+                    Some(keys),
+                    full,
+                    now,
+                )
+                .await
+                .map(|()| true)
+                .or_else(|e| match e {
+                    StoreError::Dynamo { ref message, .. } if message == KEYS_FULL => Ok(false),
+                    e => Err(e),
+                })?
+            {
+                return Ok(());
+            }
+        }
+        self.mark_with(Update::default(), repo, module, years, None, full, now)
             .await
     }
 
-    /// [`Self::mark`], in the same write as `u`'s own clauses.
+    /// [`Self::mark`], in the same write as `u`'s own clauses. `keys`: added to `staleKeys` if
+    /// it holds fewer than [`STALE_KEYS_MAX`] (else refused with [`KEYS_FULL`]); `None` with
+    /// years: which entries is not known (`staleKeysLost`).
+    #[allow(clippy::too_many_arguments)]
     async fn mark_with(
         &self,
         mut u: Update,
         repo: &str,
         module: &str,
         years: &[i32],
+        keys: Option<&[String]>,
         full: bool,
         now: OffsetDateTime,
     ) -> Result<(), StoreError> {
@@ -250,9 +300,39 @@ impl PageStore {
             set.dedup();
             u.add(a::STALE_YEARS, AttributeValue::Ss(set));
         }
-        let result = u.apply(self.update(repo, module)).send().await;
+        let mut condition = None;
+        match keys {
+            Some(keys) => {
+                let mut set = keys.to_vec();
+                set.sort();
+                set.dedup();
+                u.add(a::STALE_KEYS, AttributeValue::Ss(set));
+                condition = Some(format!(
+                    "attribute_not_exists({keys}) OR size({keys}) < {max}",
+                    keys = u.name(a::STALE_KEYS),
+                    max = u.value(
+                        "maxKeys",
+                        Some(AttributeValue::N(STALE_KEYS_MAX.to_string()))
+                    ),
+                ));
+            }
+            None if !years.is_empty() => u.set(a::STALE_KEYS_LOST, AttributeValue::Bool(true)),
+            None => {}
+        }
+        let request = u
+            .apply(self.update(repo, module))
+            .set_condition_expression(condition);
+        let result = request.send().await;
         self.meter.write();
-        applied(&self.table, "UpdateItem", result).map(drop)
+        if applied(&self.table, "UpdateItem", result)? {
+            Ok(())
+        } else {
+            Err(StoreError::Dynamo {
+                operation: "UpdateItem",
+                table: self.table.clone(),
+                message: KEYS_FULL.into(),
+            })
+        }
     }
 
     /// Every stale page, oldest first (the sparse index: its cost is the stale pages only).
@@ -390,10 +470,22 @@ impl PageStore {
     ) -> Result<Option<BuildCompletion>, StoreError> {
         for completion in [BuildCompletion::Clean, BuildCompletion::StillStale] {
             let mut u = Update::default();
-            u.set(
-                a::YEARS,
-                serde_dynamo::to_attribute_value(&result.years).map_err(|e| self.bad(e))?,
-            );
+            // Only the years that changed: a busy module's item holds many.
+            for (i, label) in result.changed_years.iter().enumerate() {
+                let years = u.name(a::YEARS);
+                let year = format!("#year{i}");
+                u.names.insert(year.clone(), label.clone());
+                match result.years.get(label) {
+                    Some(stats) => {
+                        let value = u.value(
+                            &format!("year{i}"),
+                            Some(serde_dynamo::to_attribute_value(stats).map_err(|e| self.bad(e))?),
+                        );
+                        u.sets.push(format!("{years}.{year} = {value}"));
+                    }
+                    None => u.removes.push(format!("{years}.{year}")),
+                }
+            }
             u.set(
                 a::ENTRY_COUNT,
                 AttributeValue::N(result.entry_count.to_string()),
@@ -444,6 +536,8 @@ impl PageStore {
                     a::STALE_YEARS,
                     a::FULL_REBUILD,
                     a::LAYOUT_CHANGED_AT,
+                    a::STALE_KEYS,
+                    a::STALE_KEYS_LOST,
                 ] {
                     u.remove(gone);
                 }
@@ -686,7 +780,8 @@ impl PageStore {
         applied(&self.table, "UpdateItem", result)
     }
 
-    /// Records the hash of the content last sent to the Notion page `label`, if it is still `id`.
+    /// Records the hash of the content last sent to the Notion page `label`, if it is still `id`,
+    /// and, when its children were listed for it, when and the pages a person put there.
     pub async fn record_notion_hash(
         &self,
         repo: &str,
@@ -694,10 +789,25 @@ impl PageStore {
         label: &str,
         id: &str,
         hash: &str,
+        listed: Option<(OffsetDateTime, &[crate::domain::OtherPage])>,
     ) -> Result<(), StoreError> {
-        let result = self
-            .update(repo, module)
-            .update_expression("SET #notion.#label.#hash = :hash")
+        let mut request = self.update(repo, module);
+        request = match listed {
+            Some((at, others)) => request
+                .update_expression(
+                    "SET #notion.#label.#hash = :hash, #notion.#label.#listed = :listed, \
+                     #notion.#label.#others = :others",
+                )
+                .expression_attribute_names("#listed", "listedAt")
+                .expression_attribute_names("#others", "others")
+                .expression_attribute_values(":listed", AttributeValue::S(rfc3339_millis(at)))
+                .expression_attribute_values(
+                    ":others",
+                    serde_dynamo::to_attribute_value(others).map_err(|e| self.bad(e))?,
+                ),
+            None => request.update_expression("SET #notion.#label.#hash = :hash"),
+        };
+        let result = request
             .condition_expression("#notion.#label.#id = :id")
             .expression_attribute_names("#notion", a::NOTION)
             .expression_attribute_names("#label", label)
