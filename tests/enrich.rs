@@ -928,3 +928,127 @@ async fn a_failed_first_context_refresh_makes_rows_wait_and_is_retried_within_se
     assert!(modules.contains(&"hello-api".to_string()), "{modules:?}");
     assert!(!modules.contains(&"crates".to_string()), "{modules:?}");
 }
+
+/// A MODIFY record of a summarized row, from its images before and after (as the stream gives
+/// them with NEW_AND_OLD_IMAGES).
+fn modify_record(old: &Item, new: &Item, sequence: &str) -> EventRecord {
+    let image = |item: &Item| -> serde_dynamo::Item {
+        serde_dynamo::Item::from(
+            item.iter()
+                .map(|(k, v)| (k.clone(), serde_dynamo::AttributeValue::from(v.clone())))
+                .collect::<HashMap<_, _>>(),
+        )
+    };
+    let mut record = insert_record(
+        new[attr::PR_NUMBER].as_n().unwrap().parse().unwrap(),
+        sequence,
+    );
+    record.event_name = "MODIFY".into();
+    record.change.old_image = image(old);
+    record.change.new_image = image(new);
+    record
+}
+
+/// A stored row marked summarized, as the summarize stage leaves it.
+async fn summarized(store: &PrStore, number: u64) -> Item {
+    stored_pr(store, number, Some("The body.")).await;
+    store
+        .client()
+        .update_item()
+        .table_name(store.table_name())
+        .key(attr::REPO, av_s(REPO))
+        .key(attr::PR_NUMBER, AttributeValue::N(number.to_string()))
+        .update_expression("SET summarizedAt = :s REMOVE pendingShard")
+        .expression_attribute_values(":s", av_s("2019-05-15T16:00:00.000Z"))
+        .send()
+        .await
+        .unwrap();
+    row(store, number).await
+}
+
+/// Review of defect 9: an edit of a summarized PR is passed on by the stream's consumer even
+/// with no GitHub token (enrichment off is a supported setup); a body-only edit (its summary is
+/// kept, its entries show nothing of the body) puts nothing back.
+#[tokio::test]
+async fn edits_are_passed_on_without_a_token_and_body_only_edits_change_nothing() {
+    let store = fresh_table(&sdk().await).await;
+    let before = summarized(&store, 70).await;
+    // The title fixed after merge: the webhook's update.
+    let mut edited = merged_payload();
+    edited["pull_request"]["number"] = json!(70);
+    edited["pull_request"]["body"] = json!("The body.");
+    edited["pull_request"]["title"] = json!("A title fixed after merge");
+    edited["pull_request"]["updated_at"] = json!("2019-05-16T09:00:00Z");
+    store_merged(&store, &edited, time::OffsetDateTime::now_utc()).await;
+    let after = row(&store, 70).await;
+    let no_token = Arc::new(EnrichHandler::new(store.clone(), None, 4, 500));
+    let r = no_token
+        .handle(
+            event(vec![modify_record(&before, &after, "9")]),
+            within(30),
+            "inv",
+        )
+        .await;
+    assert!(failed(&r).is_empty(), "{r:?}");
+    let requeued = row(&store, 70).await;
+    assert!(!requeued.contains_key(attr::SUMMARIZED_AT), "{requeued:?}");
+    assert!(requeued.contains_key(attr::PENDING_SHARD));
+
+    // A body-only edit of another summarized PR.
+    let before = summarized(&store, 71).await;
+    let mut body_only = merged_payload();
+    body_only["pull_request"]["number"] = json!(71);
+    body_only["pull_request"]["body"] = json!("The body, reworded by a bot.");
+    body_only["pull_request"]["updated_at"] = json!("2019-05-16T09:00:00Z");
+    store_merged(&store, &body_only, time::OffsetDateTime::now_utc()).await;
+    let after = row(&store, 71).await;
+    assert_ne!(s(&before, attr::FIELDS_HASH), s(&after, attr::FIELDS_HASH));
+    let r = no_token
+        .handle(
+            event(vec![modify_record(&before, &after, "10")]),
+            within(30),
+            "inv-2",
+        )
+        .await;
+    assert!(failed(&r).is_empty(), "{r:?}");
+    assert!(
+        row(&store, 71).await.contains_key(attr::SUMMARIZED_AT),
+        "left as it is"
+    );
+}
+
+/// Review of defect 3: a row does not wait for its repository's context forever (a token that
+/// can read PRs but not contents, or a refresh that keeps failing): after 15 minutes it is
+/// enriched without it.
+#[tokio::test]
+async fn a_row_waits_for_its_context_fifteen_minutes_at_most() {
+    use support::github_stub::Fault;
+    let t = fresh_tables(&sdk().await).await;
+    let github = GitHub::start().await;
+    github.add_pull(32, 3, &[]);
+    let mut payload = merged_payload();
+    payload["pull_request"]["number"] = json!(32);
+    store_merged(
+        &t.prs,
+        &payload,
+        time::OffsetDateTime::now_utc() - time::Duration::minutes(20),
+    )
+    .await;
+    for _ in 0..2 {
+        github.rest.fail_next(
+            &format!("/repos/{REPO}/contents/.github"),
+            Fault::ServerError,
+        );
+    }
+    let enrich = Arc::new(
+        EnrichHandler::new(t.prs.clone(), Some(github.apis(1, TOKEN)), 4, 500)
+            .with_contexts(t.pages.contexts()),
+    );
+    let r = enrich
+        .handle(event(vec![insert_record(32, "1")]), within(30), "inv")
+        .await;
+    assert!(failed(&r).is_empty(), "{r:?}");
+    let item = row(&t.prs, 32).await;
+    assert!(item.contains_key(attr::ENRICHED_AT), "{item:?}");
+    assert_ne!(s(&item, attr::PENDING_SHARD), DEFERRED_SHARD);
+}

@@ -677,3 +677,36 @@ async fn builds_after_each_merge_equal_a_full_rebuild_and_read_only_recent_entri
     let again = t.pages.get(REPO, "busy").await.unwrap().unwrap();
     assert_eq!(again.years, item.years, "the same figures");
 }
+
+/// A quiet module's page is held by its one-year window (about 52 weekly merges), not by the
+/// 100-entry cap: a build after a merge reads the page's entries and the archive's open part,
+/// not the years before.
+#[tokio::test]
+async fn a_quiet_module_builds_from_its_recent_entries_too() {
+    let t = fresh_tables(&sdk().await).await;
+    let start = shared::domain::parse_rfc3339("2021-01-04T09:00:00Z").unwrap();
+    let at = |i: u64| rfc3339_seconds(start + time::Duration::days(7 * i as i64));
+    for i in 0..156u64 {
+        put(&t, &entry("quiet", i + 1, &at(i))).await;
+    }
+    let dir = TempDir::new();
+    let b = builder(&t, Arc::new(MarkdownPublisher::new(&dir.0)), Duration::ZERO);
+    settle(&b, &t, Duration::from_secs(90)).await;
+    for i in 156..166u64 {
+        put(&t, &entry("quiet", i + 1, &at(i))).await;
+        let before = b.reading().items_read;
+        let outcome = b
+            .build(REPO, "quiet", &format!("q-{i}"), within(60))
+            .await
+            .unwrap();
+        assert!(matches!(outcome, BuildOutcome::Built { .. }), "{outcome:?}");
+        let read = b.reading().items_read - before;
+        let item = t.pages.get(REPO, "quiet").await.unwrap().unwrap();
+        let on_page = item.entry_count - item.years.values().map(|y| y.archived).sum::<u64>();
+        assert!(on_page < 60, "held by the window: {on_page}");
+        assert!(
+            read <= 2 * on_page,
+            "merge {i}: read {read} for a page of {on_page}"
+        );
+    }
+}

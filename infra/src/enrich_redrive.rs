@@ -56,11 +56,12 @@ fn sequence_after(a: &str, b: &str) -> bool {
     (a.len(), a) > (b.len(), b)
 }
 
-/// The PR keys of the batch's records, in stream order, each once.
+/// The PR keys of the batch's records, in stream order, each once; with each, its MODIFY
+/// records (edits), in Lambda's shape, for the edits the failed batch did not pass on.
 pub async fn batch_keys(
     streams: &aws_sdk_dynamodbstreams::Client,
     info: &BatchInfo,
-) -> Result<Vec<(RepoName, u64)>, String> {
+) -> Result<Vec<BatchPr>, String> {
     let gone = |e: String| {
         format!(
             "the stream no longer holds this batch ({e}); stream records are kept 24 hours. Its \
@@ -77,8 +78,8 @@ pub async fn batch_keys(
         .await
         .map_err(|e| gone(shared::aws::error_message(&e)))?
         .shard_iterator;
-    let mut keys = Vec::new();
-    let mut seen = HashSet::new();
+    let mut keys: Vec<BatchPr> = Vec::new();
+    let mut index: std::collections::HashMap<(String, u64), usize> = Default::default();
     // The batch is read whole only once a record at or past its last sequence number is seen;
     // a stream may answer empty pages before that. Bounded: a batch is at most 10,000 records.
     let mut reached_end = false;
@@ -110,8 +111,22 @@ pub async fn batch_keys(
                 .and_then(|v| v.as_n().ok())
                 .and_then(|n| n.parse::<u64>().ok());
             if let (Some(repo), Some(number)) = (repo, number) {
-                if seen.insert((repo.clone(), number)) {
-                    keys.push((repo, number));
+                let at = *index
+                    .entry((repo.as_str().to_string(), number))
+                    .or_insert_with(|| {
+                        keys.push(BatchPr {
+                            repo,
+                            number,
+                            edits: Vec::new(),
+                        });
+                        keys.len() - 1
+                    });
+                if record.event_name().map(|n| n.as_str()) == Some("MODIFY") {
+                    keys[at].edits.push(crate::streams::to_lambda_record(
+                        record,
+                        &info.stream_arn,
+                        "",
+                    ));
                 }
             }
             if sequence == info.end {
@@ -135,6 +150,14 @@ pub async fn batch_keys(
         });
     }
     Ok(keys)
+}
+
+/// A PR a failed stream batch names, and its edits (MODIFY records) in the batch.
+#[derive(Debug, Clone)]
+pub struct BatchPr {
+    pub repo: RepoName,
+    pub number: u64,
+    pub edits: Vec<aws_lambda_events::event::dynamodb::EventRecord>,
 }
 
 /// One PR named by the DLQ, and what became of it.
@@ -243,7 +266,12 @@ pub async fn redrive_enrich(
                 }
             };
             let mut done = true;
-            for (repo, number) in keys {
+            for BatchPr {
+                repo,
+                number,
+                edits,
+            } in keys
+            {
                 let outcome = match (dry_run, enrich) {
                     (true, _) | (_, None) => "wouldEnrich".to_string(),
                     (false, Some(enrich)) => {
@@ -255,9 +283,24 @@ pub async fn redrive_enrich(
                             .send()
                             .await
                             .map_err(|e| failed(shared::aws::error_message(&e)))?;
-                        let (outcome, finished) =
+                        let (mut outcome, finished) =
                             enrich_one(enrich, &prs, &repo, number, &id).await?;
                         done &= finished;
+                        // Edits the failed batch did not pass on (their row put back to be
+                        // summarized, as the enrich function does).
+                        for edit in &edits {
+                            match shared::edits::requeue_if_edited(&prs, &repo, number, edit).await
+                            {
+                                Ok(shared::edits::EditOutcome::Requeued) => {
+                                    outcome.push_str("; edited: to be summarized again");
+                                }
+                                Ok(_) => {}
+                                Err(e) => {
+                                    outcome.push_str(&format!("; edit failed: {e}"));
+                                    done = false;
+                                }
+                            }
+                        }
                         outcome
                     }
                 };

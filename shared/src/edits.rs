@@ -45,7 +45,7 @@ pub async fn requeue_if_edited(
         return Ok(EditOutcome::Unchanged);
     };
     if text(old, attr::SUMMARIZED_AT).is_none()
-        || text(old, attr::FIELDS_HASH) == text(new, attr::FIELDS_HASH)
+        || text(old, attr::ENTRY_HASH) == text(new, attr::ENTRY_HASH)
     {
         return Ok(EditOutcome::Unchanged);
     }

@@ -314,9 +314,11 @@ enum Fetched {
 const CONTEXT_RETRY_AFTER: Duration = Duration::from_secs(5);
 const CONTEXT_RETRY_MAX: Duration = Duration::from_secs(60);
 /// A row of a repository whose context was never stored is parked at least this long: the next
-/// retry run after it refreshes the context first, then enriches the row (within
-/// `ENRICH_MAX_WAIT_SECONDS`, after which it goes ahead without).
+/// retry run after it refreshes the context first, then enriches the row.
 const CONTEXT_WAIT: Duration = Duration::from_secs(5);
+/// A row waits for its repository's first context no longer than this (from when it was
+/// received): then it is enriched without it, rather than held for GitHub's rate limit wait.
+const CONTEXT_MAX_WAIT: Duration = Duration::from_secs(15 * 60);
 
 /// Rows read per page of the deferred partition.
 const RETRY_PAGE: i32 = 100;
@@ -437,11 +439,11 @@ impl EnrichHandler {
     ) -> DynamoDbEventResponse {
         let mut response = DynamoDbEventResponse::default();
         if self.github.is_none() {
+            // Inserts are skipped (counted `Disabled`); edits of summarized rows still go on.
             tracing::info!(
                 records = event.records.len(),
-                "enrichment disabled (no GitHub token configured); records skipped"
+                "enrichment disabled (no GitHub token configured)"
             );
-            return response;
         }
         // Each repository's context first (at most once a day each): the rows enriched below
         // are then summarized with it.
@@ -549,6 +551,11 @@ impl EnrichHandler {
                         retry_after_s = context_backoff(failures).as_secs(),
                         "repository context not refreshed; the stored one (if any) stays in use"
                     );
+                    if e.is_refused() {
+                        // The token may not read the repository's contents: there will be no
+                        // context to wait for, and its rows go ahead without one.
+                        return true;
+                    }
                 }
             }
         }
@@ -697,7 +704,7 @@ impl EnrichHandler {
         let waited_since = string(&item, attr::RECEIVED_AT)
             .and_then(parse_time)
             .unwrap_or(now);
-        if context == Context::Missing && now < waited_since + self.max_wait {
+        if context == Context::Missing && now < waited_since + CONTEXT_MAX_WAIT.min(self.max_wait) {
             let until = now + CONTEXT_WAIT;
             tracing::info!(repo = %repo, pr = number, until = %rfc3339_millis(until), "the repository's context is not stored yet; the row waits for it");
             return match self
@@ -959,6 +966,21 @@ pub enum ContextRefreshError {
     Store(#[from] crate::store::StoreError),
     #[error(transparent)]
     GitHub(#[from] crate::github::context::ContextError),
+}
+
+impl ContextRefreshError {
+    /// GitHub refused the token (401/403): asking again will not help.
+    pub fn is_refused(&self) -> bool {
+        matches!(
+            self,
+            ContextRefreshError::GitHub(crate::github::context::ContextError::GitHub(
+                GitHubError::Refused {
+                    status: 401 | 403,
+                    ..
+                }
+            ))
+        )
+    }
 }
 
 /// Refreshes `repo`'s stored context when it is older than a day (or another version's):

@@ -123,7 +123,7 @@ mod tests {
             attempts: 1,
             generation: 1,
             enriched_at: None,
-            fields_hash: None,
+            entry_hash: None,
             entry_modules: Default::default(),
             last_error: None,
         }

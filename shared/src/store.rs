@@ -32,6 +32,9 @@ pub mod attr {
     /// A hash of the PR's own fields: two events with the same `updated_at` second are told
     /// apart by it (the later one wins if the fields differ; an identical one writes nothing).
     pub const FIELDS_HASH: &str = "fieldsHash";
+    /// A hash of the fields a PR's entries show (title, author, URL, merge time, labels; not
+    /// the body, whose summary is kept): an edit that changes it rewrites the entries.
+    pub const ENTRY_HASH: &str = "entryHash";
     // Written once, on insert.
     pub const RECEIVED_AT: &str = "receivedAt";
     /// The sparse "pending summary" marker: present only while the row awaits its summary.
@@ -326,18 +329,37 @@ impl PrStore {
         requeue: bool,
         condition: impl Fn(&mut Update) -> String,
     ) -> Result<bool, StoreError> {
-        if requeue {
+        if !requeue {
+            let mut update = enrichment_update(attributes, now);
+            let guard = condition(&mut update);
+            return self.update_if(repo, number, update, guard).await;
+        }
+        // Two writes whose conditions exclude each other (summarized or not), tried in turn: a
+        // summary committed between them makes the second refused, and the first is tried
+        // again, so an enrichment never lands unseen on a row summarized without it.
+        for _ in 0..3 {
             let mut update = enrichment_update(attributes.clone(), now);
             let guard = condition(&mut update);
             let summarized = requeue_clauses(&mut update, number, self.table.pending_shards);
-            let both = format!("{guard} AND {summarized}");
-            if self.update_if(repo, number, update, both).await? {
+            if self
+                .update_if(repo, number, update, format!("{guard} AND {summarized}"))
+                .await?
+            {
                 return Ok(true);
             }
+            let mut update = enrichment_update(attributes.clone(), now);
+            let guard = condition(&mut update);
+            let pending = format!("attribute_not_exists({})", update.name(attr::SUMMARIZED_AT));
+            if self
+                .update_if(repo, number, update, format!("{guard} AND {pending}"))
+                .await?
+            {
+                return Ok(true);
+            }
+            // Neither: the row was summarized (or put back) between the two, or the guard
+            // itself fails (the lease lost, enriched already); tried again, a few times.
         }
-        let mut update = enrichment_update(attributes, now);
-        let guard = condition(&mut update);
-        self.update_if(repo, number, update, guard).await
+        Ok(false)
     }
 
     /// Puts a summarized row back to be summarized, keeping its summary: its PR's own fields
@@ -685,6 +707,7 @@ fn pr_fields(pr: &MergedPullRequest, delivery: &Delivery) -> Vec<(&'static str, 
             s(&rfc3339_seconds(pr.source_updated_at)),
         ),
         (attr::FIELDS_HASH, s(&fields_hash(pr))),
+        (attr::ENTRY_HASH, s(&entry_hash(pr))),
         (attr::DELIVERY_ID, s(&delivery.id)),
     ]
 }
@@ -692,19 +715,39 @@ fn pr_fields(pr: &MergedPullRequest, delivery: &Delivery) -> Vec<(&'static str, 
 /// SHA-256 over the PR's own fields (not the delivery): equal for a redelivery of one event,
 /// different for another event of the same second that changed anything.
 pub fn fields_hash(pr: &MergedPullRequest) -> String {
+    hash_fields(
+        &[
+            &pr.title,
+            pr.body.as_deref().unwrap_or_default(),
+            &pr.author,
+            &pr.url,
+            &pr.base_ref,
+            &pr.merge_commit_sha,
+            &rfc3339_seconds(pr.merged_at),
+        ],
+        &pr.labels,
+    )
+}
+
+/// SHA-256 over the fields a PR's entries show: a body edit (whose summary is kept) or a
+/// bot's repeated edits of it change nothing on the page.
+pub fn entry_hash(pr: &MergedPullRequest) -> String {
+    hash_fields(
+        &[
+            &pr.title,
+            &pr.author,
+            &pr.url,
+            &rfc3339_seconds(pr.merged_at),
+        ],
+        &pr.labels,
+    )
+}
+
+fn hash_fields(fields: &[&str], labels: &[String]) -> String {
     use sha2::{Digest, Sha256};
     let mut hasher = Sha256::new();
-    let fields: [&str; 7] = [
-        &pr.title,
-        pr.body.as_deref().unwrap_or_default(),
-        &pr.author,
-        &pr.url,
-        &pr.base_ref,
-        &pr.merge_commit_sha,
-        &rfc3339_seconds(pr.merged_at),
-    ];
     // Labels as a set: GraphQL and webhooks list them in different orders.
-    let mut labels: Vec<&str> = pr.labels.iter().map(String::as_str).collect();
+    let mut labels: Vec<&str> = labels.iter().map(String::as_str).collect();
     labels.sort_unstable();
     for field in fields.iter().copied().chain(labels) {
         // Length-prefixed, so no two field lists hash alike by shifting text between fields.

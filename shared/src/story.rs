@@ -114,7 +114,7 @@ pub fn prompt(
             kinds.join(", "),
             authors.join(", ")
         ));
-        for m in &stats.digest.milestones {
+        for m in &stats.digest.milestones() {
             prs.insert(m.number);
             user.push_str(&format!(
                 "  - {} #{}: {}\n",

@@ -728,7 +728,7 @@ impl PageBuilder {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let items = self.pages.repo_pages(&item.repo).await?;
+            let items = self.pages.repo_index_rows(&item.repo).await?;
             let rows: Vec<IndexRow> = items
                 .iter()
                 .filter(|i| i.module != INDEX_MODULE && i.entry_count > 0)

@@ -30,6 +30,8 @@ const FILE_HALF_LIFE_DAYS: f64 = 365.0;
 pub const RECENT_DAYS: i64 = 90;
 /// A module without a change for this long is quiet.
 pub const QUIET_DAYS: i64 = 365;
+/// A milestone's title as kept (the overview shows 90 characters of it).
+const MILESTONE_TITLE_CHARS: usize = 200;
 /// Breaking changes kept per year as milestones.
 const YEAR_BREAKING: usize = 2;
 /// Renames and moves kept per year as milestones, and the renamed files that make one.
@@ -119,10 +121,17 @@ pub struct YearDigest {
     pub authors: Vec<AuthorActivity>,
     #[serde(default)]
     pub files: Vec<FileActivity>,
-    #[serde(default)]
-    pub milestones: Vec<Milestone>,
+    /// What the year's milestones are chosen from ([`YearDigest::milestones`]).
     #[serde(default)]
     pub candidates: Candidates,
+}
+
+impl YearDigest {
+    /// The year's milestones: its first PR; its largest feature (else its largest change) other
+    /// than the first; its first breaking changes; its biggest moves.
+    pub fn milestones(&self) -> Vec<Milestone> {
+        milestones(&self.candidates)
+    }
 }
 
 /// Lockfiles, generated and vendored files: never where a newcomer starts reading.
@@ -266,7 +275,6 @@ fn finish(
         kinds,
         authors,
         files,
-        milestones: milestones(&candidates),
         candidates,
     }
 }
@@ -275,7 +283,8 @@ fn milestone(what: &str, e: &ModuleEntry) -> Milestone {
     Milestone {
         what: what.into(),
         number: e.number,
-        title: e.title.clone(),
+        // Bounded: the page item holds a few of these a year.
+        title: crate::summary::cap(&e.title, MILESTONE_TITLE_CHARS),
         url: e.url.clone(),
         merged_at: e.merged_at.clone(),
         ..Default::default()
@@ -479,10 +488,12 @@ pub fn overview(input: &OverviewInput) -> Vec<Block> {
         .filter(|s| !s.is_empty());
 
     // What it is.
-    let created = years
-        .values()
-        .next()
-        .and_then(|y| y.digest.milestones.iter().find(|m| m.what == "first"));
+    let created = years.values().next().and_then(|y| {
+        y.digest
+            .milestones()
+            .into_iter()
+            .find(|m| m.what == "first")
+    });
     let mut what = vec![Span::bold("What it is:"), Span::text(" ")];
     // The globs that say where it lives: not exclusions, not lockfiles.
     let paths: Vec<&String> = input
@@ -535,7 +546,7 @@ pub fn overview(input: &OverviewInput) -> Vec<Block> {
             what.push(Span::text(format!(" and {} more", paths.len() - 4)));
         }
     }
-    if let Some(m) = created {
+    if let Some(m) = &created {
         what.push(Span::text("; its first pull request here was “"));
         what.extend(title_spans(&short_title(&m.title), None));
         what.push(Span::text("” ("));
@@ -645,7 +656,7 @@ pub fn overview(input: &OverviewInput) -> Vec<Block> {
             blocks.push(Block::Paragraph(super::blocks::inline_spans(&linked)));
         }
         for (year, stats) in years {
-            blocks.push(Block::Bullet(story_line(year, stats, created)));
+            blocks.push(Block::Bullet(story_line(year, stats, created.as_ref())));
         }
     }
 
@@ -745,7 +756,7 @@ fn story_line(year: &str, stats: &YearStats, created: Option<&Milestone>) -> Vec
     text.push('.');
     spans.push(Span::text(text));
     let mut named = 0;
-    for m in &d.milestones {
+    for m in &d.milestones() {
         let label = match m.what.as_str() {
             "first" if created.is_some_and(|c| c.number == m.number) => "created in",
             "first" => continue,
@@ -819,7 +830,7 @@ mod tests {
             with_files(4, &["renamed", "renamed"]),
         ];
         let moved: Vec<u64> = digest(&entries)
-            .milestones
+            .milestones()
             .iter()
             .filter(|m| m.what == "moved")
             .map(|m| m.number)
@@ -858,7 +869,7 @@ mod tests {
         let mut sorted = entries.clone();
         sorted.sort_by_key(ModuleEntry::order_key);
         let whole = digest(&sorted);
-        assert!(whole.milestones.iter().any(|m| m.what == "breaking"));
+        assert!(whole.milestones().iter().any(|m| m.what == "breaking"));
         for cut in [0, 1, 7, 30, 59, 60] {
             let merged = merge(&digest(&sorted[..cut]), &digest(&sorted[cut..]));
             assert_eq!(merged, whole, "cut at {cut}");
@@ -882,11 +893,14 @@ mod tests {
         second.kind = Some("fix".into());
         second.additions = 50;
         let only_feature = digest(&[first.clone(), second.clone()]);
-        assert!(!only_feature.milestones.iter().any(|m| m.what == "largest"));
+        assert!(!only_feature
+            .milestones()
+            .iter()
+            .any(|m| m.what == "largest"));
         first.kind = Some("fix".into());
         let no_feature = digest(&[first, second]);
         let largest: Vec<u64> = no_feature
-            .milestones
+            .milestones()
             .iter()
             .filter(|m| m.what == "largest")
             .map(|m| m.number)

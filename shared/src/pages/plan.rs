@@ -82,6 +82,14 @@ pub async fn plan(
     let mut read: BTreeMap<i32, Vec<ModuleEntry>> = BTreeMap::new();
     // The module page must hold its newest entries: when those read are fewer (entries were
     // deleted from it), the newest archived year is read whole too, and so on.
+    // Entries gone from the module page (deleted, or the keys that would say so lost): the page
+    // may now reach below the old cutoff. Otherwise it cannot (its cutoff only moves on: the
+    // window, the count and the size all start from its newest entry).
+    let shrunk = item.stale_keys_lost
+        || item.stale_keys.iter().any(|k| {
+            old_cutoff.as_deref().is_some_and(|c| k.as_str() >= c)
+                && !recent.iter().any(|e| e.order_key() == *k)
+        });
     let tail = loop {
         for year in &whole {
             if !read.contains_key(year) {
@@ -91,7 +99,7 @@ pub async fn plan(
         let (tail, stop) = fresh_tail(stored, &whole, &read, &recent);
         let total = total_entries(stored, &whole, &read, &recent);
         match stop {
-            Some(year) if tail.len() < total.min(MAIN_MAX_ENTRIES as u64) as usize => {
+            Some(year) if shrunk && tail.len() < total.min(MAIN_MAX_ENTRIES as u64) as usize => {
                 whole.insert(year);
             }
             _ => break tail,
@@ -115,8 +123,9 @@ pub async fn plan(
     // Years read whole: laid out from their entries.
     for (year, all) in &read {
         let label = format!("{year:04}");
-        let archived: Vec<ModuleEntry> = all.iter().filter(|e| below(e)).cloned().collect();
-        let laid = archive::year_docs(repo, module, *year, &archived, all.len() as u64);
+        // The year's entries are in order: the archived ones are its first.
+        let archived = &all[..all.partition_point(|e| below(e))];
+        let laid = archive::year_docs(repo, module, *year, archived, all.len() as u64);
         let old_parts = stored
             .get(&label)
             .map(|s| s.parts.clone())
@@ -136,7 +145,12 @@ pub async fn plan(
                         archived: archived.len() as u64,
                         parts: laid.labels,
                         digest: digest(all),
-                        archive_digest: digest(&archived),
+                        // Kept apart only while the year has entries on the module page.
+                        archive_digest: if archived.len() < all.len() {
+                            digest(archived)
+                        } else {
+                            Default::default()
+                        },
                         chunks: laid.chunks,
                         layout: archive::LAYOUT,
                     },
@@ -190,7 +204,7 @@ pub async fn plan(
                 let open = entries
                     .year_before(repo, module, year, old_cutoff, open)
                     .await?;
-                after.archive_digest = merge(&before.archive_digest, &digest(&movers));
+                after.archive_digest = merge(&archive_digest(&before), &digest(&movers));
                 archive::append(
                     repo,
                     module,
@@ -201,6 +215,11 @@ pub async fn plan(
                     &before.parts,
                 )
             };
+            // A year laid out anew (one page that became parts, say) drops the pages of its
+            // old shape.
+            for gone in before.parts.iter().filter(|p| !laid.labels.contains(p)) {
+                plan.removed.push(archive_key(repo, module, gone));
+            }
             after.parts = laid.labels;
             after.chunks = laid.chunks;
             plan.docs.extend(laid.docs);
@@ -223,6 +242,10 @@ pub async fn plan(
             .or_else(|| after.chunks.last().map(|c| c.last.clone()))
             .unwrap_or_else(|| before.last.clone());
         after.digest = merge(&after.archive_digest, &digest(&on_page));
+        if on_page.is_empty() {
+            // All archived now: the year's digest is its archive's.
+            after.archive_digest = Default::default();
+        }
         after.layout = archive::LAYOUT;
         plan.changed.insert(label.clone());
         if after.count == 0 {
@@ -234,6 +257,16 @@ pub async fn plan(
     Ok(plan)
 }
 
+/// The digest of a year's archived entries: its own, or, for a year with none on the module
+/// page, the year's (they are the same, and only one is kept).
+fn archive_digest(stats: &YearStats) -> super::overview::YearDigest {
+    if stats.count == stats.archived {
+        stats.digest.clone()
+    } else {
+        stats.archive_digest.clone()
+    }
+}
+
 fn archive_key(repo: &str, module: &str, label: &str) -> DocKey {
     DocKey::Archive {
         repo: repo.to_string(),
@@ -242,8 +275,9 @@ fn archive_key(repo: &str, module: &str, label: &str) -> DocKey {
     }
 }
 
-/// The newest entries known entry by entry, newest first, back to the first year with archived
-/// entries not read whole (`Some(that year)`, where more would have to be read).
+/// The newest entries known entry by entry, newest first (no more than a module page holds),
+/// back to the first year with archived entries not read whole (`Some(that year)`, where more
+/// would have to be read).
 fn fresh_tail(
     stored: &BTreeMap<String, YearStats>,
     whole: &BTreeSet<i32>,
@@ -255,11 +289,27 @@ fn fresh_tail(
     years.extend(recent.iter().map(ModuleEntry::year));
     let mut tail = Vec::new();
     for year in years.into_iter().rev() {
+        if tail.len() >= MAIN_MAX_ENTRIES {
+            break;
+        }
         if whole.contains(&year) {
-            tail.extend(read[&year].iter().rev().cloned());
+            tail.extend(
+                read[&year]
+                    .iter()
+                    .rev()
+                    .take(MAIN_MAX_ENTRIES - tail.len())
+                    .cloned(),
+            );
             continue;
         }
-        tail.extend(recent.iter().rev().filter(|e| e.year() == year).cloned());
+        tail.extend(
+            recent
+                .iter()
+                .rev()
+                .filter(|e| e.year() == year)
+                .take(MAIN_MAX_ENTRIES - tail.len())
+                .cloned(),
+        );
         let archived = stored.get(&format!("{year:04}")).map_or(0, |s| s.archived);
         if archived > 0 {
             return (tail, Some(year));

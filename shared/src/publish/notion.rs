@@ -447,7 +447,9 @@ impl NotionPublisher {
         let repo = set.item.repo.as_str();
         let page = NotionPage {
             id: Some(id.to_string()),
-            url: Some(url.to_string()),
+            // Module and index pages keep Notion's URL (the index links them); archive pages
+            // are linked by id, so a busy module's page item stays small.
+            url: (label == MAIN_LABEL).then(|| url.to_string()),
             hash,
             // A page just created has no children but those this build creates.
             listed_at: created.then(|| crate::domain::rfc3339_millis(OffsetDateTime::now_utc())),
@@ -471,6 +473,21 @@ impl NotionPublisher {
         Ok(())
     }
 
+    /// Fails with [`PublishError::Unreachable`] unless the configured parent page is reachable
+    /// (a page of its tree that is not found is then gone; else access was lost).
+    async fn ensure_reachable(&self, set: &PageSet<'_>) -> Result<(), PublishError> {
+        match self
+            .client
+            .page_state(&self.parent_page_id, set.deadline)
+            .await?
+        {
+            PageState::Live(_) => Ok(()),
+            _ => Err(PublishError::Unreachable {
+                parent: self.parent_page_id.clone(),
+            }),
+        }
+    }
+
     /// Whether page `id` is gone for good: in the trash, or not found while the configured
     /// parent page is still reachable. A 404 with the parent out of reach too is lost access
     /// (the integration removed from Connections, the tree moved out of its reach): every
@@ -480,16 +497,8 @@ impl NotionPublisher {
         match self.client.page_state(id, set.deadline).await? {
             PageState::Live(_) => Ok(false),
             PageState::Trashed | PageState::NotFound => {
-                match self
-                    .client
-                    .page_state(&self.parent_page_id, set.deadline)
-                    .await?
-                {
-                    PageState::Live(_) => Ok(true),
-                    _ => Err(PublishError::Unreachable {
-                        parent: self.parent_page_id.clone(),
-                    }),
-                }
+                self.ensure_reachable(set).await?;
+                Ok(true)
             }
         }
     }
@@ -602,10 +611,7 @@ impl NotionPublisher {
                 )
             } else {
                 let page = known.get(child.label());
-                (
-                    page.and_then(|p| p.id.clone()),
-                    page.and_then(|p| p.url.clone()),
-                )
+                (page.and_then(|p| p.id.clone()), page.and_then(page_url))
             };
             let Some(child_id) = child_id else {
                 // Never published (or forgotten): an index names it once its module is built;
@@ -628,18 +634,51 @@ impl NotionPublisher {
         // toggle or a column, or under another page). Made sure of before anything is forgotten:
         // a moved page stays recorded, and is never published a second time.
         let mut moved = Vec::new();
+        let mut listed_late = BTreeSet::new();
         for (child, child_id) in &missing {
-            if let Some(child_id) = child_id {
-                if !self.is_gone(child_id, set).await? {
-                    let name = if is_index {
+            let Some(child_id) = child_id else {
+                continue;
+            };
+            match self.client.page_state(child_id, set.deadline).await? {
+                // Still a top-level child of this page (a listing that lags a create).
+                state @ PageState::Live(_)
+                    if state.parent_page().map(normalize) == Some(normalize(id)) =>
+                {
+                    listed_late.insert(normalize(child_id));
+                }
+                PageState::Live(_) => moved.push(
+                    if is_index {
                         child.item_module()
                     } else {
                         child.label()
-                    };
-                    moved.push(name.to_string());
+                    }
+                    .to_string(),
+                ),
+                _ => self.ensure_reachable(set).await?,
+            }
+        }
+        missing.retain(|(_, child_id)| {
+            child_id
+                .as_deref()
+                .is_none_or(|c| !listed_late.contains(&normalize(c)))
+        });
+        if is_index && !listed_late.is_empty() {
+            for child in doc.children() {
+                let page = set
+                    .repo_items
+                    .iter()
+                    .find(|i| i.module == child.item_module())
+                    .and_then(|i| i.notion.get(MAIN_LABEL));
+                if let (Some(child_id), Some(url)) =
+                    (page.and_then(|p| p.id.as_deref()), page.and_then(page_url))
+                {
+                    if listed_late.contains(&normalize(child_id)) {
+                        module_urls.insert(child.item_module().to_string(), url);
+                    }
                 }
             }
         }
+        expected_ids.extend(listed_late);
         if !moved.is_empty() {
             tracing::warn!(repo, module, pages = ?moved, "Chronicle's pages were moved by hand; they stay where they are and the page above them is not replaced until they are back");
             return Err(PublishError::Moved {
@@ -695,17 +734,31 @@ impl NotionPublisher {
             render(doc, Flavor::Notion, &resolver(known, repo, module))
         };
         let hash = content_hash(&markdown);
-        // Pages a person put here: named so that replacing the content keeps them.
-        let others: Vec<OtherPage> = live
+        // Pages a person put here: named so that replacing the content keeps them. Those this
+        // integration made (a module page another build just created) are named too, but not
+        // remembered: the next listing tells what they are.
+        let unexpected: Vec<&ChildPage> = live
             .iter()
             .filter(|c| !expected_ids.contains(&normalize(&c.id)))
-            .map(|c| OtherPage {
-                id: c.id.clone(),
-                title: c.title.clone(),
-                database: c.database,
-            })
             .collect();
-        let markdown = with_others(markdown, &others);
+        let bot = if unexpected.is_empty() {
+            None
+        } else {
+            Some(self.client.bot_id(set.deadline).await?)
+        };
+        let as_other = |c: &&ChildPage| OtherPage {
+            id: c.id.clone(),
+            title: crate::summary::cap(&c.title, 200),
+            database: c.database,
+        };
+        let named: Vec<OtherPage> = unexpected.iter().map(as_other).collect();
+        let others: Vec<OtherPage> = unexpected
+            .iter()
+            .filter(|c| c.created_by != bot)
+            .take(MAX_OTHERS)
+            .map(as_other)
+            .collect();
+        let markdown = with_others(markdown, &named);
         match self
             .client
             .replace_markdown(id, &markdown, set.deadline)
@@ -871,6 +924,8 @@ impl NotionPublisher {
 /// A page's children are listed again before its content is replaced once this long has passed
 /// (a page a person deleted under it is then noticed and published again).
 const RELIST_AFTER: time::Duration = time::Duration::hours(24);
+/// Pages a person put under one page that are remembered (more are named at each listing).
+const MAX_OTHERS: usize = 50;
 
 /// Whether the page's children were listed (or it was created) less than `within` ago.
 fn listed_within(page: &NotionPage, now: OffsetDateTime, within: time::Duration) -> bool {
@@ -908,8 +963,16 @@ fn resolver<'a>(
         if key.repo() != repo || key.item_module() != module {
             return None;
         }
-        known.get(key.label()).and_then(|p| p.url.clone())
+        known.get(key.label()).and_then(page_url)
     }
+}
+
+/// A recorded page's URL: as Notion gave it, else (archive pages keep only their id, the page
+/// item of a busy module holds many) from its id.
+fn page_url(page: &NotionPage) -> Option<String> {
+    page.url
+        .clone()
+        .or_else(|| page.id.as_deref().map(url_of_id))
 }
 
 /// Whether archive page `label` is `root` or below it: a year holds its parts (`2019-p3`) and

@@ -189,6 +189,8 @@ impl ContextCache {
     /// How long a context read stays in use. A refresh lands in DynamoDB at most a day apart,
     /// so minutes of delay change nothing.
     pub const REFRESH: std::time::Duration = std::time::Duration::from_secs(300);
+    /// How long "none stored" stays in use.
+    pub const REFRESH_MISSING: std::time::Duration = std::time::Duration::from_secs(30);
 
     pub fn new(store: ContextStore) -> Self {
         ContextCache {
@@ -222,7 +224,13 @@ impl ContextCache {
                     .as_ref()
                     .is_some_and(|c| c.checked_at.as_str() >= wanted)
             });
-            if now.duration_since(*at) < Self::REFRESH && new_enough {
+            // No context yet: asked again sooner, as one is about to be stored.
+            let keep = if context.is_some() {
+                Self::REFRESH
+            } else {
+                Self::REFRESH_MISSING
+            };
+            if now.duration_since(*at) < keep && new_enough {
                 return Ok(context.clone());
             }
         }

@@ -638,10 +638,36 @@ impl PageStore {
 
     /// Every page item of a repository (its modules and its index): one partition.
     pub async fn repo_pages(&self, repo: &str) -> Result<Vec<PageItem>, StoreError> {
+        self.repo_items(repo, None).await
+    }
+
+    /// Every page item of a repository with only what its index page shows of a module (its
+    /// figures and where its Notion page is), not its years: the index build reads this.
+    pub async fn repo_index_rows(&self, repo: &str) -> Result<Vec<PageItem>, StoreError> {
+        self.repo_items(
+            repo,
+            Some(&[
+                a::REPO,
+                a::MODULE,
+                a::ENTRY_COUNT,
+                a::LATEST_MERGED_AT,
+                a::RECENT_AUTHORS,
+                a::NOTION,
+                a::LAYOUT_CHANGED_AT,
+            ]),
+        )
+        .await
+    }
+
+    async fn repo_items(
+        &self,
+        repo: &str,
+        only: Option<&[&str]>,
+    ) -> Result<Vec<PageItem>, StoreError> {
         let mut pages = Vec::new();
         let mut start = None;
         loop {
-            let out = self
+            let mut request = self
                 .client
                 .query()
                 .table_name(&self.table)
@@ -649,7 +675,17 @@ impl PageStore {
                 .expression_attribute_names("#repo", a::REPO)
                 .expression_attribute_values(":repo", AttributeValue::S(repo.to_string()))
                 .consistent_read(true)
-                .set_exclusive_start_key(start)
+                .set_exclusive_start_key(start);
+            if let Some(names) = only {
+                let mut projection = Vec::new();
+                for (i, name) in names.iter().enumerate() {
+                    let placeholder = format!("#p{i}");
+                    request = request.expression_attribute_names(&placeholder, *name);
+                    projection.push(placeholder);
+                }
+                request = request.projection_expression(projection.join(", "));
+            }
+            let out = request
                 .send()
                 .await
                 .map_err(|e| dynamo_error(&self.table, "Query", &e))?;

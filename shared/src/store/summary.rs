@@ -53,9 +53,9 @@ pub struct PrRow {
     /// When enrichment wrote the files this summary is made from (absent: none yet).
     #[serde(default)]
     pub enriched_at: Option<String>,
-    /// The hash of the PR's own fields this summary is made from.
+    /// The hash of the fields this row's entries show ([`attr::ENTRY_HASH`]).
     #[serde(default)]
-    pub fields_hash: Option<String>,
+    pub entry_hash: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -253,7 +253,7 @@ impl PrStore {
             None => format!("attribute_not_exists({})", update.name(name)),
         };
         let enriched = same(&mut update, attr::ENRICHED_AT, &row.enriched_at);
-        let fields = same(&mut update, attr::FIELDS_HASH, &row.fields_hash);
+        let fields = same(&mut update, attr::ENTRY_HASH, &row.entry_hash);
         let request = self
             .client
             .update_item()
