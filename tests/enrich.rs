@@ -829,13 +829,27 @@ async fn the_sample_stream_event_is_enriched_and_its_modify_ignored() {
     );
 }
 
+/// An enrich handler keeping contexts, whose first context refresh GitHub fails (the client
+/// retries once).
+fn with_failing_context(t: &Tables, github: &GitHub) -> Arc<EnrichHandler> {
+    for _ in 0..2 {
+        github.rest.fail_next(
+            &format!("/repos/{REPO}/contents/.github"),
+            support::github_stub::Fault::ServerError,
+        );
+    }
+    Arc::new(
+        EnrichHandler::new(t.prs.clone(), Some(github.apis(1, TOKEN)), 4, 500)
+            .with_contexts(t.pages.contexts()),
+    )
+}
+
 /// Review defect 3: the first context refresh of a repository fails (a GitHub 5xx, or, in
 /// `chronicle dev` before the fix, a pages table not created yet). Its rows are not enriched
 /// and tagged without the context (by top-level directory, for good): they wait, parked, and
 /// the refresh is tried again seconds later, not ten minutes.
 #[tokio::test]
 async fn a_failed_first_context_refresh_makes_rows_wait_and_is_retried_within_seconds() {
-    use support::github_stub::Fault;
     let t = fresh_tables(&sdk().await).await;
     let github = GitHub::start().await;
     for (path, text) in [
@@ -872,17 +886,8 @@ async fn a_failed_first_context_refresh_makes_rows_wait_and_is_retried_within_se
         ),
     );
     stored_pr(&t.prs, 31, None).await;
-    // GitHub fails the context's first requests (the client retries once).
-    for _ in 0..2 {
-        github.rest.fail_next(
-            &format!("/repos/{REPO}/contents/.github"),
-            Fault::ServerError,
-        );
-    }
-    let enrich = Arc::new(
-        EnrichHandler::new(t.prs.clone(), Some(github.apis(1, TOKEN)), 4, 500)
-            .with_contexts(t.pages.contexts()),
-    );
+    // GitHub fails the context's first requests.
+    let enrich = with_failing_context(&t, &github);
     let r = enrich
         .handle(event(vec![insert_record(31, "1")]), within(30), "inv")
         .await;
@@ -1022,7 +1027,6 @@ async fn edits_are_passed_on_without_a_token_and_body_only_edits_change_nothing(
 /// enriched without it.
 #[tokio::test]
 async fn a_row_waits_for_its_context_fifteen_minutes_at_most() {
-    use support::github_stub::Fault;
     let t = fresh_tables(&sdk().await).await;
     let github = GitHub::start().await;
     github.add_pull(32, 3, &[]);
@@ -1034,16 +1038,7 @@ async fn a_row_waits_for_its_context_fifteen_minutes_at_most() {
         time::OffsetDateTime::now_utc() - time::Duration::minutes(20),
     )
     .await;
-    for _ in 0..2 {
-        github.rest.fail_next(
-            &format!("/repos/{REPO}/contents/.github"),
-            Fault::ServerError,
-        );
-    }
-    let enrich = Arc::new(
-        EnrichHandler::new(t.prs.clone(), Some(github.apis(1, TOKEN)), 4, 500)
-            .with_contexts(t.pages.contexts()),
-    );
+    let enrich = with_failing_context(&t, &github);
     let r = enrich
         .handle(event(vec![insert_record(32, "1")]), within(30), "inv")
         .await;

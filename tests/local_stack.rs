@@ -30,8 +30,8 @@ async fn start_with(overrides: Vec<(String, String)>) -> infra::dev::DevStack {
     infra::dev::DevStack::start(options).await.unwrap()
 }
 
-#[tokio::test]
-async fn a_delivery_posted_to_the_local_stack_is_enriched_from_the_stream() {
+/// The local stack with a GitHub stand-in holding PR #2 (12 files under `src/`) and a token.
+async fn with_github() -> (infra::github_standin::GitHubStandIn, infra::dev::DevStack) {
     let github = infra::github_standin::GitHubStandIn::start("local-token")
         .await
         .unwrap();
@@ -44,6 +44,12 @@ async fn a_delivery_posted_to_the_local_stack_is_enriched_from_the_stream() {
         ("GITHUB_TOKEN".into(), "local-token".into()),
     ])
     .await;
+    (github, stack)
+}
+
+#[tokio::test]
+async fn a_delivery_posted_to_the_local_stack_is_enriched_from_the_stream() {
+    let (github, stack) = with_github().await;
     assert!(stack.enrich_enabled());
     let dir = infra::emulator::repo_root().join("events");
     infra::replay::replay(&dir, &stack.webhook_url(), stack.secret(), stack.store())
@@ -206,19 +212,8 @@ async fn replaying_the_sample_events_stores_the_merged_pr_once() {
 
 #[tokio::test]
 async fn a_signed_delivery_ends_as_an_entry_in_the_modules_markdown_narrative() {
-    let github = infra::github_standin::GitHubStandIn::start("local-token")
-        .await
-        .unwrap();
     // Files under src/ belong to the `core` module of config/modules.yaml.
-    github.put_pull(
-        "Codertocat/Hello-World",
-        standin_pull("Codertocat/Hello-World", 2, 12),
-    );
-    let stack = start_with(vec![
-        ("GITHUB_API_URL".into(), github.url().to_string()),
-        ("GITHUB_TOKEN".into(), "local-token".into()),
-    ])
-    .await;
+    let (_github, stack) = with_github().await;
     let dir = infra::emulator::repo_root().join("events");
     infra::replay::replay(&dir, &stack.webhook_url(), stack.secret(), stack.store())
         .await
@@ -336,18 +331,7 @@ async fn with_a_notion_token_and_parent_the_local_stack_publishes_to_notion_and_
 /// it back, and its entry is rewritten in place (no second entry, the summary kept).
 #[tokio::test]
 async fn an_edit_after_merge_reaches_the_entries_and_the_page() {
-    let github = infra::github_standin::GitHubStandIn::start("local-token")
-        .await
-        .unwrap();
-    github.put_pull(
-        "Codertocat/Hello-World",
-        standin_pull("Codertocat/Hello-World", 2, 12),
-    );
-    let stack = start_with(vec![
-        ("GITHUB_API_URL".into(), github.url().to_string()),
-        ("GITHUB_TOKEN".into(), "local-token".into()),
-    ])
-    .await;
+    let (_github, stack) = with_github().await;
     let repo = RepoName::parse("Codertocat/Hello-World").unwrap();
     let secret = stack.secret().expect("the local stack signs").clone();
     let post = |guid: &'static str, payload: serde_json::Value| {

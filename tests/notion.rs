@@ -48,6 +48,16 @@ async fn put(t: &Tables, e: &ModuleEntry) {
     t.put_entry(e).await;
 }
 
+/// `count` entries of `module` 200 days apart up to 2024-06-01: a module page with archive
+/// child pages.
+async fn over_the_years(t: &Tables, module: &str, count: u64) {
+    for n in 0..count {
+        let at = shared::domain::parse_rfc3339("2024-06-01T10:00:00Z").unwrap()
+            - time::Duration::days(200 * n as i64);
+        put(t, &entry(module, count - n, &rfc3339_seconds(at))).await;
+    }
+}
+
 fn publisher(t: &Tables, stub: &NotionStub, parent: &str) -> NotionPublisher {
     publisher_with(
         t,
@@ -305,11 +315,7 @@ async fn pages_deleted_by_hand_are_published_again() {
     let t = fresh_tables(&sdk().await).await;
     let (stub, parent) = NotionStub::start(TOKEN).await;
     // Entries over three years: the module page has archive child pages.
-    for n in 0..6u64 {
-        let at = shared::domain::parse_rfc3339("2024-06-01T10:00:00Z").unwrap()
-            - time::Duration::days(200 * n as i64);
-        put(&t, &entry("api", 6 - n, &rfc3339_seconds(at))).await;
-    }
+    over_the_years(&t, "api", 6).await;
     let b = builder(&t, Arc::new(publisher(&t, &stub, &parent)));
     settle(&b, &t, Duration::from_secs(60)).await;
     let (api_id, api) = page(&stub, "api");
@@ -688,11 +694,7 @@ async fn a_busy_create_claim_is_try_later_not_a_failed_build() {
 async fn lost_access_keeps_every_record_and_no_second_tree_is_made() {
     let t = fresh_tables(&sdk().await).await;
     let (stub, parent) = NotionStub::start(TOKEN).await;
-    for n in 0..4u64 {
-        let at = shared::domain::parse_rfc3339("2024-06-01T10:00:00Z").unwrap()
-            - time::Duration::days(200 * n as i64);
-        put(&t, &entry("api", 4 - n, &rfc3339_seconds(at))).await;
-    }
+    over_the_years(&t, "api", 4).await;
     let b = builder(&t, Arc::new(publisher(&t, &stub, &parent)));
     settle(&b, &t, Duration::from_secs(60)).await;
     let recorded = t.pages.get(REPO, "api").await.unwrap().unwrap().notion;
@@ -775,11 +777,7 @@ async fn a_forgotten_page_is_looked_for_before_another_is_created() {
 async fn a_child_page_moved_into_a_toggle_stays_recorded_and_is_not_published_twice() {
     let t = fresh_tables(&sdk().await).await;
     let (stub, parent) = NotionStub::start(TOKEN).await;
-    for n in 0..4u64 {
-        let at = shared::domain::parse_rfc3339("2024-06-01T10:00:00Z").unwrap()
-            - time::Duration::days(200 * n as i64);
-        put(&t, &entry("api", 4 - n, &rfc3339_seconds(at))).await;
-    }
+    over_the_years(&t, "api", 4).await;
     let b = builder(&t, Arc::new(publisher(&t, &stub, &parent)));
     settle(&b, &t, Duration::from_secs(60)).await;
     let (api_id, _) = page(&stub, "api");

@@ -20,6 +20,13 @@ pub mod entry_attr {
     pub const ORDER: &str = "order";
 }
 
+/// Which of a module's entries a Query reads, by their order keys.
+enum Keys {
+    All,
+    Between(String, String),
+    Below(String),
+}
+
 /// Items per Query page (DynamoDB also stops at 1 MB).
 const QUERY_PAGE: i32 = 200;
 
@@ -137,7 +144,7 @@ impl EntryStore {
         module: &str,
         limit: usize,
     ) -> Result<Vec<ModuleEntry>, StoreError> {
-        self.query(repo, module, None, false, limit).await
+        self.query(repo, module, Keys::All, false, limit).await
     }
 
     /// Every entry the module has in `year`, oldest first.
@@ -147,9 +154,8 @@ impl EntryStore {
         module: &str,
         year: i32,
     ) -> Result<Vec<ModuleEntry>, StoreError> {
-        let range = (format!("{year:04}"), format!("{year:04}~"));
-        self.query(repo, module, Some(range), true, usize::MAX)
-            .await
+        let range = Keys::Between(format!("{year:04}"), format!("{year:04}~"));
+        self.query(repo, module, range, true, usize::MAX).await
     }
 
     /// Every entry from order key `from` on (`from` included), oldest first: a module page's
@@ -160,9 +166,8 @@ impl EntryStore {
         module: &str,
         from: &str,
     ) -> Result<Vec<ModuleEntry>, StoreError> {
-        let range = (from.to_string(), "~".to_string());
-        self.query(repo, module, Some(range), true, usize::MAX)
-            .await
+        let range = Keys::Between(from.to_string(), "~".to_string());
+        self.query(repo, module, range, true, usize::MAX).await
     }
 
     /// The newest `limit` entries of `year` older than order key `below`, oldest first: the
@@ -183,52 +188,12 @@ impl EntryStore {
         let below = if below < end.as_str() { below } else { &end };
         // Newest first from just below `below`: exactly the `limit` entries wanted, when the
         // year has that many there (else the read stops in the year before, dropped).
-        let mut entries = self.query_below(repo, module, below, limit).await?;
+        let mut entries = self
+            .query(repo, module, Keys::Below(below.to_string()), false, limit)
+            .await?;
         entries.retain(|e| e.year() == year);
         entries.reverse();
         Ok(entries)
-    }
-
-    /// Up to `limit` entries with an order key below `below`, newest first.
-    async fn query_below(
-        &self,
-        repo: &str,
-        module: &str,
-        below: &str,
-        limit: usize,
-    ) -> Result<Vec<ModuleEntry>, StoreError> {
-        let mut entries = Vec::new();
-        let mut start = None;
-        loop {
-            let want = (limit - entries.len()).min(QUERY_PAGE as usize) as i32;
-            let out = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .key_condition_expression("#page = :page AND #order < :below")
-                .expression_attribute_names("#page", entry_attr::PAGE)
-                .expression_attribute_names("#order", entry_attr::ORDER)
-                .expression_attribute_values(
-                    ":page",
-                    AttributeValue::S(Self::page_key(repo, module)),
-                )
-                .expression_attribute_values(":below", AttributeValue::S(below.to_string()))
-                .scan_index_forward(false)
-                .consistent_read(true)
-                .limit(want)
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(|e| dynamo_error(&self.table, "Query", &e))?;
-            self.meter.read(out.items().len());
-            for item in out.items.unwrap_or_default() {
-                entries.push(self.parse(repo, module, item)?);
-            }
-            match out.last_evaluated_key {
-                Some(next) if entries.len() < limit => start = Some(next),
-                _ => return Ok(entries),
-            }
-        }
     }
 
     fn parse(&self, repo: &str, module: &str, item: Item) -> Result<ModuleEntry, StoreError> {
@@ -243,7 +208,7 @@ impl EntryStore {
         &self,
         repo: &str,
         module: &str,
-        range: Option<(String, String)>,
+        keys: Keys,
         forward: bool,
         limit: usize,
     ) -> Result<Vec<ModuleEntry>, StoreError> {
@@ -266,14 +231,18 @@ impl EntryStore {
                 .consistent_read(true)
                 .limit(want)
                 .set_exclusive_start_key(start);
-            request = match &range {
+            request = match &keys {
                 // `order` starts with the merge time, so a year is a key range.
-                Some((from, to)) => request
+                Keys::Between(from, to) => request
                     .key_condition_expression("#page = :page AND #order BETWEEN :from AND :to")
                     .expression_attribute_names("#order", entry_attr::ORDER)
                     .expression_attribute_values(":from", AttributeValue::S(from.clone()))
                     .expression_attribute_values(":to", AttributeValue::S(to.clone())),
-                None => request.key_condition_expression("#page = :page"),
+                Keys::Below(below) => request
+                    .key_condition_expression("#page = :page AND #order < :below")
+                    .expression_attribute_names("#order", entry_attr::ORDER)
+                    .expression_attribute_values(":below", AttributeValue::S(below.clone())),
+                Keys::All => request.key_condition_expression("#page = :page"),
             };
             let out = request
                 .send()

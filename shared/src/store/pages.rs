@@ -580,20 +580,8 @@ impl PageStore {
         }
         u.set(a::LAST_ERROR_AT, AttributeValue::S(rfc3339_millis(now)));
         u.set(a::LAST_BUILT_AT, AttributeValue::S(rfc3339_millis(now)));
-        u.remove(a::BUILD_OWNER);
-        u.remove(a::BUILD_UNTIL);
-        let condition = format!(
-            "{} = {}",
-            u.name(a::BUILD_OWNER),
-            u.value("owner", Some(AttributeValue::S(owner.to_string())))
-        );
         u.add(a::FAILED_BUILDS, AttributeValue::N("1".into()));
-        let request = u
-            .apply(self.update(repo, module))
-            .condition_expression(condition);
-        let result = request.send().await;
-        self.meter.write();
-        applied(&self.table, "UpdateItem", result)
+        self.release_lease(u, repo, module, owner).await
     }
 
     /// Gives the build lease back without recording anything: the build could not go on for a
@@ -605,7 +593,18 @@ impl PageStore {
         module: &str,
         owner: &str,
     ) -> Result<bool, StoreError> {
-        let mut u = Update::default();
+        self.release_lease(Update::default(), repo, module, owner)
+            .await
+    }
+
+    /// Applies `u` with the build lease removed, only while `owner` holds it.
+    async fn release_lease(
+        &self,
+        mut u: Update,
+        repo: &str,
+        module: &str,
+        owner: &str,
+    ) -> Result<bool, StoreError> {
         u.remove(a::BUILD_OWNER);
         u.remove(a::BUILD_UNTIL);
         let condition = format!(
