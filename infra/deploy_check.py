@@ -864,7 +864,10 @@ def check_mappings(report, tpl, values, live, ev):
         tm = template_mapping("EnrichFunction", "PrTable")
         label = "enrich stream mapping"
         pattern = lambda fc: [json.loads(f["Pattern"]) for f in (fc or {}).get("Filters", [])]
-        field(label, m, tm, "FilterCriteria", [{"eventName": ["INSERT"]}], pattern)
+        edits = {"eventName": ["MODIFY"], "dynamodb": {
+            "OldImage": {"summarizedAt": {"S": [{"exists": True}]}},
+            "NewImage": {"summarizedAt": {"S": [{"exists": True}]}}}}
+        field(label, m, tm, "FilterCriteria", [{"eventName": ["INSERT"]}, edits], pattern)
         field(label, m, tm, "BisectBatchOnFunctionError", True)
         field(label, m, tm, "MaximumRetryAttempts", values["EnrichMaximumRetryAttempts"], cfn_str)
         field(label, m, tm, "MaximumRecordAgeInSeconds", values["EnrichMaximumRecordAgeSeconds"], cfn_str)
