@@ -493,3 +493,84 @@ async fn a_changed_layout_marks_the_repository_module_pages_for_a_rebuild() {
     assert!(api.contains("@acme/api-team"), "{api}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A hostile root manifest: about 18,000 literal members just under the 256 KB read cap, a
+/// member that leaves its directory (`crates/../x`) and one whose manifest GitHub refuses. The
+/// refresh stays linear (the globs are compiled once, the patterns capped), reads the real
+/// packages, skips what it cannot read, and finishes well inside its deadline.
+#[tokio::test]
+async fn a_huge_or_hostile_manifest_neither_stalls_nor_aborts_the_refresh() {
+    let stub = GitHubStub::start(TOKEN).await;
+    let mut members: Vec<String> = (0..18_000).map(|i| format!("c/mod{i}")).collect();
+    members.insert(0, "crates/*".into());
+    members.insert(1, "crates/../x".into());
+    members.insert(2, "./crates/./api/".into());
+    let manifest = format!(
+        "[workspace]\nmembers = [{}]\n",
+        members
+            .iter()
+            .map(|m| format!("\"{m}\""))
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    assert!(
+        manifest.len() > 200 * 1024 && manifest.len() < 256 * 1024,
+        "{} bytes",
+        manifest.len()
+    );
+    stub.add_file(REPO, "Cargo.toml", &manifest);
+    stub.add_file(
+        REPO,
+        "crates/api/Cargo.toml",
+        "[package]\nname = \"acme-api\"\n",
+    );
+    stub.add_file(
+        REPO,
+        "crates/web/Cargo.toml",
+        "[package]\nname = \"acme-web\"\n",
+    );
+    stub.add_file(REPO, "c/mod1/Cargo.toml", "[package]\nname = \"x-one\"\n");
+    // One member's manifest is refused (a 403 that is no rate limit): that member is skipped.
+    stub.add_file(REPO, "c/mod2/Cargo.toml", "[package]\nname = \"x-two\"\n");
+    stub.fail_next(
+        "/repos/acme/monorepo/contents/c/mod2/Cargo.toml",
+        Fault::Forbidden,
+    );
+    let github = client(&stub);
+    let started = std::time::Instant::now();
+    let context = refresh(
+        &github,
+        &repo(),
+        None,
+        OffsetDateTime::now_utc(),
+        within(60),
+    )
+    .await
+    .expect("the refresh finishes");
+    let took = started.elapsed();
+    let found = names(&context);
+    assert!(found.contains(&("acme-api", "crates/api")), "{found:?}");
+    assert!(found.contains(&("acme-web", "crates/web")), "{found:?}");
+    assert!(found.contains(&("x-one", "c/mod1")), "{found:?}");
+    assert!(
+        !found.iter().any(|(n, _)| *n == "x-two"),
+        "the refused member is not a package: {found:?}"
+    );
+    assert!(
+        stub.requests()
+            .iter()
+            .all(|r| !r.path.contains("..") && !r.path.contains("/./")),
+        "no request for a path that leaves its directory"
+    );
+    // Capped: the root, three CODEOWNERS, four manifests, one listing, at most 300 member
+    // manifests and their READMEs.
+    assert!(
+        stub.request_count() <= 3 + 1 + 4 + 1 + 2 * 300,
+        "{}",
+        stub.request_count()
+    );
+    eprintln!(
+        "hostile manifest: refresh took {took:?}, {} requests",
+        stub.request_count()
+    );
+}

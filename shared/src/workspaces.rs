@@ -58,17 +58,43 @@ pub struct Members {
     pub exclude: Vec<String>,
 }
 
+/// The most member patterns (includes and excludes each) read from one manifest. Real
+/// workspaces declare tens, the largest a few hundred; a manifest past this is cut, and the
+/// log says so, so a hostile manifest cannot make a refresh's matching grow without bound.
+pub const MAX_PATTERNS: usize = 1_000;
+
 impl Members {
     pub fn is_empty(&self) -> bool {
         self.include.is_empty()
     }
 
+    /// The patterns compiled once, to match many directories against.
+    pub fn compile(&self) -> CompiledMembers {
+        CompiledMembers {
+            include: glob_set(&self.include),
+            exclude: glob_set(&self.exclude),
+        }
+    }
+
+    /// Whether a directory is a member (compiles the patterns: for one question only; use
+    /// [`Members::compile`] to ask many).
+    pub fn contains(&self, dir: &str) -> bool {
+        self.compile().contains(dir)
+    }
+}
+
+/// [`Members`] with their glob sets built.
+#[derive(Debug, Clone)]
+pub struct CompiledMembers {
+    include: Option<GlobSet>,
+    exclude: Option<GlobSet>,
+}
+
+impl CompiledMembers {
     /// Whether a directory is a member: one include pattern matches it and no exclude does.
     pub fn contains(&self, dir: &str) -> bool {
-        let (Some(include), exclude) = (glob_set(&self.include), glob_set(&self.exclude)) else {
-            return false;
-        };
-        include.is_match(dir) && !exclude.is_some_and(|e| e.is_match(dir))
+        self.include.as_ref().is_some_and(|i| i.is_match(dir))
+            && !self.exclude.as_ref().is_some_and(|e| e.is_match(dir))
     }
 }
 
@@ -197,17 +223,38 @@ fn split_negations(patterns: Vec<String>) -> Members {
     }
 }
 
-/// `./crates/*/` → `crates/*`; the root itself (`.`) and patterns leaving the repository are
-/// dropped.
+/// `./crates/*/` → `crates/*`, `crates/./a` → `crates/a`; the root itself (`.`), absolute
+/// patterns and patterns with a `..` segment anywhere (`crates/../x`: GitHub's contents API
+/// takes no such path) are dropped. At most [`MAX_PATTERNS`] are kept.
 fn clean_patterns(patterns: Vec<String>) -> Vec<String> {
-    patterns
+    let total = patterns.len();
+    let cleaned: Vec<String> = patterns
         .into_iter()
-        .map(|p| {
-            let p = p.trim().trim_end_matches('/');
-            p.strip_prefix("./").unwrap_or(p).to_string()
+        .filter_map(|p| {
+            let p = p.trim();
+            if p.starts_with('/') || p.starts_with('\\') {
+                return None;
+            }
+            let mut segments = Vec::new();
+            for segment in p.split('/') {
+                match segment {
+                    "" | "." => {}
+                    ".." => return None,
+                    s => segments.push(s),
+                }
+            }
+            (!segments.is_empty()).then(|| segments.join("/"))
         })
-        .filter(|p| !p.is_empty() && p != "." && !p.starts_with("..") && !p.starts_with('/'))
-        .collect()
+        .take(MAX_PATTERNS)
+        .collect();
+    if total > MAX_PATTERNS {
+        tracing::warn!(
+            declared = total,
+            kept = cleaned.len(),
+            "a workspace manifest declares more member patterns than are read; the rest are ignored"
+        );
+    }
+    cleaned
 }
 
 fn glob_set(patterns: &[String]) -> Option<GlobSet> {
@@ -415,6 +462,36 @@ exclude = ["examples/old"]
             package_info(Ecosystem::Npm, "not json"),
             PackageInfo::default()
         );
+    }
+
+    #[test]
+    fn patterns_are_normalized_capped_and_never_leave_the_repository() {
+        let cleaned = clean_patterns(
+            [
+                "./crates/./api/",
+                "crates/../x",
+                "a//b",
+                "/abs",
+                "..",
+                ".",
+                "x/..",
+                "ok/*",
+            ]
+            .map(String::from)
+            .to_vec(),
+        );
+        assert_eq!(cleaned, ["crates/api", "a/b", "ok/*"]);
+        let many: Vec<String> = (0..5_000).map(|i| format!("m/{i}")).collect();
+        let members = Members {
+            include: clean_patterns(many),
+            exclude: vec!["m/7".into()],
+        };
+        assert_eq!(members.include.len(), MAX_PATTERNS);
+        let compiled = members.compile();
+        assert!(compiled.contains("m/999"));
+        assert!(!compiled.contains("m/7"), "excluded");
+        assert!(!compiled.contains("m/1000"), "past the cap");
+        assert!(!Members::default().compile().contains("m/1"));
     }
 
     #[test]

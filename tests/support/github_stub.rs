@@ -124,6 +124,8 @@ pub enum Fault {
     NotFound,
     /// 410.
     Gone,
+    /// 403 `Resource not accessible by integration`, with no rate-limit headers: a refusal.
+    Forbidden,
     /// Accepts the request, sends nothing for that long, then answers 504.
     Hang(Duration),
 }
@@ -599,6 +601,13 @@ fn decide(
             }
             Fault::NotFound => (not_found(), None),
             Fault::Gone => (Answer::error(StatusCode::GONE, "Gone"), None),
+            Fault::Forbidden => (
+                Answer::error(
+                    StatusCode::FORBIDDEN,
+                    "Resource not accessible by integration",
+                ),
+                None,
+            ),
             Fault::Hang(d) => (
                 Answer::error(
                     StatusCode::GATEWAY_TIMEOUT,

@@ -210,14 +210,25 @@ pub async fn refresh(
     }
 
     // Member directories: literal ones as they are, wildcard ones from their parent's listing.
+    // Directories seen in a listing exist; literal members may not (a hostile manifest can
+    // name thousands). Listed ones are kept first when there are more than can be read.
     let mut dirs: BTreeMap<String, Ecosystem> = BTreeMap::new();
+    let mut literal: BTreeMap<String, Ecosystem> = BTreeMap::new();
     let mut listed = 0usize;
     for (ecosystem, members) in &declared {
+        // Compiled once per manifest: matching is then linear in the patterns and directories.
+        let compiled = members.compile();
         for pattern in &members.include {
+            if Instant::now() >= deadline {
+                return Err(GitHubError::OutOfTime {
+                    path: ecosystem.root_manifest().to_string(),
+                }
+                .into());
+            }
             match workspaces::listing_parent(pattern) {
                 None => {
-                    if members.contains(pattern) {
-                        dirs.entry(pattern.clone()).or_insert(*ecosystem);
+                    if compiled.contains(pattern) {
+                        literal.entry(pattern.clone()).or_insert(*ecosystem);
                     }
                 }
                 Some(parent) => {
@@ -241,7 +252,7 @@ pub async fn refresh(
                         } else {
                             format!("{parent}/{name}")
                         };
-                        if workspaces::matches_child(pattern, &dir) && members.contains(&dir) {
+                        if workspaces::matches_child(pattern, &dir) && compiled.contains(&dir) {
                             dirs.entry(dir).or_insert(*ecosystem);
                         }
                     }
@@ -249,10 +260,18 @@ pub async fn refresh(
             }
         }
     }
-    if dirs.len() > MAX_PACKAGES {
-        tracing::warn!(repo = %repo, packages = dirs.len(), kept = MAX_PACKAGES, "more workspace packages than kept");
+    let declared_dirs = dirs.len() + literal.len();
+    if declared_dirs > MAX_PACKAGES {
+        tracing::warn!(repo = %repo, packages = declared_dirs, kept = MAX_PACKAGES, "more workspace packages than kept");
     }
-    let dirs: Vec<(String, Ecosystem)> = dirs.into_iter().take(MAX_PACKAGES).collect();
+    let mut dirs: BTreeMap<String, Ecosystem> = dirs.into_iter().take(MAX_PACKAGES).collect();
+    for (dir, ecosystem) in literal {
+        if dirs.len() >= MAX_PACKAGES {
+            break;
+        }
+        dirs.entry(dir).or_insert(ecosystem);
+    }
+    let dirs: Vec<(String, Ecosystem)> = dirs.into_iter().collect();
 
     // Each member's own manifest → its name and description.
     let manifests: Vec<(String, Ecosystem, Result<Seen, GitHubError>)> = stream::iter(dirs)
@@ -284,8 +303,10 @@ pub async fn refresh(
     let mut packages: Vec<Package> = Vec::with_capacity(manifests.len());
     let mut names: std::collections::HashSet<String> = Default::default();
     for (dir, ecosystem, result) in manifests {
-        let s = result?;
         let path = format!("{dir}/{}", ecosystem.member_manifest());
+        let Some(s) = readable(repo, &path, result)? else {
+            continue;
+        };
         // A directory without its manifest is not a package (the tools skip or refuse it).
         if s.found {
             let last = dir.rsplit('/').next().unwrap_or(&dir).to_string();
@@ -331,7 +352,9 @@ pub async fn refresh(
         .await;
     let mut about = BTreeMap::new();
     for (dir, result) in readmes {
-        let (s, lead) = result?;
+        let Some((s, lead)) = readable(repo, &format!("{dir}/README"), result)? else {
+            continue;
+        };
         if let Some(lead) = lead {
             about.insert(dir.clone(), lead);
         }
@@ -358,6 +381,30 @@ pub async fn refresh(
         about,
         seen,
     })
+}
+
+/// What one member's file gave: `None` when it cannot be read for a reason of its own (a path
+/// GitHub refuses, an answer that is not the expected JSON, a 403 on that one file): the member
+/// is then simply not a package, and the rest of the refresh goes on. Rate limits, 5xx, transport
+/// failures and the deadline stop the refresh (the previous context stays).
+fn readable<T>(
+    repo: &RepoName,
+    path: &str,
+    result: Result<T, GitHubError>,
+) -> Result<Option<T>, GitHubError> {
+    match result {
+        Ok(value) => Ok(Some(value)),
+        // A 401 is the token's, not the file's: it stops the refresh.
+        Err(e @ GitHubError::Refused { status, .. }) if status != 401 => {
+            tracing::warn!(repo = %repo, path, error = %e, "a workspace member could not be read; skipped");
+            Ok(None)
+        }
+        Err(e @ (GitHubError::Decode { .. } | GitHubError::Gone { .. })) => {
+            tracing::warn!(repo = %repo, path, error = %e, "a workspace member could not be read; skipped");
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// What asking for one README gave.
