@@ -1044,7 +1044,7 @@ async fn entries_by_module(t: &Tables, modules: &[&str]) -> Vec<(String, u64)> {
     let mut out = Vec::new();
     for module in modules {
         for e in t.module_entries(REPO, module).await {
-            out.push((e.module.clone(), e.number));
+            out.push((e.module.to_string(), e.number));
         }
     }
     out.sort();

@@ -37,7 +37,7 @@ struct Owned {
     labels: Vec<String>,
     files: Vec<String>,
     issues: Vec<String>,
-    modules: Vec<String>,
+    modules: Vec<shared::domain::ModuleName>,
 }
 
 fn owned() -> Owned {

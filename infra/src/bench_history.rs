@@ -226,7 +226,10 @@ async fn one_size(
             modules.for_repo(&repo),
             None,
         ) {
-            years.entry(e.module.clone()).or_default().insert(e.year());
+            years
+                .entry(e.module.to_string())
+                .or_default()
+                .insert(e.year());
             entry_items.push(entries.item(&e, 1)?);
         }
         item.remove(attr::PENDING_SHARD);
@@ -240,11 +243,14 @@ async fn one_size(
             AttributeValue::L(
                 tagged
                     .iter()
-                    .map(|m| AttributeValue::S(m.clone()))
+                    .map(|m| AttributeValue::S(m.to_string()))
                     .collect(),
             ),
         );
-        item.insert(attr::ENTRY_MODULES.into(), AttributeValue::Ss(tagged));
+        item.insert(
+            attr::ENTRY_MODULES.into(),
+            AttributeValue::Ss(tagged.iter().map(|m| m.to_string()).collect()),
+        );
         rows.push(item);
     }
     crate::bench::write_items(&client, &names[0].1, rows.into_iter()).await?;

@@ -223,9 +223,10 @@ pub fn measure(spec: &HistorySpec, config: &ModulesConfig) -> QualityFigures {
         {
             figures.summary_title_or_trailer += 1;
         }
-        if e.files.iter().any(|f| {
-            !tagging::file_modules(&f.path, repo_config, None).contains(&e.module.as_str())
-        }) {
+        if e.files
+            .iter()
+            .any(|f| !tagging::file_modules(&f.path, repo_config, None).contains(&e.module))
+        {
             figures.key_files_outside += 1;
         }
         if e.module == "docs" {

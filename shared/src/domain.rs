@@ -5,6 +5,11 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+mod module_name;
+pub use module_name::{
+    has_hash_suffix, short_hash, InvalidModuleName, ModuleName, MODULE_NAME_MAX_BYTES,
+};
+
 use time::format_description::FormatItem;
 use time::macros::format_description;
 use time::OffsetDateTime;
@@ -128,7 +133,7 @@ pub struct IssueRef {
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ModuleCount {
-    pub module: String,
+    pub module: ModuleName,
     pub files: u64,
 }
 
@@ -139,7 +144,7 @@ pub struct ModuleCount {
 #[serde(rename_all = "camelCase")]
 pub struct ModuleEntry {
     pub repo: String,
-    pub module: String,
+    pub module: ModuleName,
     pub number: u64,
     pub title: String,
     pub url: String,

@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 
 use crate::domain::{
-    FileChange, ModuleCount, ModuleEntry, RepoName, ENTRY_MAX_ELSEWHERE, ENTRY_MAX_FILES,
+    FileChange, ModuleCount, ModuleEntry, ModuleName, RepoName, ENTRY_MAX_ELSEWHERE,
+    ENTRY_MAX_FILES,
 };
 use crate::store::PrRow;
 use crate::tagging::{file_modules, RepoLayout, RepoModules};
@@ -18,18 +19,18 @@ pub const ENTRY_MAX_LABELS: usize = 10;
 pub fn module_entries(
     repo: &RepoName,
     row: &PrRow,
-    modules: &[String],
+    modules: &[ModuleName],
     summary: &str,
     config: Option<&RepoModules>,
     layout: Option<&RepoLayout>,
 ) -> Vec<ModuleEntry> {
     // Each known file's modules, once.
-    let tagged: Vec<(&FileChange, Vec<&str>)> = row
+    let tagged: Vec<(&FileChange, Vec<ModuleName>)> = row
         .files
         .iter()
         .map(|f| (f, file_modules(&f.path, config, layout)))
         .collect();
-    let mut per_module: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut per_module: BTreeMap<&ModuleName, u64> = BTreeMap::new();
     for (_, of_file) in &tagged {
         for m in of_file {
             *per_module.entry(m).or_default() += 1;
@@ -42,7 +43,7 @@ pub fn module_entries(
         .map(|module| {
             let mut here: Vec<FileChange> = tagged
                 .iter()
-                .filter(|(_, of_file)| of_file.contains(&module.as_str()))
+                .filter(|(_, of_file)| of_file.contains(module))
                 .map(|(f, _)| (*f).clone())
                 .collect();
             let files_here = here.len() as u64;
@@ -50,13 +51,13 @@ pub fn module_entries(
             here.truncate(ENTRY_MAX_FILES);
             let files_elsewhere = tagged
                 .iter()
-                .filter(|(_, of_file)| !of_file.contains(&module.as_str()))
+                .filter(|(_, of_file)| !of_file.contains(module))
                 .count() as u64;
             let mut elsewhere: Vec<ModuleCount> = per_module
                 .iter()
-                .filter(|(m, _)| **m != module.as_str())
+                .filter(|(m, _)| **m != module)
                 .map(|(m, n)| ModuleCount {
-                    module: (*m).to_string(),
+                    module: (*m).clone(),
                     files: *n,
                 })
                 .collect();
@@ -201,7 +202,7 @@ mod tests {
     fn a_pr_without_known_files_is_one_entry_of_the_repository() {
         let repo = RepoName::parse("acme/app").unwrap();
         let r = row(&[]);
-        let entries = module_entries(&repo, &r, &["acme/app".to_string()], "S.", None, None);
+        let entries = module_entries(&repo, &r, &[ModuleName::new("acme/app")], "S.", None, None);
         assert_eq!(entries.len(), 1);
         assert_eq!((entries[0].files_here, entries[0].files_elsewhere), (0, 0));
         assert!(entries[0].files.is_empty() && entries[0].elsewhere.is_empty());
@@ -216,7 +217,7 @@ mod tests {
         let refs: Vec<(&str, u64, u64)> =
             files.iter().map(|(p, a, d)| (p.as_str(), *a, *d)).collect();
         let r = row(&refs);
-        let entries = module_entries(&repo, &r, &["src".to_string()], "S.", None, None);
+        let entries = module_entries(&repo, &r, &[ModuleName::new("src")], "S.", None, None);
         assert_eq!(entries[0].files.len(), ENTRY_MAX_FILES);
         assert_eq!(entries[0].files_here, 300);
         assert_eq!(entries[0].files[0].path, "src/f299.rs");

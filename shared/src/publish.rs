@@ -315,11 +315,15 @@ impl Publisher for S3MarkdownPublisher {
     }
 }
 
-/// One path component from a repo owner, repo name or module name: `/` and `\` become `__`,
+/// One path component from a repo owner, repo name or module name: `/` and `\\` become `__`,
 /// characters that are unsafe in file names (controls, `:*?"<>|`) become `_`, and a `.` that
 /// starts the name or touches another `.` becomes `_`, so no component is `.` or `..`, hidden,
-/// or contains `..`. An empty name becomes `_`. Distinct modules can in principle share a file
-/// (`a/b` and `a__b`); module names from the tagging config do not.
+/// or contains `..`. An empty name becomes `_`.
+///
+/// Distinct names give distinct components: a name that had to be changed (`a/b`), or that
+/// looks like a changed one (ends in `~` and 8 hex digits), gets `~` and 8 hex digits of its
+/// SHA-256, so `a/b` and `a__b` never share a file. A component is at most
+/// [`MAX_SEGMENT_BYTES`] bytes, so a file name with its temp suffix fits in 255.
 pub fn path_segment(name: &str) -> String {
     let chars: Vec<char> = name.chars().collect();
     let mut out = String::with_capacity(name.len());
@@ -336,8 +340,20 @@ pub fn path_segment(name: &str) -> String {
     if out.is_empty() {
         out.push('_');
     }
+    if out != name || out.len() > MAX_SEGMENT_BYTES || crate::domain::has_hash_suffix(&out) {
+        let suffix = format!("~{}", crate::domain::short_hash(name));
+        let mut cut = (MAX_SEGMENT_BYTES - suffix.len()).min(out.len());
+        while !out.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        out.truncate(cut);
+        out.push_str(&suffix);
+    }
     out
 }
+
+/// The longest path component [`path_segment`] gives, in bytes.
+pub const MAX_SEGMENT_BYTES: usize = 200;
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
@@ -448,16 +464,16 @@ mod tests {
         ]));
         let published = publisher.publish(&set(first, &[])).await.unwrap();
         assert_eq!(published.documents, 2);
-        let path = dir.0.join("acme/app/src__api.md");
+        let path = dir.0.join("acme/app/src__api~ad4d739d.md");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "# T\n\none\n");
-        assert!(dir.0.join("acme/app/src__api/2019.md").exists());
+        assert!(dir.0.join("acme/app/src__api~ad4d739d/2019.md").exists());
         // Again, with the archive gone: the page is replaced, the archive file deleted.
         let second: &'static [Document] = Box::leak(Box::new([doc(module.clone(), "two")]));
         let removed: &'static [DocKey] = Box::leak(Box::new([old.clone()]));
         let published = publisher.publish(&set(second, removed)).await.unwrap();
         assert_eq!(published.removed, 1);
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "# T\n\ntwo\n");
-        assert!(!dir.0.join("acme/app/src__api/2019.md").exists());
+        assert!(!dir.0.join("acme/app/src__api~ad4d739d/2019.md").exists());
         // Removing what is not there is fine; no temporary file is left behind.
         publisher.publish(&set(second, removed)).await.unwrap();
         let names: Vec<String> = std::fs::read_dir(dir.0.join("acme/app"))
@@ -469,11 +485,31 @@ mod tests {
 
     #[test]
     fn path_segments_are_safe() {
-        assert_eq!(path_segment("src/api"), "src__api");
+        let changed = |name: &str, prefix: &str| {
+            let segment = path_segment(name);
+            assert!(
+                segment.starts_with(&format!("{prefix}~")) && segment.len() == prefix.len() + 9,
+                "{name:?} → {segment:?}"
+            );
+        };
+        changed("src/api", "src__api");
         assert_eq!(path_segment("(root)"), "(root)");
-        assert_eq!(path_segment("../x"), "____x");
-        assert_eq!(path_segment(".github"), "_github");
-        assert_eq!(path_segment(""), "_");
-        assert_eq!(path_segment("a:b*c"), "a_b_c");
+        assert_eq!(path_segment("src__api"), "src__api");
+        changed("../x", "____x");
+        changed(".github", "_github");
+        changed("", "_");
+        changed("a:b*c", "a_b_c");
+        // Distinct names, distinct files.
+        assert_ne!(path_segment("a/b"), path_segment("a__b"));
+        assert_ne!(path_segment("a/b"), path_segment("a\\b"));
+        let posing = path_segment("a/b");
+        assert_ne!(
+            path_segment(&posing),
+            posing,
+            "a name posing as a changed one"
+        );
+        let long = "é/".repeat(200);
+        assert!(path_segment(&long).len() <= MAX_SEGMENT_BYTES);
+        assert_ne!(path_segment(&long), path_segment(&format!("{long}x")));
     }
 }

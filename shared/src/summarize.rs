@@ -26,7 +26,7 @@ use futures::future::try_join_all;
 use time::OffsetDateTime;
 
 use crate::config::SummarizeConfig;
-use crate::domain::{order_key, rfc3339_millis, RepoName};
+use crate::domain::{order_key, rfc3339_millis, ModuleName, RepoName};
 use crate::store::{
     Commit, EntryStore, Item, PageStore, PrRow, PrStore, RowError, StoreError, SummaryClaim,
 };
@@ -83,7 +83,7 @@ pub enum SummarizeInitError {
 pub enum MessageOutcome {
     /// Entries written for these modules, their pages marked stale.
     Summarized {
-        modules: Vec<String>,
+        modules: Vec<ModuleName>,
     },
     AlreadyDone,
     /// Another worker's lease on the row is live until then: this duplicate is dropped.
@@ -393,7 +393,7 @@ impl SummarizeHandler {
         row: &PrRow,
         owner: &str,
         summary_deadline: Instant,
-    ) -> Result<Vec<String>, SummarizeError> {
+    ) -> Result<Vec<ModuleName>, SummarizeError> {
         let mut row = row.clone();
         for _ in 0..REWRITES {
             let modules = self
@@ -422,7 +422,7 @@ impl SummarizeHandler {
         row: &PrRow,
         owner: &str,
         summary_deadline: Instant,
-    ) -> Result<Vec<String>, SummarizeError> {
+    ) -> Result<Vec<ModuleName>, SummarizeError> {
         let config = self.modules.for_repo(repo);
         let paths: Vec<&str> = row.files.iter().map(|f| f.path.as_str()).collect();
         // The repository's own layout, once its files are known (a PR without files is
@@ -462,7 +462,7 @@ impl SummarizeHandler {
                 return Err(SummarizeError::LeaseLost);
             }
         }
-        let current: BTreeSet<&str> = modules.iter().map(String::as_str).collect();
+        let current: BTreeSet<&str> = modules.iter().map(ModuleName::as_str).collect();
         let left_behind: Vec<&str> = row
             .entry_modules
             .iter()
@@ -565,7 +565,12 @@ impl SummarizeHandler {
 
     /// The summary paragraph from what the row holds (extractive, or the LLM when configured,
     /// which falls back to extractive on any error).
-    async fn write_summary(&self, row: &PrRow, modules: &[String], deadline: Instant) -> String {
+    async fn write_summary(
+        &self,
+        row: &PrRow,
+        modules: &[ModuleName],
+        deadline: Instant,
+    ) -> String {
         let files: Vec<String> = row.files.iter().map(|f| f.path.clone()).collect();
         let issues: Vec<String> = row
             .linked_issues

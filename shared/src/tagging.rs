@@ -20,7 +20,7 @@ use aws_config::SdkConfig;
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use serde_yaml::Value;
 
-use crate::domain::RepoName;
+use crate::domain::{ModuleName, RepoName};
 use crate::github::context::RepoContext;
 
 /// Module of files at the repository root (the same name the enrich stage counts them under).
@@ -119,7 +119,7 @@ pub struct RepoModules {
 
 #[derive(Debug, Clone)]
 struct Module {
-    name: String,
+    name: ModuleName,
     rules: Vec<Rule>,
     /// `description:` of the mapping form: what the module is, for its page.
     description: Option<String>,
@@ -344,7 +344,7 @@ fn parse_repo(repo: &str, value: Value, origin: &str) -> Result<RepoModules, Tag
             })
         }
     };
-    let mut modules: BTreeMap<String, Module> = BTreeMap::new();
+    let mut modules: BTreeMap<ModuleName, Module> = BTreeMap::new();
     for (key, entries) in mapping {
         let name = match &key {
             Value::String(s) => s.clone(),
@@ -358,22 +358,14 @@ fn parse_repo(repo: &str, value: Value, origin: &str) -> Result<RepoModules, Tag
                 })
             }
         };
-        if name.starts_with('#') {
-            return Err(TaggingError::Config {
-                origin: origin.to_string(),
-                location: format!("repository {repo}, module {name}"),
-                message:
-                    "a module name cannot start with '#' (reserved for the repository's index page)"
-                        .into(),
-            });
-        }
-        if name.trim().is_empty() {
-            return Err(TaggingError::Config {
-                origin: origin.to_string(),
-                location: format!("repository {repo}"),
-                message: "a module name is empty".into(),
-            });
-        }
+        let name = ModuleName::configured(&name).map_err(|e| TaggingError::Config {
+            origin: origin.to_string(),
+            location: format!(
+                "repository {repo}, module {:?}",
+                ModuleName::new(&name).as_str()
+            ),
+            message: e.to_string(),
+        })?;
         let ctx = ModuleCtx {
             origin,
             repo,
@@ -575,12 +567,12 @@ fn path_glob(pattern: &str) -> Result<Glob, globset::Error> {
 
 impl RepoModules {
     /// Every module whose globs match `path`, sorted by name.
-    pub fn modules_of(&self, path: &str) -> Vec<&str> {
+    pub fn modules_of(&self, path: &str) -> Vec<&ModuleName> {
         let path = path.trim_start_matches('/');
         self.modules
             .iter()
             .filter(|m| m.rules.iter().any(|r| r.matches(path)))
-            .map(|m| m.name.as_str())
+            .map(|m| &m.name)
             .collect()
     }
 
@@ -641,7 +633,7 @@ pub struct Codeowners {
     line_of_glob: Vec<usize>,
     /// The module of each kept line, in file order: its first owner without the leading `@`;
     /// `None` for an un-owning line.
-    lines: Vec<Option<String>>,
+    lines: Vec<Option<ModuleName>>,
     /// Whether each kept line matches everything (`* @org/maintainers`).
     catch_all: Vec<bool>,
     /// Every owner of each kept line, as written (`@octo-org/payments`, `docs@example.com`).
@@ -667,7 +659,7 @@ impl Codeowners {
                         tracing::debug!(line = number + 1, "CODEOWNERS line skipped: bare @");
                         continue;
                     }
-                    name => Some(name.to_string()),
+                    name => Some(ModuleName::new(name)),
                 },
             };
             let Some(globs) = codeowners_globs(pattern) else {
@@ -722,7 +714,7 @@ impl Codeowners {
             .into_iter()
             .map(|g| self.line_of_glob[g])
             .max()?;
-        self.lines[last].as_deref()
+        self.lines[last].as_ref().map(ModuleName::as_str)
     }
 
     /// Every owner of `path`, as written, by GitHub's rule (the last matching line's).
@@ -739,7 +731,7 @@ impl Codeowners {
     /// The module CODEOWNERS gives `path`: [`Codeowners::owner_of`] without the catch-all
     /// lines (`* @org/maintainers` reviews everything; as a module it would swallow every file
     /// outside a package).
-    pub fn module_of(&self, path: &str) -> Option<&str> {
+    pub fn module_of(&self, path: &str) -> Option<&ModuleName> {
         let path = path.trim_start_matches('/');
         let last = self
             .set
@@ -748,7 +740,7 @@ impl Codeowners {
             .map(|g| self.line_of_glob[g])
             .filter(|&line| !self.catch_all[line])
             .max()?;
-        self.lines[last].as_deref()
+        self.lines[last].as_ref()
     }
 }
 
@@ -799,7 +791,7 @@ fn codeowners_globs(pattern: &str) -> Option<Vec<String>> {
 #[derive(Debug, Clone, Default)]
 pub struct RepoLayout {
     /// (directory, module name), deepest directories first.
-    packages: Vec<(String, String)>,
+    packages: Vec<(String, ModuleName)>,
     codeowners: Option<Codeowners>,
 }
 
@@ -821,17 +813,17 @@ impl RepoLayout {
                         .as_ref()
                         .is_some_and(|t| t.iter().any(|d| d == name)))
         };
-        let mut packages: Vec<(String, String)> = if use_packages {
+        let mut packages: Vec<(String, ModuleName)> = if use_packages {
             context
                 .packages
                 .iter()
                 .map(|p| {
                     let name = if taken(&p.name, &p.dir) {
-                        p.dir.clone()
+                        &p.dir
                     } else {
-                        p.name.clone()
+                        &p.name
                     };
-                    (p.dir.clone(), name)
+                    (p.dir.clone(), ModuleName::new(name))
                 })
                 .collect()
         } else {
@@ -853,7 +845,7 @@ impl RepoLayout {
     }
 
     /// The package holding `path` (the deepest).
-    fn package_of(&self, path: &str) -> Option<&str> {
+    fn package_of(&self, path: &str) -> Option<&ModuleName> {
         self.packages
             .iter()
             .find(|(dir, _)| {
@@ -861,7 +853,7 @@ impl RepoLayout {
                     && path.starts_with(dir.as_str())
                     && path.as_bytes()[dir.len()] == b'/'
             })
-            .map(|(_, name)| name.as_str())
+            .map(|(_, name)| name)
     }
 
     /// The repository's CODEOWNERS, when it has one.
@@ -873,7 +865,7 @@ impl RepoLayout {
     pub fn package_dir(&self, module: &str) -> Option<&str> {
         self.packages
             .iter()
-            .find(|(_, name)| name == module)
+            .find(|(_, name)| name.as_str() == module)
             .map(|(dir, _)| dir.as_str())
     }
 }
@@ -885,41 +877,41 @@ pub fn tag_modules(
     files: &[&str],
     config: Option<&RepoModules>,
     layout: Option<&RepoLayout>,
-) -> Vec<String> {
+) -> Vec<ModuleName> {
     if files.is_empty() {
-        return vec![repo.as_str().to_string()];
+        return vec![ModuleName::new(repo.as_str())];
     }
-    let modules: BTreeSet<&str> = files
+    let modules: BTreeSet<ModuleName> = files
         .iter()
         .flat_map(|file| file_modules(file, config, layout))
         .collect();
-    modules.into_iter().map(str::to_string).collect()
+    modules.into_iter().collect()
 }
 
 /// The modules one changed file belongs to: the configured modules that match it, else the
 /// workspace package that holds it, else its CODEOWNERS owner, else its top-level directory
 /// (`(root)` at the root). Never empty.
-pub fn file_modules<'a>(
-    file: &'a str,
-    config: Option<&'a RepoModules>,
-    layout: Option<&'a RepoLayout>,
-) -> Vec<&'a str> {
+pub fn file_modules(
+    file: &str,
+    config: Option<&RepoModules>,
+    layout: Option<&RepoLayout>,
+) -> Vec<ModuleName> {
     if let Some(config) = config {
         let configured = config.modules_of(file);
         if !configured.is_empty() {
-            return configured;
+            return configured.into_iter().cloned().collect();
         }
     }
     if let Some(package) = layout.and_then(|l| l.package_of(file)) {
-        return vec![package];
+        return vec![package.clone()];
     }
     if let Some(owner) = layout
         .and_then(|l| l.codeowners.as_ref())
         .and_then(|c| c.module_of(file))
     {
-        return vec![owner];
+        return vec![owner.clone()];
     }
-    vec![crate::enrich::top_level_directory(file)]
+    vec![ModuleName::new(crate::enrich::top_level_directory(file))]
 }
 
 /// What a module covers, as globs for its page header: the configured ones, else those of the
@@ -1465,7 +1457,10 @@ octo-org/opted-out:
         assert_eq!(m.modules_of("README.md"), ["docs"]);
         assert_eq!(m.modules_of("docs/guide/intro.md"), ["docs"]);
         assert_eq!(m.modules_of("src/lib.rs"), ["core"]);
-        assert!(!m.modules_of("src/a/parse_test.rs").contains(&"core"));
+        assert!(!m
+            .modules_of("src/a/parse_test.rs")
+            .iter()
+            .any(|n| *n == "core"));
     }
 
     #[tokio::test]
@@ -1510,6 +1505,53 @@ octo-org/opted-out:
         assert!(matches!(err, TaggingError::File { .. }), "{err:?}");
     }
 
+    /// Names a repository controls (CODEOWNERS owners, package names, directories) never land
+    /// on Chronicle's reserved keys, never exceed the name cap, never carry control characters,
+    /// and stay distinct; a configured name is refused instead.
+    #[test]
+    fn hostile_names_from_a_repository_become_safe_module_names() {
+        use crate::domain::MODULE_NAME_MAX_BYTES;
+        use crate::github::context::{Package, RepoContext};
+        let long_owner = format!("@acme/{}", "x".repeat(2_000));
+        let context = RepoContext {
+            packages: vec![Package {
+                name: "#context".into(),
+                dir: "pkg".into(),
+                description: None,
+                manifest: None,
+            }],
+            codeowners: Some(format!(
+                "/owned/ @#index\n/long/ {long_owner}\n/bell/ @a{}b\n",
+                '\u{7}'
+            )),
+            ..RepoContext::default()
+        };
+        let layout = RepoLayout::from_context(&context, true, None);
+        let r = repo("acme/app");
+        let files = [
+            "owned/a.rs",
+            "long/b.rs",
+            "bell/c.rs",
+            "pkg/src/lib.rs",
+            "#index/d.rs",
+            "#context/e.rs",
+        ];
+        let tagged = tag_modules(&r, &files, None, Some(&layout));
+        // `#index` (an owner and a directory) and `#context` (a package and a directory) are
+        // one name each; the other names stay apart.
+        assert_eq!(tagged.len(), 4, "{tagged:?}");
+        for name in &tagged {
+            assert!(!name.starts_with('#'), "{name}");
+            assert!(name.len() <= MODULE_NAME_MAX_BYTES, "{name}");
+            assert!(!name.chars().any(char::is_control), "{name:?}");
+        }
+        let config = ModulesConfig::from_yaml("acme/app:\n  '#index': ['x/**']\n");
+        assert!(
+            config.unwrap_err().to_string().contains("reserved"),
+            "a configured reserved name is refused"
+        );
+    }
+
     /// A Cargo/npm workspace without a config entry of its own: each package is a module named
     /// by its manifest, its README included; root Markdown is docs, `.github` is ci (the
     /// bundled default), CODEOWNERS names what no package holds, top-level directories the rest.
@@ -1539,7 +1581,7 @@ octo-org/opted-out:
         let of = |path: &str| -> Vec<String> {
             file_modules(path, config.for_repo(&r), Some(&layout))
                 .into_iter()
-                .map(str::to_string)
+                .map(String::from)
                 .collect()
         };
         assert_eq!(of("crates/api/src/lib.rs"), ["acme-api"]);
@@ -1609,8 +1651,16 @@ octo-org/opted-out:
             ..RepoContext::default()
         };
         let layout = RepoLayout::from_context(&context, true, None);
-        assert_eq!(layout.package_of("tools/xtask/src/main.rs"), Some("xtask"));
-        assert_eq!(layout.package_of("tools/run.sh"), Some("tools"));
+        assert_eq!(
+            layout
+                .package_of("tools/xtask/src/main.rs")
+                .map(|n| n.as_str()),
+            Some("xtask")
+        );
+        assert_eq!(
+            layout.package_of("tools/run.sh").map(|n| n.as_str()),
+            Some("tools")
+        );
         assert_eq!(layout.package_of("toolsmith/a.rs"), None);
         assert_eq!(layout.package_of("tools"), None);
     }

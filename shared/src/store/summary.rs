@@ -9,7 +9,7 @@ use serde::Deserialize;
 use time::OffsetDateTime;
 
 use super::{attr, key, pending_shard, string, Item, PrStore, Refusal, StoreError, Update};
-use crate::domain::{rfc3339_millis, FileChange, IssueRef, RepoName};
+use crate::domain::{rfc3339_millis, FileChange, IssueRef, ModuleName, RepoName};
 
 /// A PR row as the summarize stage reads it, parsed once from the item.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -183,14 +183,17 @@ impl PrStore {
         number: u64,
         owner: &str,
         summary: Option<&str>,
-        modules: &[String],
+        modules: &[ModuleName],
     ) -> Result<bool, StoreError> {
         let mut update = Update::default();
         if let Some(summary) = summary {
             update.set(attr::SUMMARY, AttributeValue::S(summary.to_string()));
         }
         if !modules.is_empty() {
-            update.add(attr::ENTRY_MODULES, AttributeValue::Ss(modules.to_vec()));
+            update.add(
+                attr::ENTRY_MODULES,
+                AttributeValue::Ss(modules.iter().map(|m| m.to_string()).collect()),
+            );
         }
         if update.sets.is_empty() && update.adds.is_empty() {
             return Ok(true);
@@ -209,7 +212,7 @@ impl PrStore {
         &self,
         row: &PrRow,
         owner: &str,
-        modules: &[String],
+        modules: &[ModuleName],
         now: OffsetDateTime,
     ) -> Result<Commit, StoreError> {
         let repo = RepoName::parse(&row.repo).map_err(|e| StoreError::Dynamo {
@@ -225,14 +228,17 @@ impl PrStore {
             AttributeValue::L(
                 modules
                     .iter()
-                    .map(|m| AttributeValue::S(m.clone()))
+                    .map(|m| AttributeValue::S(m.to_string()))
                     .collect(),
             ),
         );
         if modules.is_empty() {
             update.remove(attr::ENTRY_MODULES);
         } else {
-            update.set(attr::ENTRY_MODULES, AttributeValue::Ss(modules.to_vec()));
+            update.set(
+                attr::ENTRY_MODULES,
+                AttributeValue::Ss(modules.iter().map(|m| m.to_string()).collect()),
+            );
         }
         for gone in [
             attr::PENDING_SHARD,
