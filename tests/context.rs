@@ -251,6 +251,7 @@ async fn enrichment_stores_the_context_once_a_day_and_concurrent_refreshes_store
         graphql: GraphQlClient::new(&stub.url(), &token, Duration::from_secs(2)).unwrap(),
         rest: client(&stub),
         max_retries: 1,
+        issue_scope: Default::default(),
     };
     let enrich = Arc::new(
         EnrichHandler::new(t.prs.clone(), Some(apis.clone()), 4, 500)

@@ -61,6 +61,7 @@ impl GitHub {
             rest: GitHubClient::new(&self.rest.url(), &token, Duration::from_secs(2), retries)
                 .unwrap(),
             max_retries: retries,
+            issue_scope: Default::default(),
         }
     }
 
@@ -1046,4 +1047,86 @@ async fn a_row_waits_for_its_context_fifteen_minutes_at_most() {
     let item = row(&t.prs, 32).await;
     assert!(item.contains_key(attr::ENRICHED_AT), "{item:?}");
     assert_ne!(s(&item, attr::PENDING_SHARD), DEFERRED_SHARD);
+}
+
+/// `Fixes other-org/private#42` in a body (anyone who opens a PR writes it) never makes the
+/// service fetch another owner's issue, and a reference to a PR is not a linked issue: on the
+/// REST path nothing outside the repository is requested, and GraphQL's own closing references
+/// to another repository are dropped before they are stored.
+#[tokio::test]
+async fn linked_issues_stay_inside_the_repository_and_prs_are_not_issues() {
+    let (store, github) = setup().await;
+    let body = "Fixes #1347, fixes other-org/private#42, FIXES Other-Org/Private#43, closes #33";
+    stored_pr(&store, 32, Some(body)).await;
+    github.add_pull(32, 3, &[]);
+    github
+        .graphql
+        .without_field("PullRequest", "closingIssuesReferences");
+    github.rest.add_pull(REPO, 32, PullSpec::with_files(3));
+    github.rest.add_pull(REPO, 33, PullSpec::with_files(1));
+    github.rest.add_issue(REPO, 1347, "Found a bug", "open");
+    github
+        .rest
+        .add_issue("other-org/private", 42, "Secret roadmap", "open");
+    let response = enricher(&store, &github, 1)
+        .handle(event(vec![insert_record(32, "1")]), within(30), "inv")
+        .await;
+    assert!(response.batch_item_failures.is_empty(), "{response:?}");
+    let item = row(&store, 32).await;
+    let linked: Vec<String> = item[attr::LINKED_ISSUES]
+        .as_l()
+        .unwrap()
+        .iter()
+        .map(|i| i.as_m().unwrap()["title"].as_s().unwrap().clone())
+        .collect();
+    assert_eq!(
+        linked,
+        ["Found a bug"],
+        "PR #33 and other-org's issue are not linked"
+    );
+    let paths: Vec<String> = github
+        .rest
+        .requests()
+        .iter()
+        .map(|r| r.path.clone())
+        .collect();
+    assert!(
+        paths
+            .iter()
+            .all(|p| !p.to_ascii_lowercase().contains("other-org")),
+        "{paths:?}"
+    );
+
+    // GraphQL names the closing issues itself: another repository's is dropped.
+    stored_pr(&store, 34, Some("Fixes #9")).await;
+    let pr = SyntheticPr {
+        number: 34,
+        title: "PR 34".into(),
+        body: String::new(),
+        author: "octocat".into(),
+        labels: vec![],
+        merged_at: time::macros::datetime!(2019-05-15 15:20:33 UTC),
+        files: vec![],
+    };
+    let mut pull = pull_json(
+        REPO,
+        &pr,
+        time::macros::datetime!(2019-05-15 14:00:00 UTC),
+        &[(9, "Crash on start"), (42, "Secret roadmap")],
+    );
+    pull["closingIssuesReferences"][1]["repository"]["nameWithOwner"] = json!("other-org/private");
+    let github = GitHub::start().await;
+    github.graphql.put_pull(REPO, pull);
+    let response = enricher(&store, &github, 1)
+        .handle(event(vec![insert_record(34, "2")]), within(30), "inv-2")
+        .await;
+    assert!(response.batch_item_failures.is_empty(), "{response:?}");
+    let item = row(&store, 34).await;
+    let linked: Vec<String> = item[attr::LINKED_ISSUES]
+        .as_l()
+        .unwrap()
+        .iter()
+        .map(|i| i.as_m().unwrap()["repo"].as_s().unwrap().clone())
+        .collect();
+    assert_eq!(linked, [REPO]);
 }

@@ -489,6 +489,7 @@ async fn every_function_calls_exactly_what_its_role_grants() {
                 max_paths: 500,
                 max_wait: Duration::from_secs(3600),
                 pages_table: Some(pages_table.clone()),
+                issue_scope: Default::default(),
             },
             &sdk,
         )

@@ -115,6 +115,8 @@ pub fn options(args: &BackfillArgs, max_paths: usize) -> Result<BackfillOptions,
     options.reserve_points = args.reserve_points;
     options.restart = args.restart;
     options.max_paths = max_paths;
+    options.issue_scope = shared::config::issue_scope(&|k| std::env::var(k).ok())
+        .map_err(|e| UsageError::Bad(e.to_string()))?;
     options
         .validate()
         .map_err(|e| UsageError::Bad(e.to_string()))?;

@@ -43,6 +43,8 @@ pub struct BackfillOptions {
     pub max_paths: usize,
     /// Transient failures in a row before the run stops (resumable).
     pub max_failures: u32,
+    /// Where linked issues may be (`LINKED_ISSUES_SCOPE`).
+    pub issue_scope: crate::domain::IssueScope,
 }
 
 impl BackfillOptions {
@@ -58,6 +60,7 @@ impl BackfillOptions {
             restart: false,
             max_paths: 500,
             max_failures: 8,
+            issue_scope: Default::default(),
         }
     }
 
@@ -345,7 +348,11 @@ impl Backfill<'_> {
         let enrichment = Enrichment {
             totals: pull.totals,
             files: pull.files,
-            linked_issues: pull.linked_issues,
+            linked_issues: crate::github::issues_in_scope(
+                options.issue_scope,
+                &options.repo,
+                pull.linked_issues,
+            ),
         };
         let outcome = self
             .store

@@ -21,6 +21,8 @@ pub const ENRICH_MAX_PATHS: &str = "ENRICH_MAX_PATHS";
 /// How long a row whose enrichment was deferred by GitHub's rate limit may wait before it is
 /// summarized without enrichment (from `receivedAt`).
 pub const ENRICH_MAX_WAIT_SECONDS: &str = "ENRICH_MAX_WAIT_SECONDS";
+/// Where linked issues are looked up: `repository` (the default) or `owner`.
+pub const LINKED_ISSUES_SCOPE: &str = "LINKED_ISSUES_SCOPE";
 pub const SUMMARIZE_QUEUE_URL: &str = "SUMMARIZE_QUEUE_URL";
 pub const ENRICH_GRACE_SECONDS: &str = "ENRICH_GRACE_SECONDS";
 pub const CLAIM_TTL_SECONDS: &str = "CLAIM_TTL_SECONDS";
@@ -174,6 +176,9 @@ pub struct EnrichConfig {
     /// The pages table, where repository contexts are kept (`PAGES_TABLE`; unset: no context
     /// is fetched).
     pub pages_table: Option<String>,
+    /// Where linked issues are looked up (`LINKED_ISSUES_SCOPE`: `repository`, the default, or
+    /// `owner`).
+    pub issue_scope: crate::domain::IssueScope,
 }
 
 impl EnrichConfig {
@@ -224,7 +229,19 @@ impl EnrichConfig {
                 "a number of seconds",
             )?),
             pages_table: get(PAGES_TABLE).filter(|t| !t.trim().is_empty()),
+            issue_scope: issue_scope(get)?,
         })
+    }
+}
+
+/// `LINKED_ISSUES_SCOPE`: `repository` (unset) or `owner`.
+pub fn issue_scope(
+    get: &impl Fn(&str) -> Option<String>,
+) -> Result<crate::domain::IssueScope, ConfigError> {
+    match get(LINKED_ISSUES_SCOPE).filter(|v| !v.trim().is_empty()) {
+        None => Ok(crate::domain::IssueScope::default()),
+        Some(v) => crate::domain::IssueScope::parse(&v)
+            .ok_or_else(|| invalid(LINKED_ISSUES_SCOPE, v, "repository or owner")),
     }
 }
 

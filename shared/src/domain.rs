@@ -51,6 +51,38 @@ impl fmt::Display for RepoName {
     }
 }
 
+/// Where a PR's linked issues may be looked up. The token reads what its owner can, but a PR
+/// body is written by anyone who opens a PR: `Fixes other-org/private#42` must not make the
+/// service fetch, and a page publish, another organisation's private issue.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum IssueScope {
+    /// Only the PR's own repository (the default).
+    #[default]
+    Repository,
+    /// Any repository of the PR's owner (an organisation that tracks issues in another repo).
+    Owner,
+}
+
+impl IssueScope {
+    /// `repository` or `owner` (`LINKED_ISSUES_SCOPE`).
+    pub fn parse(value: &str) -> Option<IssueScope> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "repository" | "repo" => Some(IssueScope::Repository),
+            "owner" => Some(IssueScope::Owner),
+            _ => None,
+        }
+    }
+
+    /// Whether an issue of `issue_repo` may be linked from a PR of `pr_repo` (GitHub compares
+    /// names ASCII case-insensitively).
+    pub fn allows(self, pr_repo: &RepoName, issue_repo: &RepoName) -> bool {
+        match self {
+            IssueScope::Repository => pr_repo.as_str().eq_ignore_ascii_case(issue_repo.as_str()),
+            IssueScope::Owner => pr_repo.owner().eq_ignore_ascii_case(issue_repo.owner()),
+        }
+    }
+}
+
 /// A pull request that was merged, with the fields the pipeline needs (not the raw payload).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MergedPullRequest {

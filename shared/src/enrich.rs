@@ -31,7 +31,8 @@ use crate::config::EnrichConfig;
 use crate::domain::{rfc3339_millis, RepoName};
 use crate::github::graphql::{GraphQlClient, GraphQlError};
 use crate::github::{
-    closing_references, ChangedFile, GitHubClient, GitHubError, LinkedIssue, PullTotals,
+    closing_references, issues_in_scope, ChangedFile, GitHubClient, GitHubError, IssueScope,
+    LinkedIssue, PullTotals,
 };
 use crate::secret::{Secret, SecretError};
 use crate::store::{
@@ -222,6 +223,8 @@ pub struct GitHubApis {
     pub rest: GitHubClient,
     /// Transient GraphQL failures (502s, timeouts) retried inside one call.
     pub max_retries: u32,
+    /// Where linked issues may be looked up (`LINKED_ISSUES_SCOPE`).
+    pub issue_scope: IssueScope,
 }
 
 impl GitHubApis {
@@ -236,7 +239,13 @@ impl GitHubApis {
             graphql: GraphQlClient::new(api_url, token, timeout)?,
             rest: GitHubClient::new(api_url, token, timeout, max_retries)?,
             max_retries,
+            issue_scope: IssueScope::default(),
         })
+    }
+
+    pub fn with_issue_scope(mut self, scope: IssueScope) -> Self {
+        self.issue_scope = scope;
+        self
     }
 }
 
@@ -383,7 +392,8 @@ impl EnrichHandler {
         let github = match config.token.resolve(sdk).await? {
             Some(token) => Some(
                 GitHubApis::new(&config.api_url, &token, config.timeout, config.max_retries)
-                    .map_err(|e| EnrichInitError::Http(e.to_string()))?,
+                    .map_err(|e| EnrichInitError::Http(e.to_string()))?
+                    .with_issue_scope(config.issue_scope),
             ),
             None => {
                 tracing::info!(
@@ -1139,7 +1149,15 @@ async fn fetch(
         // proxy) without the GraphQL endpoint answers 4xx for it.
         GraphQlError::Query { .. } | GraphQlError::Refused { .. } => {
             tracing::info!(repo = %repo, pr = number, error = %error, "GraphQL refused the query; using REST for this PR");
-            rest_fetch(&github.rest, repo, number, body, deadline).await
+            rest_fetch(
+                &github.rest,
+                repo,
+                number,
+                body,
+                github.issue_scope,
+                deadline,
+            )
+            .await
         }
         other => Err(other.into()),
     }
@@ -1176,7 +1194,7 @@ async fn graphql_fetch(
     Ok(Some(Enrichment {
         totals: pull.totals,
         files: pull.files,
-        linked_issues: pull.linked_issues,
+        linked_issues: issues_in_scope(github.issue_scope, repo, pull.linked_issues),
     }))
 }
 
@@ -1207,9 +1225,10 @@ async fn rest_fetch(
     repo: &RepoName,
     number: u64,
     body: &str,
+    scope: IssueScope,
     deadline: Instant,
 ) -> Result<Fetched, EnrichError> {
-    match fetch_rest(github, repo, number, body, deadline).await {
+    match fetch_rest(github, repo, number, body, scope, deadline).await {
         Ok(enrichment) => Ok(Fetched::Enriched(enrichment)),
         Err(GitHubError::Gone { status, path }) if path.ends_with(&format!("/pulls/{number}")) => {
             Ok(Fetched::Skip(format!("GitHub answered {status} for {path}: the pull request is gone or the token lost access")))
@@ -1228,12 +1247,13 @@ pub async fn fetch_rest(
     repo: &RepoName,
     number: u64,
     body: &str,
+    scope: IssueScope,
     deadline: Instant,
 ) -> Result<Enrichment, GitHubError> {
     let totals = github.pull_totals(repo, number, deadline).await?;
     let files = github.pull_files(repo, number, deadline).await?;
     let mut linked_issues = Vec::new();
-    for (issue_repo, issue_number) in closing_references(body, repo, MAX_LINKED_ISSUES) {
+    for (issue_repo, issue_number) in closing_references(body, repo, scope, MAX_LINKED_ISSUES) {
         if let Some(issue) = github.issue(&issue_repo, issue_number, deadline).await? {
             linked_issues.push(issue);
         }

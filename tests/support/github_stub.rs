@@ -674,7 +674,30 @@ fn decide(
                 StatusCode::OK,
                 issue_json(fixtures, &base, repo, *number, title, state),
             ),
-            None => not_found(),
+            // As GitHub does: a PR's number is served by the issues API too, marked with its
+            // `pull_request` key.
+            None => match st.pulls.get(&(repo.clone(), *number)) {
+                Some(_) => {
+                    let mut v = issue_json(
+                        fixtures,
+                        &base,
+                        repo,
+                        *number,
+                        &format!("Pull request {number}"),
+                        "closed",
+                    );
+                    v["html_url"] = json!(format!("https://github.com/{repo}/pull/{number}"));
+                    v["pull_request"] = json!({
+                        "url": format!("{base}/repos/{repo}/pulls/{number}"),
+                        "html_url": format!("https://github.com/{repo}/pull/{number}"),
+                        "diff_url": format!("https://github.com/{repo}/pull/{number}.diff"),
+                        "patch_url": format!("https://github.com/{repo}/pull/{number}.patch"),
+                        "merged_at": "2024-01-01T00:00:00Z",
+                    });
+                    Answer::json(StatusCode::OK, v)
+                }
+                None => not_found(),
+            },
         },
         Route::PullFiles { repo, number } => match st.pulls.get(&(repo.clone(), *number)) {
             Some(spec) => {
@@ -1106,6 +1129,10 @@ fn issue_json(
     state: &str,
 ) -> Value {
     let mut v = fixtures.issue.clone();
+    // The recorded example is of an issue that is a PR; a plain issue has no such key.
+    if let Some(object) = v.as_object_mut() {
+        object.remove("pull_request");
+    }
     v["url"] = json!(format!("{base}/repos/{repo}/issues/{number}"));
     v["repository_url"] = json!(format!("{base}/repos/{repo}"));
     v["html_url"] = json!(format!("https://github.com/{repo}/issues/{number}"));

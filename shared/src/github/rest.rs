@@ -12,6 +12,7 @@ use reqwest::header::{HeaderMap, ACCEPT, AUTHORIZATION, USER_AGENT};
 use reqwest::StatusCode;
 use serde::Deserialize;
 
+pub use crate::domain::IssueScope;
 use crate::domain::RepoName;
 use crate::error::error_chain;
 use crate::secret::Secret;
@@ -88,6 +89,10 @@ struct IssuePayload {
     title: String,
     state: String,
     html_url: String,
+    /// Present on a pull request: GitHub's issues API serves PRs too, and says to tell them
+    /// apart by this key.
+    #[serde(default)]
+    pull_request: Option<serde_json::Value>,
 }
 
 #[derive(Clone)]
@@ -181,6 +186,9 @@ impl GitHubClient {
         {
             Ok((body, _)) => {
                 let issue: IssuePayload = decode(&path, &body)?;
+                if issue.pull_request.is_some() {
+                    return Ok(None); // `Fixes #12` where #12 is a PR: not a linked issue
+                }
                 Ok(Some(LinkedIssue {
                     repo: repo.clone(),
                     number,
@@ -595,9 +603,33 @@ pub fn next_link(headers: &HeaderMap) -> Option<String> {
     })
 }
 
+/// `issues` without those outside `scope` (GraphQL's `closingIssuesReferences` can name
+/// another repository's issue).
+pub fn issues_in_scope(
+    scope: IssueScope,
+    pr_repo: &RepoName,
+    issues: Vec<LinkedIssue>,
+) -> Vec<LinkedIssue> {
+    let before = issues.len();
+    let kept: Vec<LinkedIssue> = issues
+        .into_iter()
+        .filter(|i| scope.allows(pr_repo, &i.repo))
+        .collect();
+    if kept.len() < before {
+        tracing::info!(repo = %pr_repo, dropped = before - kept.len(), "linked issues outside the repository's scope dropped");
+    }
+    kept
+}
+
 /// Issues a PR body says it closes: `close[sd]?|fix(e[sd])?|resolve[sd]?` then `#N` or
-/// `owner/repo#N`, case-insensitive. De-duplicated, in order of mention, at most `limit`.
-pub fn closing_references(body: &str, this_repo: &RepoName, limit: usize) -> Vec<(RepoName, u64)> {
+/// `owner/repo#N`, case-insensitive. De-duplicated, in order of mention, at most `limit`, and
+/// only those `scope` allows (nothing outside it is ever requested).
+pub fn closing_references(
+    body: &str,
+    this_repo: &RepoName,
+    scope: IssueScope,
+    limit: usize,
+) -> Vec<(RepoName, u64)> {
     static PATTERN: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
     let pattern = PATTERN.get_or_init(|| {
         regex::Regex::new(r"(?i)\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\b:?\s+(?:([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+))?#([0-9]+)\b")
@@ -615,6 +647,9 @@ pub fn closing_references(body: &str, this_repo: &RepoName, limit: usize) -> Vec
         let Ok(number) = caps[2].parse::<u64>() else {
             continue;
         };
+        if !scope.allows(this_repo, &repo) {
+            continue;
+        }
         if !refs.iter().any(|(r, n)| *r == repo && *n == number) {
             refs.push((repo, number));
         }
@@ -633,24 +668,43 @@ mod tests {
     fn closing_keywords() {
         let repo = RepoName::parse("o/r").unwrap();
         let body = "Fixes #12, closes octo/other#3 and RESOLVED: #12.\nfixed #7; close #8x; prefix#9; Fixes:#10\nresolves   #11";
-        let refs: Vec<(String, u64)> = closing_references(body, &repo, 10)
-            .into_iter()
-            .map(|(r, n)| (r.to_string(), n))
-            .collect();
+        let refs = |scope| -> Vec<(String, u64)> {
+            closing_references(body, &repo, scope, 10)
+                .into_iter()
+                .map(|(r, n)| (r.to_string(), n))
+                .collect()
+        };
         assert_eq!(
-            refs,
-            [
-                ("o/r".into(), 12),
-                ("octo/other".into(), 3),
-                ("o/r".into(), 7),
-                ("o/r".into(), 11)
-            ]
+            refs(IssueScope::Owner),
+            [("o/r".into(), 12), ("o/r".into(), 7), ("o/r".into(), 11)],
+            "octo/other is another owner's"
         );
+        let scoped = "Fixes other-org/private#42, fixes O/R#5, fixes o/sibling#6";
+        let found = |scope| -> Vec<String> {
+            closing_references(scoped, &repo, scope, 10)
+                .into_iter()
+                .map(|(r, n)| format!("{r}#{n}"))
+                .collect()
+        };
+        assert_eq!(found(IssueScope::Repository), ["O/R#5"]);
+        assert_eq!(found(IssueScope::Owner), ["O/R#5", "o/sibling#6"]);
         assert_eq!(
-            closing_references("fixes #1 fixes #2 fixes #3", &repo, 2).len(),
+            closing_references(
+                "fixes #1 fixes #2 fixes #3",
+                &repo,
+                IssueScope::Repository,
+                2
+            )
+            .len(),
             2
         );
-        assert!(closing_references("This fixes nothing. Related to #5", &repo, 10).is_empty());
+        assert!(closing_references(
+            "This fixes nothing. Related to #5",
+            &repo,
+            IssueScope::Repository,
+            10
+        )
+        .is_empty());
     }
 
     #[test]
