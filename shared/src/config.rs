@@ -190,9 +190,7 @@ impl EnrichConfig {
         let api_url = get(GITHUB_API_URL)
             .filter(|v| !v.trim().is_empty())
             .unwrap_or_else(|| crate::github::DEFAULT_API_URL.to_string());
-        if !(api_url.starts_with("https://") || api_url.starts_with("http://")) {
-            return Err(invalid(GITHUB_API_URL, api_url, "an http(s) URL"));
-        }
+        let api_url = secure_url(GITHUB_API_URL, api_url)?;
         let timeout: u64 = parse_or(get, GITHUB_TIMEOUT_SECONDS, 10, "a number of seconds")?;
         let concurrency: usize = parse_or(get, ENRICH_CONCURRENCY, 4, "a positive integer")?;
         let max_paths: usize = parse_or(get, ENRICH_MAX_PATHS, 500, "an integer from 1 to 3000")?;
@@ -376,12 +374,18 @@ impl StoryConfig {
         let provider = match provider.trim() {
             "bedrock" => StoryProvider::Bedrock,
             "anthropic" => StoryProvider::Anthropic {
-                url: non_empty(STORY_API_URL)
-                    .unwrap_or_else(|| crate::summary::DEFAULT_API_URL.to_string()),
+                url: secure_url(
+                    STORY_API_URL,
+                    non_empty(STORY_API_URL)
+                        .unwrap_or_else(|| crate::summary::DEFAULT_API_URL.to_string()),
+                )?,
                 key: key(),
             },
             "openai" => StoryProvider::OpenAi {
-                url: non_empty(STORY_API_URL).ok_or(ConfigError::Missing(STORY_API_URL))?,
+                url: secure_url(
+                    STORY_API_URL,
+                    non_empty(STORY_API_URL).ok_or(ConfigError::Missing(STORY_API_URL))?,
+                )?,
                 key: key(),
             },
             other => {
@@ -432,10 +436,25 @@ impl NotionConfig {
             (true, Some(parent)) => Ok(Some(NotionConfig {
                 token,
                 parent_page_id: parent.trim().to_string(),
-                api_url: non_empty(NOTION_API_URL)
-                    .unwrap_or_else(|| crate::notion::DEFAULT_API_URL.to_string()),
+                api_url: secure_url(
+                    NOTION_API_URL,
+                    non_empty(NOTION_API_URL)
+                        .unwrap_or_else(|| crate::notion::DEFAULT_API_URL.to_string()),
+                )?,
             })),
         }
+    }
+}
+
+/// A base URL a credential is sent to: `https://`, or `http://` on the loopback interface.
+fn secure_url(var: &'static str, url: String) -> Result<String, ConfigError> {
+    match crate::http::check_secure(&url) {
+        Ok(()) => Ok(url.trim().to_string()),
+        Err(_) => Err(invalid(
+            var,
+            url,
+            "an https:// URL (http:// only on 127.0.0.1, ::1 or localhost)",
+        )),
     }
 }
 
@@ -645,6 +664,43 @@ mod tests {
             ),
             (2048, 8, true)
         );
+    }
+
+    /// A credential is never sent in clear text: base URLs are https, or http on loopback.
+    #[test]
+    fn credentialed_urls_must_be_https_except_on_loopback() {
+        let enrich = |url: &str| {
+            EnrichConfig::from_lookup(&lookup(&[("TABLE_NAME", "t"), ("GITHUB_API_URL", url)]))
+        };
+        assert!(enrich("http://ghe.example/api/v3").is_err());
+        assert!(enrich("http://127.0.0.1:9000").is_ok());
+        let notion = |url: &str| {
+            NotionConfig::from_lookup(&lookup(&[
+                ("NOTION_TOKEN", "secret_x"),
+                ("NOTION_PARENT_PAGE_ID", "p"),
+                ("NOTION_API_URL", url),
+            ]))
+        };
+        assert!(notion("http://api.notion.com").is_err());
+        assert!(notion("http://localhost:7000").unwrap().is_some());
+        let story = |provider: &str, url: &str| {
+            StoryConfig::from_lookup(&lookup(&[
+                ("STORY_PROVIDER", provider),
+                ("STORY_MODEL", "m"),
+                ("STORY_API_URL", url),
+            ]))
+        };
+        assert!(story("openai", "http://10.0.0.5:11434/v1").is_err());
+        assert!(story("anthropic", "http://api.anthropic.com").is_err());
+        assert!(story("openai", "http://localhost:11434/v1").is_ok());
+        // Linked issues: the repository by default, the owner when asked, nothing else.
+        let scope = |v: &str| {
+            EnrichConfig::from_lookup(&lookup(&[("TABLE_NAME", "t"), ("LINKED_ISSUES_SCOPE", v)]))
+                .map(|c| c.issue_scope)
+        };
+        assert_eq!(scope("").unwrap(), crate::domain::IssueScope::Repository);
+        assert_eq!(scope("owner").unwrap(), crate::domain::IssueScope::Owner);
+        assert!(scope("everything").is_err());
     }
 
     #[test]

@@ -23,6 +23,7 @@ pub mod entries;
 pub mod error;
 pub mod github;
 pub mod hooks;
+pub mod http;
 pub mod kind;
 pub mod notion;
 pub mod pages;

@@ -188,11 +188,10 @@ impl std::fmt::Debug for NotionClient {
 impl NotionClient {
     /// `api_url` is the base (`https://api.notion.com`); paths start with `/v1/`.
     pub fn new(api_url: &str, token: Secret) -> Self {
-        let http = reqwest::Client::builder()
+        let http = crate::http::credentialed()
             .connect_timeout(Duration::from_secs(5))
-            .user_agent(concat!("chronicle/", env!("CARGO_PKG_VERSION")))
             .build()
-            .unwrap_or_else(|_| reqwest::Client::new());
+            .expect("a client with a static configuration builds");
         NotionClient {
             http,
             base: api_url.trim().trim_end_matches('/').to_string(),

@@ -421,7 +421,9 @@ impl StoryWriter {
 
     pub fn anthropic(url: &str, key: Secret, model: &str) -> Self {
         StoryWriter::Anthropic {
-            http: reqwest::Client::new(),
+            http: crate::http::credentialed()
+                .build()
+                .expect("a client with a static configuration builds"),
             url: url.trim_end_matches('/').to_string(),
             key,
             model: model.to_string(),
@@ -430,7 +432,9 @@ impl StoryWriter {
 
     pub fn openai(url: &str, key: Option<Secret>, model: &str) -> Self {
         StoryWriter::OpenAi {
-            http: reqwest::Client::new(),
+            http: crate::http::credentialed()
+                .build()
+                .expect("a client with a static configuration builds"),
             url: url.trim_end_matches('/').to_string(),
             key,
             model: model.to_string(),

@@ -198,7 +198,8 @@ fn joined(errors: &[ErrorEntry]) -> String {
 
 impl GraphQlClient {
     pub fn new(api_url: &str, token: &Secret, timeout: Duration) -> Result<Self, reqwest::Error> {
-        let http = reqwest::Client::builder()
+        let http = crate::http::credentialed()
+            .redirect(crate::http::same_host_redirects())
             .default_headers(default_headers(token))
             .build()?;
         Ok(GraphQlClient {

@@ -115,7 +115,8 @@ impl GitHubClient {
             ACCEPT,
             reqwest::header::HeaderValue::from_static("application/vnd.github+json"),
         );
-        let http = reqwest::Client::builder()
+        let http = crate::http::credentialed()
+            .redirect(crate::http::same_host_redirects())
             .default_headers(headers)
             .build()?;
         Ok(GitHubClient {

@@ -135,6 +135,10 @@ pub fn from_lookup(get: &impl Fn(&str) -> Option<String>) -> Arc<dyn Summarizer>
         Some(key) => {
             let model = var(ANTHROPIC_MODEL).unwrap_or_else(|| DEFAULT_MODEL.to_string());
             let url = var(ANTHROPIC_API_URL).unwrap_or_else(|| DEFAULT_API_URL.to_string());
+            if let Err(e) = crate::http::check_secure(&url) {
+                tracing::error!(error = %e, "{ANTHROPIC_API_URL} refused; summaries stay extractive");
+                return Arc::new(ExtractiveSummarizer);
+            }
             tracing::info!(
                 model,
                 api_url = url,
@@ -623,11 +627,10 @@ impl LlmSummarizer {
         } else {
             format!("{base}/v1/messages")
         };
-        let client = reqwest::Client::builder()
+        let client = crate::http::credentialed()
             .connect_timeout(timeout)
-            .user_agent(concat!("chronicle/", env!("CARGO_PKG_VERSION")))
             .build()
-            .unwrap_or_else(|_| reqwest::Client::new());
+            .expect("a client with a static configuration builds");
         LlmSummarizer {
             client,
             endpoint,
