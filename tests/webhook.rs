@@ -329,6 +329,66 @@ async fn secret_is_read_from_secrets_manager_or_ssm() {
     );
 }
 
+/// An empty or blank secret is no key: from any source, the function refuses to start (or, for
+/// a plain variable, treats it as not configured and refuses every delivery).
+#[tokio::test]
+async fn an_empty_or_blank_secret_fails_closed_from_every_source() {
+    let sdk = sdk().await;
+    let store = fresh_table(&sdk).await;
+    let table = store.table_name().to_string();
+    let blank_secret = aws_sdk_secretsmanager::Client::new(&sdk)
+        .create_secret()
+        .name(format!("chronicle/blank-{}", uuid::Uuid::new_v4().simple()))
+        .secret_string(" \n\t")
+        .send()
+        .await
+        .unwrap()
+        .arn
+        .unwrap();
+    let blank_param = format!("/chronicle/blank-{}", uuid::Uuid::new_v4().simple());
+    aws_sdk_ssm::Client::new(&sdk)
+        .put_parameter()
+        .name(&blank_param)
+        .value("  ")
+        .r#type(aws_sdk_ssm::types::ParameterType::SecureString)
+        .send()
+        .await
+        .unwrap();
+    for (var, value) in [
+        ("GITHUB_WEBHOOK_SECRET_ARN", blank_secret),
+        ("GITHUB_WEBHOOK_SECRET_PARAM", blank_param),
+    ] {
+        let pairs = [("TABLE_NAME", table.clone()), (var, value)];
+        let config = WebhookConfig::from_lookup(&|k: &str| {
+            pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())
+        })
+        .unwrap();
+        let err = WebhookHandler::from_config(&config, &sdk)
+            .await
+            .err()
+            .unwrap_or_else(|| panic!("{var}: a blank secret must not start"));
+        assert!(
+            err.to_string().contains("blank") || err.to_string().contains("no value"),
+            "{err}"
+        );
+    }
+    // A blank plain variable is not configured: every delivery is refused.
+    let pairs = [
+        ("TABLE_NAME", table.clone()),
+        ("GITHUB_WEBHOOK_SECRET", "   ".to_string()),
+    ];
+    let config = WebhookConfig::from_lookup(&|k: &str| {
+        pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())
+    })
+    .unwrap();
+    let handler = WebhookHandler::from_config(&config, &sdk).await.unwrap();
+    let answer = handler
+        .handle(unsigned("pull_request", GUID, body(&merged_payload())))
+        .await;
+    assert_eq!(answer.status, 500);
+    assert!(all_items(&store).await.is_empty());
+}
+
 #[tokio::test]
 async fn malformed_json_missing_fields_oversized_and_bad_base64_are_refused() {
     let store = fresh_table(&sdk().await).await;

@@ -50,6 +50,8 @@ pub enum SecretError {
     Ssm { name: String, message: String },
     #[error("SSM parameter {name} has no value")]
     EmptyParameter { name: String },
+    #[error("secret {id} in Secrets Manager is empty or blank: set its value (an empty key is one anyone can sign with)")]
+    Blank { id: String },
 }
 
 impl SecretSource {
@@ -91,6 +93,10 @@ impl SecretSource {
                 let value = out
                     .secret_string()
                     .ok_or_else(|| SecretError::NotAString { id: id.clone() })?;
+                // Fail closed: a reference that holds nothing is an error, never a usable key.
+                if value.trim().is_empty() {
+                    return Err(SecretError::Blank { id: id.clone() });
+                }
                 Ok(Some(Secret::new(value)))
             }
             SecretSource::Ssm(name) => {
@@ -108,7 +114,7 @@ impl SecretSource {
                 let value = out
                     .parameter()
                     .and_then(|p| p.value())
-                    .filter(|v| !v.is_empty())
+                    .filter(|v| !v.trim().is_empty())
                     .ok_or_else(|| SecretError::EmptyParameter { name: name.clone() })?;
                 Ok(Some(Secret::new(value)))
             }
