@@ -51,6 +51,8 @@ PARAMETER_SETS = {
         "GitHubTokenSecretArn": f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:chronicle/github-token-AbC123",
         "GitHubApiUrl": "https://github.example.com/api/v3",
         "GitHubAppId": "424242",
+        "LinkedIssuesScope": "owner",
+        "RedeliverTokenSecretArn": f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:chronicle/redeliver-token-ReD123",
         "StoryModelId": "anthropic.claude-3-5-haiku-20241022-v1:0",
         "StoryMinNewEntries": "30",
         "GitHubAppPrivateKeySecretArn": f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:chronicle/github-app-key-QrS456",
@@ -91,6 +93,8 @@ NOT_IN_MOTO = {
     "AWS::CloudWatch::Alarm": "only AWS::CloudWatch::Dashboard has a CloudFormation model",
     "AWS::Lambda::EventInvokeConfig": "no CloudFormation model (only the Lambda API has it)",
     "AWS::SNS::Subscription": "only AWS::SNS::Topic has a CloudFormation model",
+    "AWS::SQS::QueuePolicy": "no CloudFormation model (only the SQS API sets a queue's Policy)",
+    "AWS::S3::BucketPolicy": "no CloudFormation model (only the S3 API sets a bucket's policy)",
 }
 # Of those, the ones made through the service API before the create, so that references to them
 # resolve to a real resource (the webhook function's env var and policy name the secret).
@@ -1048,7 +1052,10 @@ def check_roles(report, tpl, values, live, ev):
     notion = bool(values["NotionTokenSecretArn"] and values["NotionParentPageId"])
     optional = [
         ("EnrichFunction", "secretsmanager:GetSecretValue", values["GitHubTokenSecretArn"], "GitHubTokenSecretArn"),
-        ("RedeliverFunction", "secretsmanager:GetSecretValue", values["GitHubTokenSecretArn"], "GitHubTokenSecretArn"),
+        # Redelivery reads its own token when given, else enrichment's (never both).
+        ("RedeliverFunction", "secretsmanager:GetSecretValue",
+         values.get("RedeliverTokenSecretArn") or values["GitHubTokenSecretArn"],
+         "RedeliverTokenSecretArn" if values.get("RedeliverTokenSecretArn") else "GitHubTokenSecretArn"),
         ("RedeliverFunction", "secretsmanager:GetSecretValue",
          values["GitHubAppPrivateKeySecretArn"] if values["GitHubAppId"] else "", "GitHubAppPrivateKeySecretArn"),
         ("PageBuilderFunction", "secretsmanager:GetSecretValue", values["NotionTokenSecretArn"] if notion else "", "NotionTokenSecretArn"),
@@ -1062,6 +1069,9 @@ def check_roles(report, tpl, values, live, ev):
     for fn, action, resource, param in optional:
         if resource:
             report.check(f"{fn} allows {action} on {param}", grants(fn, action, resource))
+    if values.get("RedeliverTokenSecretArn") and values["GitHubTokenSecretArn"]:
+        report.check("RedeliverFunction cannot read enrichment's token when it has its own",
+                     not grants("RedeliverFunction", "secretsmanager:GetSecretValue", values["GitHubTokenSecretArn"]))
     webhook_secret = ev({"Ref": "WebhookSecret"})
     all_stmts = [s for ss in live_stmts.values() for s in ss]
     secret_res = sorted({r for s in all_stmts if "secretsmanager:GetSecretValue" in as_list(s.get("Action", []))
@@ -1163,6 +1173,36 @@ def check_not_in_moto(report, tpl, values, live, ev):
     fn_ids = set(function_ids(tpl))
     queues = set(of("AWS::SQS::Queue"))
     report.section("not created by moto: asserted on the transformed template")
+
+    # Transport: every queue and bucket denies requests made without TLS.
+    for policy_type, prop, covered_type in [("AWS::SQS::QueuePolicy", "Queues", "AWS::SQS::Queue"),
+                                            ("AWS::S3::BucketPolicy", "Bucket", "AWS::S3::Bucket")]:
+        covered = set()
+        for lid in of(policy_type):
+            p = res[lid]["Properties"]
+            denies = [st for st in statements(p["PolicyDocument"])
+                      if st.get("Effect") == "Deny" and json.dumps(st.get("Principal")) in ('{"AWS": "*"}', '"*"')
+                      and str(st.get("Condition", {}).get("Bool", {}).get("aws:SecureTransport")).lower() == "false"]
+            report.check(f"{lid} denies every request without TLS (aws:SecureTransport false)", bool(denies),
+                         json.dumps(p["PolicyDocument"]))
+            for target in as_list(p[prop]):
+                covered.add(ref_target(target))
+        missing = sorted(set(of(covered_type)) - covered)
+        report.check(f"every {covered_type} has a {policy_type} that denies requests without TLS",
+                     not missing, f"not covered: {missing}")
+
+    # Enrichment (it parses untrusted repository content): its pages-table grant is held to
+    # repositories' partitions and to the context's attributes.
+    enrich_role = ref_target(res["EnrichFunction"]["Properties"]["Role"])
+    contexts = [st for pol in res[enrich_role]["Properties"]["Policies"]
+                for st in statements(pol.get("PolicyDocument", {})) if st.get("Sid") == "RepoContexts"]
+    cond = contexts[0].get("Condition", {}) if contexts else {}
+    report.check("EnrichFunction RepoContexts never reaches a #-partition (dynamodb:LeadingKeys)",
+                 "#*" in as_list(cond.get("ForAllValues:StringNotLike", {}).get("dynamodb:LeadingKeys", [])),
+                 json.dumps(cond))
+    attrs = as_list(cond.get("ForAllValues:StringEquals", {}).get("dynamodb:Attributes", []))
+    report.check("EnrichFunction RepoContexts limited to the context's attributes (dynamodb:Attributes)",
+                 {"repo", "module", "context"} <= set(attrs) and "hook" not in attrs, json.dumps(cond))
 
     # Secrets: generated, never a literal in the template.
     for lid in of("AWS::SecretsManager::Secret"):

@@ -101,6 +101,10 @@ const FUNCTIONS: [&str; 6] = [
     "RedeliverFunction",
 ];
 
+/// Conditions the full parameter set makes false (redelivery has its own token there, so it
+/// does not read enrichment's).
+const FALSE_IN_FULL_SET: &[&str] = &["RedeliverWithEnrichToken"];
+
 /// The hook the test's deliveries name (`X-GitHub-Hook-ID`).
 const HOOK_ID: u64 = 77;
 
@@ -130,6 +134,16 @@ impl Statement {
                     });
                     leading.is_some_and(|v| values.contains(&v))
                 }
+                ("ForAllValues:StringNotLike", "dynamodb:LeadingKeys") => {
+                    let leading = hash_key.and_then(|h| {
+                        call.keys
+                            .iter()
+                            .find(|(n, _)| n == h)
+                            .map(|(_, v)| v.clone())
+                    });
+                    // No key at all would pass a ForAllValues; a call without one is refused.
+                    leading.is_some_and(|v| !values.iter().any(|p| like(p, &v)))
+                }
                 ("ForAllValues:StringEquals", "dynamodb:Attributes") => {
                     call.attributes.iter().all(|a| values.contains(a))
                 }
@@ -148,6 +162,14 @@ impl Statement {
         }
         Ok(())
     }
+}
+
+/// IAM's `StringLike`: `*` any run of characters, `?` one.
+fn like(pattern: &str, value: &str) -> bool {
+    globset::GlobBuilder::new(pattern)
+        .literal_separator(false)
+        .build()
+        .is_ok_and(|g| g.compile_matcher().is_match(value))
 }
 
 /// The partition key's name of each table in the template.
@@ -212,6 +234,10 @@ fn strings(v: &Value) -> Vec<String> {
 /// `!Ref` only of what evaluates to an ARN (a parameter holding one, a secret): IAM rejects a
 /// table name or a queue URL.
 fn logical_resources(v: &Value, template: &Value) -> Vec<String> {
+    // `!If [Condition, a, b]`: the full set takes `a`.
+    if let Some(Value::Sequence(branches)) = tagged(v, "If") {
+        return logical_resources(&branches[1], template);
+    }
     if let Value::Sequence(items) = v {
         return items
             .iter()
@@ -269,8 +295,14 @@ fn granted() -> BTreeMap<String, Vec<Statement>> {
         );
         let mut statements = Vec::new();
         for policy in props["Policies"].as_sequence().unwrap() {
-            // `!If [Condition, policy, !Ref AWS::NoValue]`: the full set takes the policy.
+            // `!If [Condition, policy, !Ref AWS::NoValue]`: the full set takes the policy,
+            // unless its condition is one the full set makes false.
             let policy = match tagged(policy, "If") {
+                Some(Value::Sequence(branches))
+                    if FALSE_IN_FULL_SET.contains(&branches[0].as_str().unwrap_or_default()) =>
+                {
+                    continue;
+                }
                 Some(Value::Sequence(branches)) => &branches[1],
                 Some(_) => panic!("malformed !If in {role}"),
                 None => policy,
@@ -388,6 +420,8 @@ async fn every_function_calls_exactly_what_its_role_grants() {
         .unwrap();
     let webhook_secret = secret(&admin, "webhook", support::SECRET).await;
     let github_secret = secret(&admin, "github", GITHUB_TOKEN).await;
+    // Redelivery's own token (RedeliverTokenSecretArn): the same value here, another secret.
+    let redeliver_secret = secret(&admin, "redeliver", GITHUB_TOKEN).await;
     let notion_secret = secret(&admin, "notion", NOTION_TOKEN).await;
     let anthropic_secret = secret(&admin, "anthropic", ANTHROPIC_KEY).await;
     let app_key = std::fs::read_to_string(
@@ -414,6 +448,7 @@ async fn every_function_calls_exactly_what_its_role_grants() {
         (bucket.clone(), "NarrativeBucket".into()),
         (webhook_secret.clone(), "WebhookSecret".into()),
         (github_secret.clone(), "GitHubTokenSecretArn".into()),
+        (redeliver_secret.clone(), "RedeliverTokenSecretArn".into()),
         (notion_secret.clone(), "NotionTokenSecretArn".into()),
         (anthropic_secret.clone(), "AnthropicApiKeySecretArn".into()),
         (
@@ -687,7 +722,7 @@ async fn every_function_calls_exactly_what_its_role_grants() {
             table: table.clone(),
             pages_table: pages_table.clone(),
             api_url: hooks_github.url(),
-            token: SecretSource::SecretsManager(github_secret.clone()),
+            token: SecretSource::SecretsManager(redeliver_secret.clone()),
             app_id: Some("424242".into()),
             app_key: SecretSource::SecretsManager(app_key_secret.clone()),
             timeout: Duration::from_secs(10),
@@ -801,4 +836,91 @@ async fn every_function_calls_exactly_what_its_role_grants() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
     github.stop().await;
+}
+
+/// Enrichment parses what a repository wrote; its write to the pages table is held by IAM to
+/// repositories' partitions (never `#hooks`) and to the context's and stale marker's attributes.
+#[test]
+fn the_context_write_is_held_to_repository_partitions_and_its_attributes() {
+    let granted = granted();
+    let statement = granted["EnrichFunction"]
+        .iter()
+        .find(|s| s.sid == "RepoContexts")
+        .expect("the context statement");
+    let call = |repo: &str, attributes: &[&str]| Call {
+        action: "dynamodb:PutItem".into(),
+        resource: "PagesTable".into(),
+        keys: vec![
+            ("repo".into(), repo.into()),
+            ("module".into(), "#context".into()),
+        ],
+        attributes: attributes.iter().map(|a| a.to_string()).collect(),
+        return_values: None,
+    };
+    let context = ["repo", "module", "checkedAt", "contextVersion", "context"];
+    assert_eq!(
+        statement.admits(&call("acme/app", &context), Some("repo")),
+        Ok(())
+    );
+    for refused in [
+        call("#hooks", &context),
+        call("acme/app#x", &context),
+        call("acme/app", &["repo", "module", "hook", "guid"]),
+        call("acme/app", &["repo", "module", "lastError"]),
+    ] {
+        assert!(
+            statement.admits(&refused, Some("repo")).is_err(),
+            "{refused:?}"
+        );
+    }
+}
+
+/// Every bucket and queue has a resource policy that denies any request made without TLS.
+#[test]
+fn every_bucket_and_queue_refuses_requests_without_tls() {
+    let text = std::fs::read_to_string(infra::emulator::repo_root().join("template.yaml")).unwrap();
+    let template: Value = serde_yaml::from_str(&text).unwrap();
+    let resources = template["Resources"].as_mapping().unwrap();
+    let of_type = |t: &str| -> Vec<String> {
+        resources
+            .iter()
+            .filter(|(_, r)| r["Type"].as_str() == Some(t))
+            .map(|(id, _)| id.as_str().unwrap().to_string())
+            .collect()
+    };
+    // (policy type, the property that lists what it covers, the resource type it covers)
+    for (policy_type, targets, covered_type) in [
+        ("AWS::S3::BucketPolicy", "Bucket", "AWS::S3::Bucket"),
+        ("AWS::SQS::QueuePolicy", "Queues", "AWS::SQS::Queue"),
+    ] {
+        let mut covered = BTreeSet::new();
+        for id in of_type(policy_type) {
+            let props = &resources[id.as_str()]["Properties"];
+            let denies_plain = props["PolicyDocument"]["Statement"]
+                .as_sequence()
+                .unwrap()
+                .iter()
+                .any(|s| {
+                    s["Effect"].as_str() == Some("Deny")
+                        && s["Principal"]["AWS"].as_str() == Some("*")
+                        && s["Condition"]["Bool"]["aws:SecureTransport"].as_str() == Some("false")
+                });
+            assert!(denies_plain, "{id}: no Deny on aws:SecureTransport false");
+            let listed = match &props[targets] {
+                Value::Sequence(items) => items.clone(),
+                other => vec![other.clone()],
+            };
+            for target in listed {
+                let name = tagged(&target, "Ref")
+                    .and_then(Value::as_str)
+                    .unwrap_or_else(|| panic!("{id}: {target:?} is not a !Ref"));
+                covered.insert(name.to_string());
+            }
+        }
+        let all: BTreeSet<String> = of_type(covered_type).into_iter().collect();
+        assert_eq!(
+            covered, all,
+            "{policy_type} must cover every {covered_type}"
+        );
+    }
 }
