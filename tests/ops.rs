@@ -281,7 +281,68 @@ fn ops_target(t: &Tables, sdk: aws_config::SdkConfig) -> infra::ops_cli::OpsTarg
         },
         pages_table: t.pages.table_name().to_string(),
         queues: vec![],
+        guard: Default::default(),
     }
+}
+
+/// On a deployed stack, a bulk change above ten items needs --yes (tests have no terminal to
+/// ask on): refused, nothing changed; with --yes it goes ahead. A dry run previews either way,
+/// and a few items need no confirmation.
+#[tokio::test]
+async fn a_bulk_change_to_a_deployed_stack_needs_yes_and_changes_nothing_without_it() {
+    let sdk = sdk().await;
+    let t = fresh_tables(&sdk).await;
+    let now = OffsetDateTime::now_utc();
+    for n in 1..=12 {
+        merged(&t, n, now).await;
+        given_up(
+            &t,
+            n,
+            "summarize failed 5 times",
+            "2026-12-01T10:00:00.000Z",
+        )
+        .await;
+    }
+    let mut target = ops_target(&t, sdk.clone());
+    target.guard = infra::confirm::Guard {
+        stack: Some("prod".into()),
+        yes: false,
+    };
+    let failed_now = || async { t.prs.failed_rows(Some(REPO)).await.unwrap().len() };
+    let (code, message) =
+        infra::ops_cli::reprocess(&target, &[], true, Some(REPO), None, false, false)
+            .await
+            .unwrap_err();
+    assert_eq!(code, 2);
+    assert!(
+        message.contains("12 PRs") && message.contains("--yes"),
+        "{message}"
+    );
+    assert_eq!(failed_now().await, 12, "nothing was changed");
+    let preview = infra::ops_cli::reprocess(&target, &[], true, Some(REPO), None, false, true)
+        .await
+        .unwrap();
+    assert_eq!(preview.len(), 12);
+    assert_eq!(failed_now().await, 12);
+    // A few named PRs need no confirmation.
+    let lines = infra::ops_cli::reprocess(
+        &target,
+        &[format!("{REPO}#1"), format!("{REPO}#2")],
+        false,
+        None,
+        None,
+        false,
+        false,
+    )
+    .await
+    .unwrap();
+    assert!(lines.iter().all(|l| l.outcome == "pending"), "{lines:?}");
+    target.guard.yes = true;
+    let lines = infra::ops_cli::reprocess(&target, &[], true, Some(REPO), None, false, false)
+        .await
+        .unwrap();
+    assert_eq!(lines.len(), 10);
+    assert_eq!(failed_now().await, 0);
 }
 
 async fn summarize(handler: &std::sync::Arc<shared::summarize::SummarizeHandler>, number: u64) {

@@ -214,6 +214,12 @@ pub async fn redrive_enrich(
     }
     let failed = |e: String| (EXIT_FAILED, e);
     let sqs = aws_sdk_sqs::Client::new(&target.sdk);
+    if !dry_run {
+        let depth = crate::ops_cli::queue_depth(&sqs, &dlq.url)
+            .await
+            .map_err(failed)?;
+        target.guard.check("redrive enrich", "messages", depth)?;
+    }
     let streams = aws_sdk_dynamodbstreams::Client::new(&target.sdk);
     let prs = PrStore::new(
         aws_sdk_dynamodb::Client::new(&target.sdk),

@@ -9,6 +9,7 @@ pub mod bench_backpressure;
 pub mod bench_history;
 pub mod bench_hot;
 pub mod bench_quality;
+pub mod confirm;
 pub mod dev;
 pub mod emulator;
 pub mod enrich_redrive;

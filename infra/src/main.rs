@@ -100,6 +100,9 @@ enum Command {
         /// Show what would change; change nothing.
         #[arg(long)]
         dry_run: bool,
+        /// On a deployed stack, change more than 10 rows without asking.
+        #[arg(long)]
+        yes: bool,
         #[arg(long)]
         stack: Option<String>,
         #[arg(long)]
@@ -112,6 +115,9 @@ enum Command {
         queue: infra::ops_cli::RedriveQueue,
         #[arg(long)]
         dry_run: bool,
+        /// On a deployed stack, move more than 10 messages without asking.
+        #[arg(long)]
+        yes: bool,
         #[arg(long)]
         stack: Option<String>,
         #[arg(long)]
@@ -138,6 +144,9 @@ enum Command {
         module: Option<String>,
         #[arg(long)]
         dry_run: bool,
+        /// On a deployed stack, mark more than 10 pages without asking.
+        #[arg(long)]
+        yes: bool,
         #[arg(long)]
         stack: Option<String>,
         #[arg(long)]
@@ -337,6 +346,7 @@ async fn main() -> anyhow::Result<()> {
             since,
             new_summary,
             dry_run,
+            yes,
             stack,
             json,
         } => {
@@ -347,6 +357,7 @@ async fn main() -> anyhow::Result<()> {
                 since,
                 new_summary,
                 dry_run,
+                yes,
             };
             let code = infra::ops_cli::run_reprocess(stack.as_deref(), &args, json).await;
             std::process::exit(i32::from(code));
@@ -354,10 +365,12 @@ async fn main() -> anyhow::Result<()> {
         Command::Redrive {
             queue,
             dry_run,
+            yes,
             stack,
             json,
         } => {
-            let code = infra::ops_cli::run_redrive(stack.as_deref(), queue, dry_run, json).await;
+            let code =
+                infra::ops_cli::run_redrive(stack.as_deref(), queue, dry_run, yes, json).await;
             std::process::exit(i32::from(code));
         }
         Command::Redeliver {
@@ -372,6 +385,7 @@ async fn main() -> anyhow::Result<()> {
             repo,
             module,
             dry_run,
+            yes,
             stack,
             json,
         } => {
@@ -380,6 +394,7 @@ async fn main() -> anyhow::Result<()> {
                 &repo,
                 module.as_deref(),
                 dry_run,
+                yes,
                 json,
             )
             .await;

@@ -18,6 +18,8 @@ pub struct OpsTarget {
     pub table: TableConfig,
     pub pages_table: String,
     pub queues: Vec<QueueRef>,
+    /// Whether a bulk change needs `--yes` (a deployed stack) and whether it was given.
+    pub guard: crate::confirm::Guard,
 }
 
 impl OpsTarget {
@@ -61,6 +63,10 @@ pub async fn target(stack: Option<&str>) -> Result<OpsTarget, UsageError> {
                 table,
                 pages_table,
                 queues,
+                guard: crate::confirm::Guard {
+                    stack: Some(name.to_string()),
+                    yes: false,
+                },
             })
         }
         None => {
@@ -101,6 +107,7 @@ pub async fn target(stack: Option<&str>) -> Result<OpsTarget, UsageError> {
                 table,
                 pages_table,
                 queues,
+                guard: crate::confirm::Guard::default(),
             })
         }
     }
@@ -121,6 +128,13 @@ async fn resolve(command: &str, stack: Option<&str>) -> Result<OpsTarget, u8> {
         eprintln!("chronicle {command}: {e}");
         target_error_code(&e)
     })
+}
+
+/// [`resolve`], with `--yes` noted for the bulk-change guard.
+async fn resolve_confirmed(command: &str, stack: Option<&str>, yes: bool) -> Result<OpsTarget, u8> {
+    let mut target = resolve(command, stack).await?;
+    target.guard.yes = yes;
+    Ok(target)
 }
 
 /// The last path segment of a queue URL: its name.
@@ -364,6 +378,11 @@ pub async fn reprocess(
             }
         }
     }
+    if !dry_run {
+        target
+            .guard
+            .check("reprocess", "PRs", chosen.len() as u64)?;
+    }
     let mut lines = Vec::with_capacity(chosen.len());
     let bar = crate::progress::Bar::with_len(chosen.len() as u64, "PRs");
     for (repo, number) in chosen {
@@ -422,6 +441,9 @@ pub async fn rebuild(
         ));
     }
     if !dry_run {
+        target
+            .guard
+            .check("rebuild", "module pages", modules.len() as u64)?;
         let now = time::OffsetDateTime::now_utc();
         for m in &modules {
             pages
@@ -442,11 +464,13 @@ pub struct ReprocessArgs {
     pub since: Option<String>,
     pub new_summary: bool,
     pub dry_run: bool,
+    /// Go ahead on a deployed stack without asking.
+    pub yes: bool,
 }
 
 /// The CLI's `reprocess`: prints, and returns the exit code (1 if a row was busy).
 pub async fn run_reprocess(stack: Option<&str>, args: &ReprocessArgs, json: bool) -> u8 {
-    let target = match resolve("reprocess", stack).await {
+    let target = match resolve_confirmed("reprocess", stack, args.yes).await {
         Ok(t) => t,
         Err(code) => return code,
     };
@@ -489,9 +513,10 @@ pub async fn run_rebuild(
     repo: &str,
     module: Option<&str>,
     dry_run: bool,
+    yes: bool,
     json: bool,
 ) -> u8 {
-    let target = match resolve("rebuild", stack).await {
+    let target = match resolve_confirmed("rebuild", stack, yes).await {
         Ok(t) => t,
         Err(code) => return code,
     };
@@ -556,6 +581,21 @@ fn queue_with<'t>(target: &'t OpsTarget, role: &str) -> Option<&'t QueueRef> {
     target.queues.iter().find(|q| q.role == role)
 }
 
+/// A queue's approximate number of visible messages.
+pub async fn queue_depth(sqs: &aws_sdk_sqs::Client, url: &str) -> Result<u64, String> {
+    Ok(sqs
+        .get_queue_attributes()
+        .queue_url(url)
+        .attribute_names(aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessages)
+        .send()
+        .await
+        .map_err(|e| shared::aws::error_message(&e))?
+        .attributes()
+        .and_then(|a| a.get(&aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessages))
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(0))
+}
+
 /// `redrive`. On a deployed stack the summarize DLQ is moved by SQS itself
 /// (`StartMessageMoveTask`, which keeps bodies and attributes); on the local stack, whose
 /// emulator lacks it, the CLI does the same: receive, send to the source with the same body and
@@ -587,17 +627,7 @@ pub async fn redrive(
             format!("this stack has no {which:?} DLQ (the local stack has no schedule DLQ)"),
         ));
     };
-    let depth = sqs
-        .get_queue_attributes()
-        .queue_url(&dlq.url)
-        .attribute_names(aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessages)
-        .send()
-        .await
-        .map_err(|e| failed(shared::aws::error_message(&e)))?
-        .attributes()
-        .and_then(|a| a.get(&aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessages))
-        .and_then(|v| v.parse::<u64>().ok())
-        .unwrap_or(0);
+    let depth = queue_depth(&sqs, &dlq.url).await.map_err(failed)?;
     let mut report = RedriveReport {
         queue: dlq.name.clone(),
         messages: depth,
@@ -607,6 +637,7 @@ pub async fn redrive(
     if dry_run || depth == 0 {
         return Ok(report);
     }
+    target.guard.check("redrive", "messages", depth)?;
     match (which, source) {
         (RedriveQueue::Summarize, Some(source)) if deployed => {
             let arn = |url: String| {
@@ -770,9 +801,10 @@ pub async fn run_redrive(
     stack: Option<&str>,
     which: RedriveQueue,
     dry_run: bool,
+    yes: bool,
     json: bool,
 ) -> u8 {
-    let target = match resolve("redrive", stack).await {
+    let target = match resolve_confirmed("redrive", stack, yes).await {
         Ok(t) => t,
         Err(code) => return code,
     };

@@ -84,6 +84,8 @@ pub enum ConfigError {
         set: &'static str,
         missing: &'static str,
     },
+    #[error("{0} is for local development only and is refused inside Lambda (AWS_LAMBDA_FUNCTION_NAME is set): configure the webhook secret instead")]
+    LocalOnly(&'static str),
 }
 
 /// Settings of the PR table every function shares.
@@ -587,6 +589,11 @@ impl WebhookConfig {
                 "a positive number of bytes",
             ));
         }
+        let insecure_no_signature = flag(get, INSECURE_NO_SIGNATURE)?;
+        // Lambda's runtime sets AWS_LAMBDA_FUNCTION_NAME: a deployed webhook always checks.
+        if insecure_no_signature && get("AWS_LAMBDA_FUNCTION_NAME").is_some_and(|v| !v.is_empty()) {
+            return Err(ConfigError::LocalOnly(INSECURE_NO_SIGNATURE));
+        }
         Ok(WebhookConfig {
             table: TableConfig::from_lookup(get)?,
             max_body_bytes,
@@ -595,7 +602,7 @@ impl WebhookConfig {
                 get(GITHUB_WEBHOOK_SECRET_ARN),
                 get(GITHUB_WEBHOOK_SECRET_PARAM),
             ),
-            insecure_no_signature: flag(get, INSECURE_NO_SIGNATURE)?,
+            insecure_no_signature,
             pages_table: get(PAGES_TABLE).filter(|t| !t.trim().is_empty()),
         })
     }
@@ -664,6 +671,29 @@ mod tests {
             ),
             (2048, 8, true)
         );
+    }
+
+    /// The insecure switch works on a developer's machine only, never inside Lambda.
+    #[test]
+    fn the_insecure_switch_is_refused_inside_lambda() {
+        let local = WebhookConfig::from_lookup(&lookup(&[
+            ("TABLE_NAME", "t"),
+            ("CHRONICLE_INSECURE_NO_SIGNATURE", "1"),
+        ]))
+        .unwrap();
+        assert!(local.insecure_no_signature);
+        let err = WebhookConfig::from_lookup(&lookup(&[
+            ("TABLE_NAME", "t"),
+            ("CHRONICLE_INSECURE_NO_SIGNATURE", "1"),
+            ("AWS_LAMBDA_FUNCTION_NAME", "chronicle-webhook"),
+        ]))
+        .unwrap_err();
+        assert!(err.to_string().contains("refused inside Lambda"), "{err}");
+        assert!(WebhookConfig::from_lookup(&lookup(&[
+            ("TABLE_NAME", "t"),
+            ("AWS_LAMBDA_FUNCTION_NAME", "chronicle-webhook"),
+        ]))
+        .is_ok());
     }
 
     /// A credential is never sent in clear text: base URLs are https, or http on loopback.
