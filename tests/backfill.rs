@@ -610,3 +610,95 @@ async fn backfilled_rows_are_not_enriched_again() {
     );
     assert!(merged_count(&pulls) > 30);
 }
+
+/// Every items of a table (a Scan: the table is a test's own).
+async fn items_in(sdk: &aws_config::SdkConfig, table: &str) -> usize {
+    aws_sdk_dynamodb::Client::new(sdk)
+        .scan()
+        .table_name(table)
+        .send()
+        .await
+        .unwrap()
+        .count as usize
+}
+
+/// `chronicle backfill` as the command runs it (context refresh included): a repository that
+/// does not exist, another spelling of its name, a revoked token, a missing token and a
+/// backwards window are each refused with exit 2, and not one item is written to either table
+/// (the context refresh used to store a `#context` for a repository that does not exist).
+#[tokio::test]
+async fn the_command_writes_nothing_for_any_bad_input() {
+    use infra::backfill_cli::{run_with, BackfillArgs, Target, EXIT_USAGE};
+    let (stand_in, _) = standin(5).await;
+    let sdk = sdk().await;
+    let t = fresh_tables(&sdk).await;
+    let target = |token: Option<&str>| Target {
+        sdk: sdk.clone(),
+        table: shared::config::TableConfig {
+            table_name: t.prs.table_name().to_string(),
+            pending_shards: 4,
+        },
+        pages_table: t.pages.table_name().to_string(),
+        api_url: stand_in.url().to_string(),
+        token: token.map(Secret::new),
+        max_paths: 500,
+    };
+    let args = |repo: &str| BackfillArgs {
+        repo: repo.into(),
+        page_size: 50,
+        ..Default::default()
+    };
+    let cases: Vec<(&str, BackfillArgs, Target, &str)> = vec![
+        (
+            "no such repository",
+            args("Codertocat/No-Such-Repo"),
+            target(Some(TOKEN)),
+            "no repository",
+        ),
+        (
+            "another spelling",
+            args("codertocat/hello-world"),
+            target(Some(TOKEN)),
+            "GitHub names the repository",
+        ),
+        (
+            "a revoked token",
+            args(REPO),
+            target(Some("ghp_revoked")),
+            "token",
+        ),
+        ("no token", args(REPO), target(None), "no GitHub token"),
+        (
+            "a backwards window",
+            BackfillArgs {
+                since: Some("2026-05-01".into()),
+                until: Some("2026-04-01".into()),
+                ..args(REPO)
+            },
+            target(Some(TOKEN)),
+            "after --until",
+        ),
+    ];
+    for (case, args, target, says) in cases {
+        let (code, message) = run_with(&args, &target).await.unwrap_err();
+        assert_eq!(code, EXIT_USAGE, "{case}: {message}");
+        assert!(message.contains(says), "{case}: {message}");
+        assert_eq!(
+            items_in(&sdk, t.prs.table_name()).await,
+            0,
+            "{case}: PR table"
+        );
+        assert_eq!(
+            items_in(&sdk, t.pages.table_name()).await,
+            0,
+            "{case}: pages table"
+        );
+    }
+    // And the good input writes.
+    let report = run_with(&args(REPO), &target(Some(TOKEN))).await.unwrap();
+    assert!(report.imported > 0);
+    assert!(
+        items_in(&sdk, t.pages.table_name()).await > 0,
+        "context and checkpoint"
+    );
+}

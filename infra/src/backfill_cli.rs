@@ -219,6 +219,11 @@ pub async fn run_with(
     let client = aws_sdk_dynamodb::Client::new(&target.sdk);
     let store = PrStore::new(client.clone(), target.table.clone());
     let checkpoints = CheckpointStore::new(client.clone(), target.pages_table.clone());
+    // Found and readable, under GitHub's own spelling, before anything is written (the context
+    // refresh below would store a context for a repository that does not exist).
+    if let Err(e) = github.repository(&options.repo, None).await {
+        return Err(backfill_error(BackfillError::GitHub(e)));
+    }
     // The repository's context first (CODEOWNERS, workspace packages, READMEs): the imported
     // history is then tagged with it from its first PR, as new PRs will be.
     context_first(target, token, &options.repo, client.clone()).await;
@@ -229,23 +234,23 @@ pub async fn run_with(
     };
     let result = backfill.run(&options, progress.as_ref()).await;
     progress.finish();
-    match result {
-        Ok(report) => Ok(report),
-        Err(e) => {
-            let code = if e.is_usage() {
-                EXIT_USAGE
-            } else {
-                EXIT_FAILED
-            };
-            let hint = match &e {
-                BackfillError::GitHub(
-                    shared::github::graphql::GraphQlError::RepositoryNotFound { .. },
-                ) => " (for a private repository the token needs read access to it)",
-                _ => "",
-            };
-            Err((code, format!("{e}{hint}")))
-        }
-    }
+    result.map_err(backfill_error)
+}
+
+/// The exit code and message of a failed backfill.
+fn backfill_error(e: BackfillError) -> (u8, String) {
+    let code = if e.is_usage() {
+        EXIT_USAGE
+    } else {
+        EXIT_FAILED
+    };
+    let hint = match &e {
+        BackfillError::GitHub(shared::github::graphql::GraphQlError::RepositoryNotFound {
+            ..
+        }) => " (for a private repository the token needs read access to it)",
+        _ => "",
+    };
+    (code, format!("{e}{hint}"))
 }
 
 /// The command: resolves the target, runs, prints; the exit status.

@@ -51,6 +51,14 @@ pub struct PullRequestByNumber;
 )]
 pub struct PullRequestFiles;
 
+#[derive(GraphQLQuery)]
+#[graphql(
+    schema_path = "../tests/fixtures/github/graphql/schema.graphql",
+    query_path = "src/github/queries.graphql",
+    response_derives = "Debug"
+)]
+pub struct RepositoryExists;
+
 /// Rate-limit answers one call waits out before it gives up.
 const MAX_RATE_LIMIT_WAITS: u32 = 10;
 
@@ -293,6 +301,43 @@ impl GraphQlClient {
             total: u64::try_from(connection.total_count).unwrap_or_default(),
             rate,
         })
+    }
+
+    /// `Ok` when `repo` exists, the token reads it, and GitHub spells its name as given
+    /// ([`GraphQlError::RepositoryNotFound`], [`GraphQlError::RepositoryName`] otherwise): what
+    /// a command checks before it writes anything.
+    pub async fn repository(
+        &self,
+        repo: &RepoName,
+        deadline: Option<Instant>,
+    ) -> Result<(), GraphQlError> {
+        let what = format!("repository {repo}");
+        let variables = repository_exists::Variables {
+            owner: repo.owner().to_string(),
+            name: repo.name().to_string(),
+        };
+        let (data, errors) = self
+            .post::<RepositoryExists>(variables, &what, deadline)
+            .await?;
+        let rate = data
+            .rate_limit
+            .map(|r| rate_limit(r.cost, r.remaining, r.limit, &r.reset_at));
+        self.note_rate(rate.as_ref());
+        let Some(repository) = data.repository else {
+            return Err(not_found_or(&errors, &what, || {
+                GraphQlError::RepositoryNotFound {
+                    repo: repo.to_string(),
+                }
+            }));
+        };
+        whole(&errors, &what)?;
+        if repository.name_with_owner != repo.as_str() {
+            return Err(GraphQlError::RepositoryName {
+                asked: repo.to_string(),
+                actual: repository.name_with_owner,
+            });
+        }
+        Ok(())
     }
 
     /// One pull request by number, with its first 100 files (see [`Self::remaining_files`]).
