@@ -24,7 +24,6 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use serde_json::json;
 use shared::domain::{FileChange, RepoName};
-use shared::signature;
 use shared::store::attr;
 use support::github_stub::GitHubStub;
 use support::*;
@@ -357,21 +356,8 @@ async fn a_hostile_repository_cannot_stall_misfile_leak_or_inject() {
     let secret = stack.secret().expect("the local stack signs").clone();
     let started = Instant::now();
     for pr in &history.prs {
-        let body = serde_json::to_vec(&payload(pr)).unwrap();
-        let status = reqwest::Client::new()
-            .post(stack.webhook_url())
-            .header("content-type", "application/json")
-            .header("x-github-event", "pull_request")
-            .header("x-github-delivery", format!("hostile-{}", pr.number))
-            .header(
-                "x-hub-signature-256",
-                signature::sign(secret.expose().as_bytes(), &body),
-            )
-            .body(body)
-            .send()
-            .await
-            .unwrap()
-            .status();
+        let guid = format!("hostile-{}", pr.number);
+        let status = post_signed(&stack.webhook_url(), &secret, &guid, &payload(pr)).await;
         assert_eq!(status, 200, "PR {}", pr.number);
     }
 

@@ -123,26 +123,21 @@ impl Statement {
     /// Whether `call` meets the statement's conditions, as IAM evaluates the DynamoDB keys it
     /// uses; `hash_key` is the partition key's name of the table the call names.
     fn admits(&self, call: &Call, hash_key: Option<&str>) -> Result<(), String> {
+        // The partition key's value: what `dynamodb:LeadingKeys` sees.
+        let leading = hash_key.and_then(|h| {
+            call.keys
+                .iter()
+                .find(|(n, _)| n == h)
+                .map(|(_, v)| v.as_str())
+        });
         for (op, key, values) in &self.conditions {
             let ok = match (op.as_str(), key.as_str()) {
                 ("ForAllValues:StringEquals", "dynamodb:LeadingKeys") => {
-                    let leading = hash_key.and_then(|h| {
-                        call.keys
-                            .iter()
-                            .find(|(n, _)| n == h)
-                            .map(|(_, v)| v.clone())
-                    });
-                    leading.is_some_and(|v| values.contains(&v))
+                    leading.is_some_and(|v| values.iter().any(|w| w == v))
                 }
+                // No key at all would pass a ForAllValues; a call without one is refused.
                 ("ForAllValues:StringNotLike", "dynamodb:LeadingKeys") => {
-                    let leading = hash_key.and_then(|h| {
-                        call.keys
-                            .iter()
-                            .find(|(n, _)| n == h)
-                            .map(|(_, v)| v.clone())
-                    });
-                    // No key at all would pass a ForAllValues; a call without one is refused.
-                    leading.is_some_and(|v| !values.iter().any(|p| like(p, &v)))
+                    leading.is_some_and(|v| !values.iter().any(|p| like(p, v)))
                 }
                 ("ForAllValues:StringEquals", "dynamodb:Attributes") => {
                     call.attributes.iter().all(|a| values.contains(a))

@@ -334,27 +334,10 @@ async fn an_edit_after_merge_reaches_the_entries_and_the_page() {
     let (_github, stack) = with_github().await;
     let repo = RepoName::parse("Codertocat/Hello-World").unwrap();
     let secret = stack.secret().expect("the local stack signs").clone();
+    let url = stack.webhook_url();
     let post = |guid: &'static str, payload: serde_json::Value| {
-        let url = stack.webhook_url();
-        let secret = secret.clone();
-        async move {
-            let body = serde_json::to_vec(&payload).unwrap();
-            reqwest::Client::new()
-                .post(url)
-                .header("content-type", "application/json")
-                .header("x-github-event", "pull_request")
-                .header("x-github-delivery", guid)
-                .header(
-                    "x-hub-signature-256",
-                    signature::sign(secret.expose().as_bytes(), &body),
-                )
-                .body(body)
-                .send()
-                .await
-                .unwrap()
-                .status()
-                .as_u16()
-        }
+        let (url, secret) = (url.clone(), secret.clone());
+        async move { post_signed(&url, &secret, guid, &payload).await }
     };
     assert_eq!(post("merged", merged_payload()).await, 200);
     let page = std::path::Path::new(stack.output_dir()).join("Codertocat/Hello-World/core.md");

@@ -320,27 +320,54 @@ impl Publisher for S3MarkdownPublisher {
 /// starts the name or touches another `.` becomes `_`, so no component is `.` or `..`, hidden,
 /// or contains `..`. An empty name becomes `_`.
 ///
-/// Distinct names give distinct components: a name that had to be changed (`a/b`), or that
-/// looks like a changed one (ends in `~` and 8 hex digits), gets `~` and 8 hex digits of its
-/// SHA-256, so `a/b` and `a__b` never share a file. A component is at most
+/// Distinct names give distinct components. Plain names stay as they are (`src__api` for
+/// `src/api`, `my_crate`); a name whose component could also be another's (one with `_` and a
+/// `/`, one already holding `__`, one with any other character replaced, one ending like a
+/// suffix) gets `~` and 8 hex digits of its SHA-256. A component is at most
 /// [`MAX_SEGMENT_BYTES`] bytes, so a file name with its temp suffix fits in 255.
 pub fn path_segment(name: &str) -> String {
     let chars: Vec<char> = name.chars().collect();
     let mut out = String::with_capacity(name.len());
+    let (mut slashes, mut other_changes) = (false, false);
     for (i, &c) in chars.iter().enumerate() {
         let dot_run = i == 0 || chars[i - 1] == '.' || chars.get(i + 1) == Some(&'.');
         match c {
-            '/' | '\\' => out.push_str("__"),
-            ':' | '*' | '?' | '"' | '<' | '>' | '|' => out.push('_'),
-            '.' if dot_run => out.push('_'),
-            c if c.is_control() => out.push('_'),
+            '/' => {
+                slashes = true;
+                out.push_str("__");
+            }
+            '\\' => {
+                other_changes = true;
+                out.push_str("__");
+            }
+            ':' | '*' | '?' | '"' | '<' | '>' | '|' => {
+                other_changes = true;
+                out.push('_');
+            }
+            '.' if dot_run => {
+                other_changes = true;
+                out.push('_');
+            }
+            c if c.is_control() => {
+                other_changes = true;
+                out.push('_');
+            }
             c => out.push(c),
         }
     }
     if out.is_empty() {
+        other_changes = true;
         out.push('_');
     }
-    if out != name || out.len() > MAX_SEGMENT_BYTES || crate::domain::has_hash_suffix(&out) {
+    // Unambiguous: unchanged and without `__` (which only a `/` makes), or changed by `/` alone
+    // in a name without `_` (so each `__` reads back as one `/`).
+    let plain = !other_changes
+        && if slashes {
+            !name.contains('_')
+        } else {
+            !out.contains("__")
+        };
+    if !plain || out.len() > MAX_SEGMENT_BYTES || crate::domain::has_hash_suffix(&out) {
         let suffix = format!("~{}", crate::domain::short_hash(name));
         let mut cut = (MAX_SEGMENT_BYTES - suffix.len()).min(out.len());
         while !out.is_char_boundary(cut) {
@@ -464,16 +491,16 @@ mod tests {
         ]));
         let published = publisher.publish(&set(first, &[])).await.unwrap();
         assert_eq!(published.documents, 2);
-        let path = dir.0.join("acme/app/src__api~ad4d739d.md");
+        let path = dir.0.join("acme/app/src__api.md");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "# T\n\none\n");
-        assert!(dir.0.join("acme/app/src__api~ad4d739d/2019.md").exists());
+        assert!(dir.0.join("acme/app/src__api/2019.md").exists());
         // Again, with the archive gone: the page is replaced, the archive file deleted.
         let second: &'static [Document] = Box::leak(Box::new([doc(module.clone(), "two")]));
         let removed: &'static [DocKey] = Box::leak(Box::new([old.clone()]));
         let published = publisher.publish(&set(second, removed)).await.unwrap();
         assert_eq!(published.removed, 1);
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "# T\n\ntwo\n");
-        assert!(!dir.0.join("acme/app/src__api~ad4d739d/2019.md").exists());
+        assert!(!dir.0.join("acme/app/src__api/2019.md").exists());
         // Removing what is not there is fine; no temporary file is left behind.
         publisher.publish(&set(second, removed)).await.unwrap();
         let names: Vec<String> = std::fs::read_dir(dir.0.join("acme/app"))
@@ -492,17 +519,26 @@ mod tests {
                 "{name:?} → {segment:?}"
             );
         };
-        changed("src/api", "src__api");
+        assert_eq!(path_segment("src/api"), "src__api");
+        assert_eq!(
+            path_segment("Codertocat/Hello-World"),
+            "Codertocat__Hello-World"
+        );
         assert_eq!(path_segment("(root)"), "(root)");
-        assert_eq!(path_segment("src__api"), "src__api");
+        assert_eq!(path_segment("my_crate"), "my_crate");
+        changed("a__b", "a__b");
+        changed("acme/my_team", "acme__my_team");
+        changed("a\\b", "a__b");
         changed("../x", "____x");
         changed(".github", "_github");
         changed("", "_");
         changed("a:b*c", "a_b_c");
         // Distinct names, distinct files.
-        assert_ne!(path_segment("a/b"), path_segment("a__b"));
-        assert_ne!(path_segment("a/b"), path_segment("a\\b"));
-        let posing = path_segment("a/b");
+        let names = ["a/b", "a__b", "a\\b", "a_/b", "a/_b", "a___b", "a_b", "a:b"];
+        let segments: std::collections::BTreeSet<String> =
+            names.iter().map(|n| path_segment(n)).collect();
+        assert_eq!(segments.len(), names.len(), "{segments:?}");
+        let posing = path_segment("a:b");
         assert_ne!(
             path_segment(&posing),
             posing,

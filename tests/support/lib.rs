@@ -310,6 +310,32 @@ pub fn header(v: &str) -> HeaderValue {
 
 /// The merged-PR delivery, derived from the real `pull_request.closed.1` example (which is
 /// closed without merging) by `samples::merged`.
+/// Posts `payload` to a webhook URL as GitHub would (`pull_request`, signed with `secret`);
+/// the answer's status.
+pub async fn post_signed(
+    url: &str,
+    secret: &shared::secret::Secret,
+    guid: &str,
+    payload: &serde_json::Value,
+) -> u16 {
+    let body = serde_json::to_vec(payload).unwrap();
+    reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("x-github-event", "pull_request")
+        .header("x-github-delivery", guid)
+        .header(
+            "x-hub-signature-256",
+            shared::signature::sign(secret.expose().as_bytes(), &body),
+        )
+        .body(body)
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
 pub fn merged_payload() -> serde_json::Value {
     samples::merged(samples::webhook("pull_request.closed.1"))
 }

@@ -183,6 +183,19 @@ struct ErrorEntry {
 }
 
 /// Errors next to data: some of the answer is missing (GitHub's partial answers), worth a retry.
+/// Another spelling of the name (case, or a renamed repository) would store a second copy of
+/// every row: GitHub's own `nameWithOwner` must be the one asked.
+fn same_name(repo: &RepoName, actual: &str) -> Result<(), GraphQlError> {
+    if actual == repo.as_str() {
+        Ok(())
+    } else {
+        Err(GraphQlError::RepositoryName {
+            asked: repo.to_string(),
+            actual: actual.to_string(),
+        })
+    }
+}
+
 fn whole(errors: &[ErrorEntry], what: &str) -> Result<(), GraphQlError> {
     if errors.is_empty() {
         return Ok(());
@@ -276,13 +289,7 @@ impl GraphQlClient {
             }));
         };
         whole(&errors, &what)?;
-        // Another spelling (case, or a renamed repository) would store a second copy of every row.
-        if repository.name_with_owner != repo.as_str() {
-            return Err(GraphQlError::RepositoryName {
-                asked: repo.to_string(),
-                actual: repository.name_with_owner,
-            });
-        }
+        same_name(repo, &repository.name_with_owner)?;
         let connection = repository.pull_requests;
         let mut pulls = Vec::new();
         for node in connection.nodes.into_iter().flatten().flatten() {
@@ -331,13 +338,7 @@ impl GraphQlClient {
             }));
         };
         whole(&errors, &what)?;
-        if repository.name_with_owner != repo.as_str() {
-            return Err(GraphQlError::RepositoryName {
-                asked: repo.to_string(),
-                actual: repository.name_with_owner,
-            });
-        }
-        Ok(())
+        same_name(repo, &repository.name_with_owner)
     }
 
     /// One pull request by number, with its first 100 files (see [`Self::remaining_files`]).

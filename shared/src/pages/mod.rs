@@ -151,14 +151,11 @@ mod tests {
             label: "2019-Q1".into(),
         };
         assert_eq!(index.path(), "acme/app.md");
-        assert_eq!(module.path(), "acme/app/src__api~ad4d739d.md");
-        assert_eq!(archive.path(), "acme/app/src__api~ad4d739d/2019-Q1.md");
-        assert_eq!(index.relative_link(&module), "app/src__api~ad4d739d.md");
-        assert_eq!(
-            module.relative_link(&archive),
-            "src__api~ad4d739d/2019-Q1.md"
-        );
-        assert_eq!(archive.relative_link(&module), "../src__api~ad4d739d.md");
+        assert_eq!(module.path(), "acme/app/src__api.md");
+        assert_eq!(archive.path(), "acme/app/src__api/2019-Q1.md");
+        assert_eq!(index.relative_link(&module), "app/src__api.md");
+        assert_eq!(module.relative_link(&archive), "src__api/2019-Q1.md");
+        assert_eq!(archive.relative_link(&module), "../src__api.md");
         assert_eq!(module.relative_link(&index), "../app.md");
         let year = DocKey::Archive {
             repo: "acme/app".into(),
