@@ -1202,7 +1202,10 @@ def check_not_in_moto(report, tpl, values, live, ev):
                  json.dumps(cond))
     attrs = as_list(cond.get("ForAllValues:StringEquals", {}).get("dynamodb:Attributes", []))
     report.check("EnrichFunction RepoContexts limited to the context's attributes (dynamodb:Attributes)",
-                 {"repo", "module", "context"} <= set(attrs) and "hook" not in attrs, json.dumps(cond))
+                 {"repo", "module", "context"} <= set(attrs) and not {"hook", "notion", "years"} & set(attrs),
+                 json.dumps(cond))
+    report.check("EnrichFunction RepoContexts grants no PutItem (it would replace a page item whole)",
+                 contexts and "dynamodb:PutItem" not in as_list(contexts[0].get("Action", [])))
 
     # Secrets: generated, never a literal in the template.
     for lid in of("AWS::SecretsManager::Secret"):

@@ -1056,7 +1056,8 @@ async fn a_row_waits_for_its_context_fifteen_minutes_at_most() {
 #[tokio::test]
 async fn linked_issues_stay_inside_the_repository_and_prs_are_not_issues() {
     let (store, github) = setup().await;
-    let body = "Fixes #1347, fixes other-org/private#42, FIXES Other-Org/Private#43, closes #33";
+    let body =
+        "Fixes #1347, fixes other-org/private#42, FIXES Other-Org/Private#43, closes #33, fixes #7";
     stored_pr(&store, 32, Some(body)).await;
     github.add_pull(32, 3, &[]);
     github
@@ -1068,6 +1069,16 @@ async fn linked_issues_stay_inside_the_repository_and_prs_are_not_issues() {
     github
         .rest
         .add_issue("other-org/private", 42, "Secret roadmap", "open");
+    // An issue since moved to a private repository of the same owner: GitHub answers 301.
+    github
+        .rest
+        .transfer_issue(REPO, 7, "Codertocat/security", 3);
+    github.rest.add_issue(
+        "Codertocat/security",
+        3,
+        "Private vulnerability report",
+        "open",
+    );
     let response = enricher(&store, &github, 1)
         .handle(event(vec![insert_record(32, "1")]), within(30), "inv")
         .await;

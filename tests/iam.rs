@@ -842,8 +842,12 @@ fn the_context_write_is_held_to_repository_partitions_and_its_attributes() {
         .iter()
         .find(|s| s.sid == "RepoContexts")
         .expect("the context statement");
+    assert!(
+        !statement.actions.iter().any(|a| a == "dynamodb:PutItem"),
+        "a put would replace a page item whole"
+    );
     let call = |repo: &str, attributes: &[&str]| Call {
-        action: "dynamodb:PutItem".into(),
+        action: "dynamodb:UpdateItem".into(),
         resource: "PagesTable".into(),
         keys: vec![
             ("repo".into(), repo.into()),
@@ -862,6 +866,9 @@ fn the_context_write_is_held_to_repository_partitions_and_its_attributes() {
         call("acme/app#x", &context),
         call("acme/app", &["repo", "module", "hook", "guid"]),
         call("acme/app", &["repo", "module", "lastError"]),
+        // The Notion page ids and year parts a build trusts.
+        call("acme/app", &["repo", "module", "notion"]),
+        call("acme/app", &["repo", "module", "years"]),
     ] {
         assert!(
             statement.admits(&refused, Some("repo")).is_err(),

@@ -75,12 +75,7 @@ pub fn module_entries(
                 breaking,
                 labels: row.labels.iter().take(ENTRY_MAX_LABELS).cloned().collect(),
                 summary: summary.to_string(),
-                linked_issues: row
-                    .linked_issues
-                    .iter()
-                    .take(ENTRY_MAX_ISSUES)
-                    .cloned()
-                    .collect(),
+                linked_issues: row.own_issues().take(ENTRY_MAX_ISSUES).cloned().collect(),
                 additions: row.additions,
                 deletions: row.deletions,
                 files: here,
@@ -206,6 +201,39 @@ mod tests {
         assert_eq!(entries.len(), 1);
         assert_eq!((entries[0].files_here, entries[0].files_elsewhere), (0, 0));
         assert!(entries[0].files.is_empty() && entries[0].elsewhere.is_empty());
+    }
+
+    /// A row stored before linked issues were scoped may name another owner's issue: the entry
+    /// never carries it.
+    #[test]
+    fn another_owners_stored_issue_never_reaches_an_entry() {
+        let repo = RepoName::parse("acme/app").unwrap();
+        let mut r = row(&[]);
+        let issue = |url: &str| crate::domain::IssueRef {
+            number: 1,
+            title: url.into(),
+            state: "closed".into(),
+            url: url.into(),
+        };
+        r.linked_issues = vec![
+            issue("https://github.com/acme/app/issues/1"),
+            issue("https://github.com/ACME/tracker/issues/2"),
+            issue("https://github.com/other-org/private/issues/42"),
+            issue("not a url"),
+        ];
+        let entries = module_entries(&repo, &r, &[ModuleName::new("acme/app")], "S.", None, None);
+        let urls: Vec<&str> = entries[0]
+            .linked_issues
+            .iter()
+            .map(|i| i.url.as_str())
+            .collect();
+        assert_eq!(
+            urls,
+            [
+                "https://github.com/acme/app/issues/1",
+                "https://github.com/ACME/tracker/issues/2"
+            ]
+        );
     }
 
     #[test]

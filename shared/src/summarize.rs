@@ -573,8 +573,7 @@ impl SummarizeHandler {
     ) -> String {
         let files: Vec<String> = row.files.iter().map(|f| f.path.clone()).collect();
         let issues: Vec<String> = row
-            .linked_issues
-            .iter()
+            .own_issues()
             .map(|i| format!("{} ({})", i.title, i.state))
             .collect();
         let input = SummaryInput {

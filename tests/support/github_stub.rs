@@ -152,6 +152,8 @@ struct State {
     base_url: String,
     pulls: HashMap<(String, u64), PullSpec>,
     issues: HashMap<(String, u64), (String, String)>,
+    /// Issues moved to another repository: (from repo, number) → (to repo, number there).
+    transfers: HashMap<(String, u64), (String, u64)>,
     /// Repository files at the default branch, by (repo, path).
     files: std::collections::BTreeMap<(String, String), String>,
     faults: Vec<(String, Fault)>,
@@ -194,6 +196,7 @@ impl GitHubStub {
             base_url: format!("http://{addr}"),
             pulls: HashMap::new(),
             issues: HashMap::new(),
+            transfers: HashMap::new(),
             files: Default::default(),
             faults: Vec::new(),
             requests: Vec::new(),
@@ -223,6 +226,16 @@ impl GitHubStub {
     pub fn add_pull(&self, repo: &str, number: u64, spec: PullSpec) {
         check_repo(repo);
         self.lock().pulls.insert((repo.to_string(), number), spec);
+    }
+
+    /// Issue `number` of `from` was transferred to `to` as `to_number`: asking the old place
+    /// answers 301 to the new one, on this host, as GitHub does.
+    pub fn transfer_issue(&self, from: &str, number: u64, to: &str, to_number: u64) {
+        check_repo(from);
+        check_repo(to);
+        self.lock()
+            .transfers
+            .insert((from.to_string(), number), (to.to_string(), to_number));
     }
 
     /// Registers (or replaces) issue `number` of `repo`. Unregistered issues answer 404.
@@ -669,6 +682,14 @@ fn decide(
             ),
             None => not_found(),
         },
+        Route::Issue { repo, number } if st.transfers.contains_key(&(repo.clone(), *number)) => {
+            let (to, n) = st.transfers[&(repo.clone(), *number)].clone();
+            let mut answer = Answer::error(StatusCode::MOVED_PERMANENTLY, "Moved Permanently");
+            answer
+                .headers
+                .push(("location", format!("{base}/repos/{to}/issues/{n}")));
+            answer
+        }
         Route::Issue { repo, number } => match st.issues.get(&(repo.clone(), *number)) {
             Some((title, state)) => Answer::json(
                 StatusCode::OK,

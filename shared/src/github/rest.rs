@@ -93,6 +93,10 @@ struct IssuePayload {
     /// apart by this key.
     #[serde(default)]
     pull_request: Option<serde_json::Value>,
+    /// `…/repos/{owner}/{name}`: where the issue is now (a transferred issue answers with a 301
+    /// to its new repository, which may be private).
+    #[serde(default)]
+    repository_url: Option<String>,
 }
 
 #[derive(Clone)]
@@ -189,6 +193,18 @@ impl GitHubClient {
                 let issue: IssuePayload = decode(&path, &body)?;
                 if issue.pull_request.is_some() {
                     return Ok(None); // `Fixes #12` where #12 is a PR: not a linked issue
+                }
+                // Only the repository asked for: GitHub follows a transferred issue to its new
+                // home, which the scope never allowed.
+                let here = format!("/repos/{repo}");
+                let same = issue.repository_url.as_deref().is_some_and(|u| {
+                    u.len() >= here.len()
+                        && u.is_char_boundary(u.len() - here.len())
+                        && u[u.len() - here.len()..].eq_ignore_ascii_case(&here)
+                });
+                if !same {
+                    tracing::info!(repo = %repo, number, "a linked issue that now lives elsewhere is not kept");
+                    return Ok(None);
                 }
                 Ok(Some(LinkedIssue {
                     repo: repo.clone(),

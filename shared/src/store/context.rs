@@ -44,6 +44,9 @@ impl ContextStore {
             .table_name(&self.table)
             .key("repo", AttributeValue::S(repo.to_string()))
             .key("module", AttributeValue::S(CONTEXT_MODULE.to_string()))
+            // Only what is read: IAM's dynamodb:Attributes then bounds the read as well.
+            .projection_expression("#context")
+            .expression_attribute_names("#context", CONTEXT)
             .send()
             .await
             .map_err(|e| dynamo_error(&self.table, "GetItem", &e))?;
@@ -104,29 +107,34 @@ impl ContextStore {
         replaces: Option<&str>,
     ) -> Result<bool, StoreError> {
         let json = fit(context).map_err(|e| StoreError::Dynamo {
-            operation: "PutItem",
+            operation: "UpdateItem",
             table: self.table.clone(),
             message: format!("the context of {repo} cannot be written as JSON: {e}"),
         })?;
-        let mut put = self
+        // An update, not a put: it can only set these attributes, never replace an item whole
+        // (enrichment is granted UpdateItem on this table, not PutItem).
+        let mut update = self
             .client
-            .put_item()
+            .update_item()
             .table_name(&self.table)
-            .item("repo", AttributeValue::S(repo.to_string()))
-            .item("module", AttributeValue::S(CONTEXT_MODULE.to_string()))
-            .item(CHECKED_AT, AttributeValue::S(context.checked_at.clone()))
-            .item(VERSION, AttributeValue::N(context.version.to_string()))
-            .item(CONTEXT, AttributeValue::S(json));
-        put = match replaces {
-            None => put
+            .key("repo", AttributeValue::S(repo.to_string()))
+            .key("module", AttributeValue::S(CONTEXT_MODULE.to_string()))
+            .update_expression("SET #checked = :new, #version = :version, #context = :context")
+            .expression_attribute_names("#checked", CHECKED_AT)
+            .expression_attribute_names("#version", VERSION)
+            .expression_attribute_names("#context", CONTEXT)
+            .expression_attribute_values(":new", AttributeValue::S(context.checked_at.clone()))
+            .expression_attribute_values(":version", AttributeValue::N(context.version.to_string()))
+            .expression_attribute_values(":context", AttributeValue::S(json));
+        update = match replaces {
+            None => update
                 .condition_expression("attribute_not_exists(#module)")
                 .expression_attribute_names("#module", "module"),
-            Some(checked) => put
+            Some(checked) => update
                 .condition_expression("#checked = :checked")
-                .expression_attribute_names("#checked", CHECKED_AT)
                 .expression_attribute_values(":checked", AttributeValue::S(checked.to_string())),
         };
-        applied(&self.table, "PutItem", put.send().await)
+        applied(&self.table, "UpdateItem", update.send().await)
     }
 }
 

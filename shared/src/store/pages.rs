@@ -215,6 +215,11 @@ impl PageStore {
     /// Notes that `repo`'s layout changed in its context checked at `checked_at`, and marks the
     /// page stale: the index's build passes it on to every module page, whose build then reads
     /// a context at least that new (not a cached older one). A clean build clears it.
+    ///
+    /// Only a page that exists is marked (one that does not has nothing to rebuild; its first
+    /// build reads the context anyway), and only `layoutChangedAt`, the stale marker and
+    /// `version` are written: enrichment, which parses untrusted content, may write nothing else
+    /// to this table (its IAM grant names these attributes).
     pub async fn mark_layout_changed(
         &self,
         repo: &str,
@@ -227,7 +232,21 @@ impl PageStore {
             a::LAYOUT_CHANGED_AT,
             AttributeValue::S(checked_at.to_string()),
         );
-        self.mark_with(u, repo, module, &[], None, false, now).await
+        u.set(a::STALE, AttributeValue::S(STALE_MARK.into()));
+        let since = u.name(a::STALE_SINCE);
+        let now_value = u.value("now", Some(AttributeValue::S(rfc3339_millis(now))));
+        u.sets
+            .push(format!("{since} = if_not_exists({since}, {now_value})"));
+        u.add(a::VERSION, AttributeValue::N("1".into()));
+        let exists = format!("attribute_exists({})", u.name(a::MODULE));
+        let result = u
+            .apply(self.update(repo, module))
+            .condition_expression(exists)
+            .send()
+            .await;
+        self.meter.write();
+        // `false`: no such page, nothing to mark.
+        applied(&self.table, "UpdateItem", result).map(|_| ())
     }
 
     async fn mark(

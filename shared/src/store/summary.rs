@@ -67,6 +67,19 @@ pub struct RowError {
 }
 
 impl PrRow {
+    /// Its linked issues of its own owner, by their URL (`https://HOST/OWNER/REPO/issues/N`):
+    /// a row enriched before linked issues were scoped could name another owner's issue, which
+    /// is never published or given to a model.
+    pub fn own_issues(&self) -> impl Iterator<Item = &IssueRef> {
+        let owner = self.repo.split('/').next().unwrap_or_default();
+        self.linked_issues.iter().filter(move |i| {
+            i.url
+                .split_once("://")
+                .and_then(|(_, rest)| rest.split('/').nth(1))
+                .is_some_and(|o| !owner.is_empty() && o.eq_ignore_ascii_case(owner))
+        })
+    }
+
     pub fn from_item(item: &Item) -> Result<Self, RowError> {
         let row: PrRow = serde_dynamo::from_item(item.clone()).map_err(|e| RowError {
             repo: string(item, attr::REPO).unwrap_or("?").to_string(),
