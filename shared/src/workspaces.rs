@@ -7,7 +7,7 @@
 //! directives. A package's own manifest gives its name and description: `[package] name`,
 //! package.json `name`, go.mod `module` (its last path element).
 
-use globset::{Glob, GlobSet, GlobSetBuilder};
+use globset::{GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
 
 /// The manifests at a repository's root that declare a workspace, and the file each member
@@ -62,6 +62,9 @@ pub struct Members {
 /// workspaces declare tens, the largest a few hundred; a manifest past this is cut, and the
 /// log says so, so a hostile manifest cannot make a refresh's matching grow without bound.
 pub const MAX_PATTERNS: usize = 1_000;
+/// The longest member pattern read, in bytes (a real one is a path and maybe a `*`; a longer
+/// one, such as a huge `{a,b,…}` alternation, is dropped).
+pub const MAX_PATTERN_BYTES: usize = 256;
 
 impl Members {
     pub fn is_empty(&self) -> bool {
@@ -232,7 +235,7 @@ fn clean_patterns(patterns: Vec<String>) -> Vec<String> {
         .into_iter()
         .filter_map(|p| {
             let p = p.trim();
-            if p.starts_with('/') || p.starts_with('\\') {
+            if p.starts_with('/') || p.starts_with('\\') || p.len() > MAX_PATTERN_BYTES {
                 return None;
             }
             let mut segments = Vec::new();
@@ -286,18 +289,34 @@ pub fn listing_parent(pattern: &str) -> Option<String> {
 }
 
 /// Whether a wildcard pattern can match a direct child of its listing parent (`crates/*`), as
-/// opposed to deeper directories, which are not listed.
-pub fn matches_child(pattern: &str, dir: &str) -> bool {
-    Glob::new(pattern)
-        .ok()
-        .and_then(|g| {
-            globset::GlobBuilder::new(g.glob())
+/// opposed to deeper directories, which are not listed. Compiled once per pattern.
+pub struct ChildMatcher {
+    glob: Option<globset::GlobMatcher>,
+    /// `packages/**`: every directory below `packages`.
+    below: Option<String>,
+}
+
+impl ChildMatcher {
+    pub fn new(pattern: &str) -> ChildMatcher {
+        ChildMatcher {
+            glob: globset::GlobBuilder::new(pattern)
                 .literal_separator(true)
                 .build()
                 .ok()
-        })
-        .is_some_and(|g| g.compile_matcher().is_match(dir))
-        || (pattern.ends_with("/**") && dir.starts_with(pattern.trim_end_matches("/**")))
+                .map(|g| g.compile_matcher()),
+            below: pattern.strip_suffix("/**").map(str::to_string),
+        }
+    }
+
+    pub fn matches(&self, dir: &str) -> bool {
+        self.glob.as_ref().is_some_and(|g| g.is_match(dir))
+            || self.below.as_deref().is_some_and(|b| dir.starts_with(b))
+    }
+}
+
+/// [`ChildMatcher`] for one question.
+pub fn matches_child(pattern: &str, dir: &str) -> bool {
+    ChildMatcher::new(pattern).matches(dir)
 }
 
 /// A member's name and description from its own manifest (`None`: none given).
@@ -481,6 +500,11 @@ exclude = ["examples/old"]
             .to_vec(),
         );
         assert_eq!(cleaned, ["crates/api", "a/b", "ok/*"]);
+        let huge = format!("{{{}}}", vec!["x"; 200].join(","));
+        assert!(
+            clean_patterns(vec![huge]).is_empty(),
+            "a huge alternation is dropped"
+        );
         let many: Vec<String> = (0..5_000).map(|i| format!("m/{i}")).collect();
         let members = Members {
             include: clean_patterns(many),

@@ -246,13 +246,14 @@ pub async fn refresh(
                             continue;
                         }
                     };
+                    let child = workspaces::ChildMatcher::new(pattern);
                     for name in listing.dirs.unwrap_or_default() {
                         let dir = if parent.is_empty() {
                             name
                         } else {
                             format!("{parent}/{name}")
                         };
-                        if workspaces::matches_child(pattern, &dir) && compiled.contains(&dir) {
+                        if child.matches(&dir) && compiled.contains(&dir) {
                             dirs.entry(dir).or_insert(*ecosystem);
                         }
                     }
@@ -384,9 +385,11 @@ pub async fn refresh(
 }
 
 /// What one member's file gave: `None` when it cannot be read for a reason of its own (a path
-/// GitHub refuses, an answer that is not the expected JSON, a 403 on that one file): the member
-/// is then simply not a package, and the rest of the refresh goes on. Rate limits, 5xx, transport
-/// failures and the deadline stop the refresh (the previous context stays).
+/// refused before it was asked, such as `crates/../x`; a 400, 422 or 451 on that one path; an
+/// answer that is not the expected JSON): the member is then simply not a package, and the rest
+/// of the refresh goes on. Anything that may be the token's or passing (401, 403, rate limits,
+/// 5xx, transport failures, the deadline) stops the refresh, and the previous context stays,
+/// rather than storing one with packages missing.
 fn readable<T>(
     repo: &RepoName,
     path: &str,
@@ -394,12 +397,13 @@ fn readable<T>(
 ) -> Result<Option<T>, GitHubError> {
     match result {
         Ok(value) => Ok(Some(value)),
-        // A 401 is the token's, not the file's: it stops the refresh.
-        Err(e @ GitHubError::Refused { status, .. }) if status != 401 => {
-            tracing::warn!(repo = %repo, path, error = %e, "a workspace member could not be read; skipped");
-            Ok(None)
-        }
-        Err(e @ (GitHubError::Decode { .. } | GitHubError::Gone { .. })) => {
+        Err(
+            e @ GitHubError::Refused {
+                status: 0 | 400 | 422 | 451,
+                ..
+            },
+        )
+        | Err(e @ GitHubError::Decode { .. }) => {
             tracing::warn!(repo = %repo, path, error = %e, "a workspace member could not be read; skipped");
             Ok(None)
         }
