@@ -323,7 +323,7 @@ impl Publisher for S3MarkdownPublisher {
 /// Distinct names give distinct components. Plain names stay as they are (`src__api` for
 /// `src/api`, `my_crate`); a name whose component could also be another's (one with `_` and a
 /// `/`, one already holding `__`, one with any other character replaced, one ending like a
-/// suffix) gets `~` and 8 hex digits of its SHA-256. A component is at most
+/// suffix) gets `~` and 12 hex digits of its SHA-256. A component is at most
 /// [`MAX_SEGMENT_BYTES`] bytes, so a file name with its temp suffix fits in 255.
 pub fn path_segment(name: &str) -> String {
     let chars: Vec<char> = name.chars().collect();
@@ -515,7 +515,7 @@ mod tests {
         let changed = |name: &str, prefix: &str| {
             let segment = path_segment(name);
             assert!(
-                segment.starts_with(&format!("{prefix}~")) && segment.len() == prefix.len() + 9,
+                segment.starts_with(&format!("{prefix}~")) && segment.len() == prefix.len() + 13,
                 "{name:?} → {segment:?}"
             );
         };

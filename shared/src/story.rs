@@ -195,23 +195,36 @@ fn as_data(text: &str) -> String {
 }
 
 /// Text a Markdown viewer may turn into a link: a URL scheme in any letter case (`HTTPS://`,
-/// `JavaScript:`), `www.`, an e-mail address, or a host name under a common web top-level
-/// domain. A story is prose that cites PRs; the page links the PRs itself.
+/// `JavaScript:`), `www.`, an e-mail address, or, outside code spans, a host name under a web
+/// top-level domain that is not also a common file extension or member name (`Makefile.in`,
+/// `java.io`, `log.info` stay prose). A story is prose that cites PRs; the page links the PRs
+/// itself.
 fn link_in(text: &str) -> Option<String> {
     static LINKS: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    static HOSTS: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    static CODE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
     let links = LINKS.get_or_init(|| {
         regex::Regex::new(concat!(
             r"(?i)\b[a-z][a-z0-9+.\-]*://",
-            r"|(?i)\b(?:https?|ftps?|file|javascript|vbscript|data|mailto|tel|sms|wss?|ssh|git|irc|blob):",
-            r"|(?i)\bwww\.",
-            r"|[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+",
-            r"|(?i)\b(?:[a-z0-9\-]+\.)+(?:com|net|org|io|dev|app|ai|co|info|biz|xyz|me|example",
-            r"|site|online|ly|gg|link|click|top|cloud|tech|page|blog|shop|live|news|us|uk|de|fr",
-            r"|ru|cn|tk|ml|ga|cf|gq|zip|mov|su|ws|to|cc|in)\b",
+            r"|\b(?:https?|ftps?|file|javascript|vbscript|data|mailto|tel|sms|wss?|ssh|git|irc|blob):",
+            r"|\bwww\.",
+            r"|[a-z0-9._%+\-]+@[a-z0-9\-]+(?:\.[a-z0-9\-]+)+",
         ))
         .expect("a valid pattern")
     });
-    links.find(text).map(|m| m.as_str().to_string())
+    let hosts = HOSTS.get_or_init(|| {
+        regex::Regex::new(concat!(
+            r"(?i)\b(?:[a-z0-9\-]+\.)+(?:com|net|org|example|xyz|biz|site|online|link|shop",
+            r"|live|news|ly|gg|co|ai|us|uk|de|fr|ru|cn|tk|su|gq|cf|ga)\b",
+        ))
+        .expect("a valid pattern")
+    });
+    let code = CODE.get_or_init(|| regex::Regex::new(r"`+[^`]*`+").expect("a valid pattern"));
+    if let Some(m) = links.find(text) {
+        return Some(m.as_str().to_string());
+    }
+    let prose = code.replace_all(text, " ");
+    hosts.find(&prose).map(|m| m.as_str().to_string())
 }
 
 fn numbers_in(text: &str) -> BTreeSet<u64> {

@@ -22,8 +22,8 @@ pub const RESERVED_PREFIX: char = '#';
 /// - at most [`MODULE_NAME_MAX_BYTES`] bytes;
 /// - never empty.
 ///
-/// A name that had to be changed gets `~` and 8 hex digits of its original's SHA-256, so two
-/// distinct originals stay two distinct modules (`#index` → `_index~5a4b…`). A name that merely
+/// A name that had to be changed gets `~` and 12 hex digits of its original's SHA-256, so two
+/// distinct originals stay two distinct modules (`#index` → `_index~f4dd11b1…`). A name that merely
 /// looks like it carries such a suffix gets one too, so no original can pose as another's.
 ///
 /// Stored names are read back as they were written (`serde(transparent)`): they were built here.
@@ -43,7 +43,7 @@ pub enum InvalidModuleName {
     Control,
     #[error("a module name is {0} bytes, more than the {MODULE_NAME_MAX_BYTES} allowed")]
     TooLong(usize),
-    #[error("a module name cannot end in '~' and 8 hex digits (the suffix of renamed names)")]
+    #[error("a module name cannot end in '~' and 12 hex digits (the suffix of renamed names)")]
     Suffix,
 }
 
@@ -54,7 +54,7 @@ impl ModuleName {
         let mut lossy = trimmed.len() != raw.len();
         let mut name = String::with_capacity(trimmed.len().min(MODULE_NAME_MAX_BYTES));
         for c in trimmed.chars() {
-            if c.is_control() || is_bidi_control(c) {
+            if c.is_control() || is_invisible(c) {
                 lossy = true;
             } else {
                 name.push(c);
@@ -106,26 +106,41 @@ impl ModuleName {
     }
 }
 
-/// 8 lowercase hex digits of the SHA-256 of `text`.
+/// 12 lowercase hex digits (48 bits) of the SHA-256 of `text`: too many to search for a
+/// second name that collides with a given one.
 pub fn short_hash(text: &str) -> String {
     let digest = Sha256::digest(text.as_bytes());
-    digest[..4].iter().map(|b| format!("{b:02x}")).collect()
+    digest[..HASH_BYTES]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
-/// Whether `text` ends like a name [`ModuleName::new`] suffixed (`~` + 8 hex digits).
+const HASH_BYTES: usize = 6;
+
+/// Whether `text` ends like a name [`ModuleName::new`] suffixed (`~` + 12 hex digits).
 pub fn has_hash_suffix(text: &str) -> bool {
     let bytes = text.as_bytes();
-    bytes.len() >= 9
-        && bytes[bytes.len() - 9] == b'~'
-        && bytes[bytes.len() - 8..]
+    let digits = 2 * HASH_BYTES;
+    bytes.len() > digits
+        && bytes[bytes.len() - digits - 1] == b'~'
+        && bytes[bytes.len() - digits..]
             .iter()
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
 }
 
-/// Characters that reorder how text displays (U+202A–U+202E, U+2066–U+2069, U+200E/F): a
-/// name holding them can show as another.
-fn is_bidi_control(c: char) -> bool {
-    matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+/// Characters that show as nothing or reorder how text displays (format characters, line and
+/// paragraph separators, bidirectional controls, tags): a name holding them can show as another
+/// (`core\u{200b}` as `core`).
+fn is_invisible(c: char) -> bool {
+    matches!(c,
+        '\u{00ad}' | '\u{061c}' | '\u{180e}'
+        | '\u{200b}'..='\u{200f}'
+        | '\u{2028}'..='\u{202e}'
+        | '\u{2060}'..='\u{206f}'
+        | '\u{feff}'
+        | '\u{fff9}'..='\u{fffb}'
+        | '\u{e0000}'..='\u{e007f}')
 }
 
 impl Deref for ModuleName {
@@ -217,7 +232,10 @@ mod tests {
         let control = ModuleName::new("a\u{7}b\u{202e}c\n");
         assert!(control.starts_with("abc~"), "{control}");
         assert_ne!(control, ModuleName::new("abc"));
-        assert_eq!(ModuleName::new("").as_str().len(), 10);
+        assert_eq!(ModuleName::new("").as_str().len(), 14);
+        let invisible = ModuleName::new("core\u{200b}");
+        assert_ne!(invisible.as_str(), "core", "a look-alike is renamed");
+        assert!(invisible.starts_with("core~"), "{invisible}");
         assert_ne!(ModuleName::new(""), ModuleName::new("\u{1}"));
         let long_a = ModuleName::new(&"é".repeat(600));
         let long_b = ModuleName::new(&format!("{}x", "é".repeat(600)));
