@@ -642,6 +642,7 @@ async fn the_command_writes_nothing_for_any_bad_input() {
         api_url: stand_in.url().to_string(),
         token: token.map(Secret::new),
         max_paths: 500,
+        issue_scope: Default::default(),
     };
     let args = |repo: &str| BackfillArgs {
         repo: repo.into(),

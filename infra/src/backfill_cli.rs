@@ -43,6 +43,8 @@ pub struct Target {
     pub api_url: String,
     pub token: Option<Secret>,
     pub max_paths: usize,
+    /// Where linked issues may be (`LINKED_ISSUES_SCOPE`, or the stack's `LinkedIssuesScope`).
+    pub issue_scope: shared::domain::IssueScope,
 }
 
 impl Target {
@@ -59,6 +61,9 @@ impl Target {
             max_paths: env(shared::config::ENRICH_MAX_PATHS)
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(500),
+            issue_scope: env(shared::config::LINKED_ISSUES_SCOPE)
+                .and_then(|v| shared::domain::IssueScope::parse(&v))
+                .unwrap_or_default(),
         }
     }
 }
@@ -115,7 +120,7 @@ pub fn options(args: &BackfillArgs, max_paths: usize) -> Result<BackfillOptions,
     options.reserve_points = args.reserve_points;
     options.restart = args.restart;
     options.max_paths = max_paths;
-    options.issue_scope = shared::config::issue_scope(&|k| std::env::var(k).ok())
+    shared::config::issue_scope(&|k| std::env::var(k).ok())
         .map_err(|e| UsageError::Bad(e.to_string()))?;
     options
         .validate()
@@ -123,8 +128,28 @@ pub fn options(args: &BackfillArgs, max_paths: usize) -> Result<BackfillOptions,
     Ok(options)
 }
 
-/// The local stack (`AWS_ENDPOINT_URL`), or a deployed one (`--stack`).
+/// The local stack (`AWS_ENDPOINT_URL`), or a deployed one (`--stack`), with the token that
+/// reads (`GitHubTokenSecretArn`).
 pub async fn target(stack: Option<&str>) -> Result<Target, UsageError> {
+    target_with(stack, &["GitHubTokenSecretArn"]).await
+}
+
+/// [`target`] with the token redelivery uses: the stack's `RedeliverTokenSecretArn` when set,
+/// else the reading one.
+pub async fn redelivery_target(stack: Option<&str>) -> Result<Target, UsageError> {
+    target_with(stack, &["RedeliverTokenSecretArn", "GitHubTokenSecretArn"]).await
+}
+
+/// The target, its token from the first of `token_parameters` the stack sets (unless
+/// `GITHUB_TOKEN` is set); its GitHub URL must be https (a token is never sent in clear text
+/// off the loopback interface).
+async fn target_with(stack: Option<&str>, token_parameters: &[&str]) -> Result<Target, UsageError> {
+    let target = target_of(stack, token_parameters).await?;
+    shared::http::check_secure(&target.api_url).map_err(|e| UsageError::Bad(e.to_string()))?;
+    Ok(target)
+}
+
+async fn target_of(stack: Option<&str>, token_parameters: &[&str]) -> Result<Target, UsageError> {
     match stack {
         Some(name) => {
             let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
@@ -134,8 +159,17 @@ pub async fn target(stack: Option<&str>) -> Result<Target, UsageError> {
             if let Some(url) = stack.parameter("GitHubApiUrl") {
                 target.api_url = url.to_string();
             }
+            if let Some(scope) = stack
+                .parameter("LinkedIssuesScope")
+                .and_then(shared::domain::IssueScope::parse)
+            {
+                target.issue_scope = scope;
+            }
             if target.token.is_none() {
-                if let Some(arn) = stack.parameter("GitHubTokenSecretArn") {
+                let arn = token_parameters
+                    .iter()
+                    .find_map(|p| stack.parameter(p).filter(|v| !v.trim().is_empty()));
+                if let Some(arn) = arn {
                     target.token = SecretSource::SecretsManager(arn.to_string())
                         .resolve(&target.sdk)
                         .await
@@ -204,7 +238,8 @@ pub async fn run_with(
     args: &BackfillArgs,
     target: &Target,
 ) -> Result<BackfillReport, (u8, String)> {
-    let options = options(args, target.max_paths).map_err(|e| (EXIT_USAGE, e.to_string()))?;
+    let mut options = options(args, target.max_paths).map_err(|e| (EXIT_USAGE, e.to_string()))?;
+    options.issue_scope = target.issue_scope;
     let Some(token) = &target.token else {
         return Err((
             EXIT_USAGE,

@@ -581,19 +581,27 @@ fn queue_with<'t>(target: &'t OpsTarget, role: &str) -> Option<&'t QueueRef> {
     target.queues.iter().find(|q| q.role == role)
 }
 
-/// A queue's approximate number of visible messages.
+/// A queue's approximate number of messages: visible, in flight and delayed (a move task
+/// takes them all).
 pub async fn queue_depth(sqs: &aws_sdk_sqs::Client, url: &str) -> Result<u64, String> {
-    Ok(sqs
+    use aws_sdk_sqs::types::QueueAttributeName as A;
+    let kinds = [
+        A::ApproximateNumberOfMessages,
+        A::ApproximateNumberOfMessagesNotVisible,
+        A::ApproximateNumberOfMessagesDelayed,
+    ];
+    let out = sqs
         .get_queue_attributes()
         .queue_url(url)
-        .attribute_names(aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessages)
+        .set_attribute_names(Some(kinds.to_vec()))
         .send()
         .await
-        .map_err(|e| shared::aws::error_message(&e))?
-        .attributes()
-        .and_then(|a| a.get(&aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessages))
-        .and_then(|v| v.parse::<u64>().ok())
-        .unwrap_or(0))
+        .map_err(|e| shared::aws::error_message(&e))?;
+    Ok(kinds
+        .iter()
+        .filter_map(|k| out.attributes().and_then(|a| a.get(k)))
+        .filter_map(|v| v.parse::<u64>().ok())
+        .sum())
 }
 
 /// `redrive`. On a deployed stack the summarize DLQ is moved by SQS itself
@@ -845,7 +853,7 @@ pub async fn run_redrive(
 /// Exit 0 when nothing needed attention, 1 when a hook could not be read or GitHub refused a
 /// redelivery, 2 for bad usage (no stack, no token).
 pub async fn run_redeliver(stack: Option<&str>, dry_run: bool, json: bool) -> u8 {
-    let target = match crate::backfill_cli::target(stack).await {
+    let target = match crate::backfill_cli::redelivery_target(stack).await {
         Ok(t) => t,
         Err(e) => {
             eprintln!("chronicle redeliver: {e}");
@@ -1000,7 +1008,7 @@ async fn run_redrive_enrich(
                 std::time::Duration::from_secs(10),
                 3,
             ) {
-                Ok(apis) => apis,
+                Ok(apis) => apis.with_issue_scope(github.issue_scope),
                 Err(e) => {
                     eprintln!("chronicle redrive enrich: {e}");
                     return EXIT_FAILED;
