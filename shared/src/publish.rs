@@ -196,7 +196,18 @@ impl Publisher for MarkdownPublisher {
             .iter()
             .map(|d| (self.page_path(&d.key), commonmark(d)))
             .collect();
-        let removed: Vec<PathBuf> = set.removed.iter().map(|k| self.page_path(k)).collect();
+        // Removed pages, and the copies an earlier version wrote under another file name.
+        let removed: Vec<PathBuf> = set
+            .removed
+            .iter()
+            .map(|k| self.page_path(k))
+            .chain(
+                set.docs
+                    .iter()
+                    .filter_map(|d| d.key.legacy_path())
+                    .map(|p| self.out_dir.join(p)),
+            )
+            .collect();
         Box::pin(async move {
             let mut published = Published::default();
             for (path, markdown) in pages {
@@ -294,8 +305,14 @@ impl Publisher for S3MarkdownPublisher {
                     .await
                     .map_err(|e| self.remote_error(&key, &e))?;
             }
-            for page in set.removed {
-                let key = self.key(page);
+            let legacy: Vec<String> = set
+                .docs
+                .iter()
+                .filter_map(|d| d.key.legacy_path())
+                .map(|p| format!("{}{p}", self.prefix))
+                .collect();
+            let keys = set.removed.iter().map(|page| self.key(page)).chain(legacy);
+            for key in keys {
                 published.requests += 1;
                 self.client
                     .delete_object()
@@ -375,6 +392,27 @@ pub fn path_segment(name: &str) -> String {
         }
         out.truncate(cut);
         out.push_str(&suffix);
+    }
+    out
+}
+
+/// The component an earlier version gave (the same replacements, never a suffix): its file is
+/// deleted when a page is written under a new name, so an upgrade leaves no stale copy.
+pub fn legacy_path_segment(name: &str) -> String {
+    let chars: Vec<char> = name.chars().collect();
+    let mut out = String::with_capacity(name.len());
+    for (i, &c) in chars.iter().enumerate() {
+        let dot_run = i == 0 || chars[i - 1] == '.' || chars.get(i + 1) == Some(&'.');
+        match c {
+            '/' | '\\' => out.push_str("__"),
+            ':' | '*' | '?' | '"' | '<' | '>' | '|' => out.push('_'),
+            '.' if dot_run => out.push('_'),
+            c if c.is_control() => out.push('_'),
+            c => out.push(c),
+        }
+    }
+    if out.is_empty() {
+        out.push('_');
     }
     out
 }
@@ -508,6 +546,43 @@ mod tests {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         assert!(names.iter().all(|n| !n.ends_with(".tmp")), "{names:?}");
+    }
+
+    /// A name that now takes a suffix: the copy an earlier version wrote under the plain name
+    /// is deleted when the page is written, so no stale page stays beside the new one.
+    #[tokio::test]
+    async fn the_copy_under_an_earlier_file_name_is_deleted() {
+        let dir = TempDir::new("legacy");
+        let publisher = MarkdownPublisher::new(&dir.0);
+        let key = DocKey::Module {
+            repo: "acme/app".into(),
+            module: "acme/web_team".into(),
+        };
+        let legacy = key.legacy_path().expect("the name now takes a suffix");
+        assert_eq!(legacy, "acme/app/acme__web_team.md");
+        std::fs::create_dir_all(dir.0.join("acme/app")).unwrap();
+        std::fs::write(dir.0.join(&legacy), "old").unwrap();
+        let docs: &'static [Document] = Box::leak(Box::new([doc(key.clone(), "new")]));
+        let item = PageItem::default();
+        let published = publisher
+            .publish(&PageSet {
+                item: &item,
+                repo_items: &[],
+                docs,
+                removed: &[],
+                owner: "o",
+                deadline: Instant::now() + std::time::Duration::from_secs(10),
+            })
+            .await
+            .unwrap();
+        assert_eq!(published.removed, 1);
+        assert!(!dir.0.join(&legacy).exists());
+        assert!(dir.0.join(key.path()).exists());
+        let plain = DocKey::Module {
+            repo: "acme/app".into(),
+            module: "src/api".into(),
+        };
+        assert_eq!(plain.legacy_path(), None, "a plain name keeps its file");
     }
 
     #[test]

@@ -87,6 +87,22 @@ impl DocKey {
         }
     }
 
+    /// Where an earlier version wrote this page, when that is not [`DocKey::path`] (a name
+    /// that now takes a suffix to stay distinct): the publisher deletes that copy.
+    pub fn legacy_path(&self) -> Option<String> {
+        use crate::publish::legacy_path_segment as old;
+        let (owner, name) = self.repo().split_once('/').unwrap_or(("_", self.repo()));
+        let (owner, name) = (old(owner), old(name));
+        let path = match self {
+            DocKey::Index { .. } => format!("{owner}/{name}.md"),
+            DocKey::Module { module, .. } => format!("{owner}/{name}/{}.md", old(module)),
+            DocKey::Archive { module, label, .. } => {
+                format!("{owner}/{name}/{}/{}.md", old(module), old(label))
+            }
+        };
+        (path != self.path()).then_some(path)
+    }
+
     /// The relative link from this page's file to `to`'s.
     pub fn relative_link(&self, to: &DocKey) -> String {
         relative_path(&self.path(), &to.path())
