@@ -1,5 +1,5 @@
 //! Configuration from environment variables. SAM sets them from `template.yaml`; the local stack
-//! sets them itself. Every variable is listed in the README's configuration table.
+//! sets them itself. Every variable is listed in docs/CONFIGURATION.md.
 
 use crate::secret::SecretSource;
 
