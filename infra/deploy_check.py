@@ -1204,6 +1204,9 @@ def check_not_in_moto(report, tpl, values, live, ev):
     report.check("EnrichFunction RepoContexts limited to the context's attributes (dynamodb:Attributes)",
                  {"repo", "module", "context"} <= set(attrs) and not {"hook", "notion", "years"} & set(attrs),
                  json.dumps(cond))
+    report.check("EnrichFunction RepoContexts reads name their attributes (dynamodb:Select)",
+                 "SPECIFIC_ATTRIBUTES" in as_list(cond.get("StringEqualsIfExists", {}).get("dynamodb:Select", [])),
+                 json.dumps(cond))
     report.check("EnrichFunction RepoContexts grants no PutItem (it would replace a page item whole)",
                  contexts and "dynamodb:PutItem" not in as_list(contexts[0].get("Action", [])))
 

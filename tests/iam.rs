@@ -146,6 +146,9 @@ impl Statement {
                     .return_values
                     .as_ref()
                     .is_none_or(|r| values.contains(r)),
+                ("StringEqualsIfExists", "dynamodb:Select") => {
+                    call.select.as_ref().is_none_or(|r| values.contains(r))
+                }
                 _ => return Err(format!("{op} {key}: a condition this test cannot evaluate")),
             };
             if !ok {
@@ -855,6 +858,7 @@ fn the_context_write_is_held_to_repository_partitions_and_its_attributes() {
         ],
         attributes: attributes.iter().map(|a| a.to_string()).collect(),
         return_values: None,
+        select: None,
     };
     let context = ["repo", "module", "checkedAt", "contextVersion", "context"];
     assert_eq!(

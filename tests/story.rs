@@ -180,18 +180,24 @@ async fn a_hallucinated_pr_number_or_person_is_rejected() {
         "It began in #1 (JavaScript:alert(1)).",
         "It began in #1 (jAvAsCrIpT:alert(1)).",
         "It began in #1; data:text/html,x.",
+        "It began in #1; MAILTO:x and WWW.x.y.",
+        "It began in #1 with lib.rs, which fuzzy linkers link.",
+        "It began in #1; ``evil.com` is not code.",
+        "It began in #1 and \u{202e}#2 reversed it.",
     ] {
         assert!(
             matches!(ground(bad, &p), Err(Rejection::Markup(_))),
             "{bad}"
         );
     }
-    // Prose that merely mentions files and versions is still prose.
-    assert!(ground(
-        "It began in #1 with lib.rs and Cargo.toml; #2 added checks.",
-        &p
-    )
-    .is_ok());
+    // Names in code spans are prose (the prompt asks for them there).
+    for fine in [
+        "It began in #1 with `lib.rs` and `Cargo.toml`; #2 added checks.",
+        "It began in #1 with `Makefile.in`, `java.io` and `log.info`; #2 added checks.",
+        "It began in #1; `evil.example.com` is only quoted code in #2.",
+    ] {
+        assert_eq!(ground(fine, &p), Ok(fine.to_string()), "{fine}");
+    }
 
     // Through Bedrock: the rejected story is not used; the page keeps its deterministic one.
     let stub = ConverseStub::start(MODEL).await;

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 mod module_name;
 pub use module_name::{
-    has_hash_suffix, short_hash, InvalidModuleName, ModuleName, MODULE_NAME_MAX_BYTES,
+    has_hash_suffix, is_invisible, short_hash, InvalidModuleName, ModuleName, MODULE_NAME_MAX_BYTES,
 };
 
 use time::format_description::FormatItem;
@@ -159,6 +159,13 @@ pub struct IssueRef {
     pub title: String,
     pub state: String,
     pub url: String,
+}
+
+/// Whether an issue's URL (`https://HOST/OWNER/REPO/issues/N`) is one of `owner`'s.
+pub fn issue_of_owner(url: &str, owner: &str) -> bool {
+    url.split_once("://")
+        .and_then(|(_, rest)| rest.split('/').nth(1))
+        .is_some_and(|o| !owner.is_empty() && o.eq_ignore_ascii_case(owner))
 }
 
 /// How many of a PR's files fall in one other module.

@@ -417,6 +417,12 @@ pub fn legacy_path_segment(name: &str) -> String {
     out
 }
 
+/// Whether some name's [`path_segment`] is `component`: a name needing no suffix is either
+/// unchanged, or its `/`s written as `__` (and then it had no `_`, so the way back is unique).
+pub fn could_be_current(component: &str) -> bool {
+    path_segment(component) == component || path_segment(&component.replace("__", "/")) == component
+}
+
 /// The longest path component [`path_segment`] gives, in bytes.
 pub const MAX_SEGMENT_BYTES: usize = 200;
 
@@ -583,6 +589,25 @@ mod tests {
             module: "src/api".into(),
         };
         assert_eq!(plain.legacy_path(), None, "a plain name keeps its file");
+        // An earlier name that is another module's current one is never deleted.
+        for (changed, current) in [
+            ("a:b", "a_b"),
+            ("crates\\api", "crates/api"),
+            (".github", "_github"),
+        ] {
+            let old = DocKey::Module {
+                repo: "acme/app".into(),
+                module: changed.into(),
+            };
+            let other = DocKey::Module {
+                repo: "acme/app".into(),
+                module: current.into(),
+            };
+            assert!(
+                old.legacy_path().is_none_or(|p| p != other.path()),
+                "{changed} vs {current}"
+            );
+        }
     }
 
     #[test]

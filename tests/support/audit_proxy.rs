@@ -26,6 +26,8 @@ pub struct Call {
     pub attributes: Vec<String>,
     /// DynamoDB: `ReturnValues`, when given.
     pub return_values: Option<String>,
+    /// DynamoDB: `Select` (Query, Scan), when given.
+    pub select: Option<String>,
 }
 
 #[derive(Clone)]
@@ -84,6 +86,7 @@ fn call_of(parts: &http::request::Parts, body: &[u8]) -> Call {
             keys: Vec::new(),
             attributes: Vec::new(),
             return_values: None,
+            select: None,
         };
     }
     let operation = parts
@@ -120,6 +123,7 @@ fn call_of(parts: &http::request::Parts, body: &[u8]) -> Call {
         keys,
         attributes,
         return_values: field("ReturnValues"),
+        select: field("Select"),
     }
 }
 

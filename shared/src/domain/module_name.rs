@@ -129,18 +129,24 @@ pub fn has_hash_suffix(text: &str) -> bool {
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
 }
 
-/// Characters that show as nothing or reorder how text displays (format characters, line and
-/// paragraph separators, bidirectional controls, tags): a name holding them can show as another
-/// (`core\u{200b}` as `core`).
-fn is_invisible(c: char) -> bool {
+/// Characters that show as nothing or reorder how text displays (Unicode's default-ignorable
+/// code points, the Hangul fillers, line and paragraph separators, bidirectional controls): a
+/// name or a story holding them can show as something else (`core\u{fe0f}` as `core`).
+pub fn is_invisible(c: char) -> bool {
     matches!(c,
-        '\u{00ad}' | '\u{061c}' | '\u{180e}'
+        '\u{00ad}' | '\u{034f}' | '\u{061c}' | '\u{115f}' | '\u{1160}' | '\u{17b4}' | '\u{17b5}'
+        | '\u{180b}'..='\u{180f}'
         | '\u{200b}'..='\u{200f}'
         | '\u{2028}'..='\u{202e}'
         | '\u{2060}'..='\u{206f}'
+        | '\u{3164}'
+        | '\u{fe00}'..='\u{fe0f}'
         | '\u{feff}'
-        | '\u{fff9}'..='\u{fffb}'
-        | '\u{e0000}'..='\u{e007f}')
+        | '\u{ffa0}'
+        | '\u{fff0}'..='\u{fffb}'
+        | '\u{1bca0}'..='\u{1bca3}'
+        | '\u{1d173}'..='\u{1d17a}'
+        | '\u{e0000}'..='\u{e0fff}')
 }
 
 impl Deref for ModuleName {
@@ -233,6 +239,7 @@ mod tests {
         assert!(control.starts_with("abc~"), "{control}");
         assert_ne!(control, ModuleName::new("abc"));
         assert_eq!(ModuleName::new("").as_str().len(), 14);
+        assert_ne!(ModuleName::new("core\u{fe0f}").as_str(), "core");
         let invisible = ModuleName::new("core\u{200b}");
         assert_ne!(invisible.as_str(), "core", "a look-alike is renamed");
         assert!(invisible.starts_with("core~"), "{invisible}");

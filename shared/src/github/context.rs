@@ -78,7 +78,8 @@ pub struct Seen {
 /// The shape of what is read from the files: a context stored by another version is fetched
 /// again without its ETags (what was parsed from a 304'd file would otherwise stay as the
 /// older parser read it).
-pub const CONTEXT_VERSION: u32 = 1;
+/// 2: member patterns cleaned and capped, package names made module names at tagging.
+pub const CONTEXT_VERSION: u32 = 2;
 
 /// A repository's context as stored.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

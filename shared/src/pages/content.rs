@@ -567,9 +567,16 @@ pub fn entry_blocks(e: &ModuleEntry) -> Vec<Block> {
         blocks.push(Block::Paragraph(vec![Span::text(text)]));
     }
 
-    if !e.linked_issues.is_empty() {
+    // Entries written before linked issues were scoped may name another owner's issue.
+    let owner = e.repo.split('/').next().unwrap_or_default();
+    let issues: Vec<&crate::domain::IssueRef> = e
+        .linked_issues
+        .iter()
+        .filter(|i| crate::domain::issue_of_owner(&i.url, owner))
+        .collect();
+    if !issues.is_empty() {
         let mut spans = vec![Span::text("Closes: ")];
-        for (i, issue) in e.linked_issues.iter().take(ISSUES_SHOWN).enumerate() {
+        for (i, issue) in issues.iter().take(ISSUES_SHOWN).enumerate() {
             if i > 0 {
                 spans.push(Span::text(", "));
             }

@@ -100,7 +100,13 @@ impl DocKey {
                 format!("{owner}/{name}/{}/{}.md", old(module), old(label))
             }
         };
-        (path != self.path()).then_some(path)
+        // The earlier name may be another page's current one (`a:b` was `a_b`, which a module
+        // `a_b` still is): only a path no current page can have is deleted.
+        let only_old = path
+            .trim_end_matches(".md")
+            .split('/')
+            .any(|c| !crate::publish::could_be_current(c));
+        (path != self.path() && only_old).then_some(path)
     }
 
     /// The relative link from this page's file to `to`'s.

@@ -72,12 +72,9 @@ impl PrRow {
     /// is never published or given to a model.
     pub fn own_issues(&self) -> impl Iterator<Item = &IssueRef> {
         let owner = self.repo.split('/').next().unwrap_or_default();
-        self.linked_issues.iter().filter(move |i| {
-            i.url
-                .split_once("://")
-                .and_then(|(_, rest)| rest.split('/').nth(1))
-                .is_some_and(|o| !owner.is_empty() && o.eq_ignore_ascii_case(owner))
-        })
+        self.linked_issues
+            .iter()
+            .filter(move |i| crate::domain::issue_of_owner(&i.url, owner))
     }
 
     pub fn from_item(item: &Item) -> Result<Self, RowError> {
