@@ -380,3 +380,47 @@ async fn an_edit_after_merge_reaches_the_entries_and_the_page() {
     );
     stack.shutdown().await;
 }
+
+/// The README's first command without a token: the built-in stand-in serves the recorded PR
+/// with its recorded files, so the replay ends on a real module page (its paths, key files, who
+/// knows it), not one named after the repository with "Paths: not known".
+#[tokio::test]
+async fn a_replay_without_a_token_shows_a_real_module_page() {
+    let dir = infra::emulator::repo_root().join("events");
+    let standin = infra::demo::standin_for(&dir)
+        .await
+        .unwrap()
+        .expect("events/ records the PR's files");
+    let stack = start_with(vec![
+        ("GITHUB_API_URL".into(), standin.url().to_string()),
+        ("GITHUB_TOKEN".into(), infra::demo::TOKEN.into()),
+    ])
+    .await;
+    infra::replay::replay(&dir, &stack.webhook_url(), stack.secret(), stack.store())
+        .await
+        .unwrap();
+    let page = std::path::Path::new(stack.output_dir()).join("Codertocat/Hello-World/(root).md");
+    let mut text = String::new();
+    for _ in 0..200 {
+        text = std::fs::read_to_string(&page).unwrap_or_default();
+        if text.contains("(#2)") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(
+        text.contains("(#2)"),
+        "no module page at {}",
+        page.display()
+    );
+    assert!(text.contains("Paths: `*`"), "{text}");
+    assert!(text.contains("`file1.txt`"), "{text}");
+    assert!(text.contains("**Who knows it:**"), "{text}");
+    assert!(
+        !std::path::Path::new(stack.output_dir())
+            .join("Codertocat/Hello-World/Codertocat__Hello-World.md")
+            .exists(),
+        "no page named after the repository"
+    );
+    stack.shutdown().await;
+}

@@ -10,6 +10,7 @@ pub mod bench_history;
 pub mod bench_hot;
 pub mod bench_quality;
 pub mod confirm;
+pub mod demo;
 pub mod dev;
 pub mod emulator;
 pub mod enrich_redrive;

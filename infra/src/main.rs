@@ -523,13 +523,29 @@ async fn main() -> anyhow::Result<()> {
 }
 
 async fn dev(
-    options: DevOptions,
+    mut options: DevOptions,
     replay: Option<PathBuf>,
     synthetic: Option<usize>,
     backfill: Option<String>,
     once: bool,
 ) -> anyhow::Result<()> {
     let sweep_interval = options.sweep_interval;
+    // Without a token, a replay's PRs are served with their recorded files by the built-in
+    // stand-in: the first page shows a real module, not the repository with no paths.
+    let no_token = std::env::var("GITHUB_TOKEN").map_or(true, |t| t.trim().is_empty())
+        && !options.overrides.iter().any(|(k, _)| k == "GITHUB_TOKEN");
+    let demo = match &replay {
+        Some(dir) if no_token => infra::demo::standin_for(dir).await?,
+        _ => None,
+    };
+    if let Some(standin) = &demo {
+        options
+            .overrides
+            .push(("GITHUB_API_URL".into(), standin.url().to_string()));
+        options
+            .overrides
+            .push(("GITHUB_TOKEN".into(), infra::demo::TOKEN.into()));
+    }
     let stack = DevStack::start(options).await?;
     let origin = if stack.started_emulator() {
         "started by chronicle dev"
@@ -545,7 +561,9 @@ async fn dev(
     println!("  webhook   POST {}", stack.webhook_url());
     println!(
         "  enrich    {} (stream events from the emulator, DLQ {})",
-        if stack.enrich_enabled() {
+        if demo.is_some() {
+            "calls the built-in GitHub stand-in (the replay's recorded files; set GITHUB_TOKEN for GitHub)"
+        } else if stack.enrich_enabled() {
             "calls GitHub at GITHUB_API_URL"
         } else {
             "skipped: no GITHUB_TOKEN"
