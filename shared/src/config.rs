@@ -21,6 +21,11 @@ pub const ENRICH_MAX_PATHS: &str = "ENRICH_MAX_PATHS";
 /// How long a row whose enrichment was deferred by GitHub's rate limit may wait before it is
 /// summarized without enrichment (from `receivedAt`).
 pub const ENRICH_MAX_WAIT_SECONDS: &str = "ENRICH_MAX_WAIT_SECONDS";
+/// Path of a modules config YAML file bundled with the deployment (relative paths are relative
+/// to the working directory, `/var/task` in Lambda).
+pub const MODULES_CONFIG_FILE: &str = "MODULES_CONFIG_FILE";
+/// Name of an SSM parameter whose value is the modules config YAML.
+pub const MODULES_CONFIG_PARAM: &str = "MODULES_CONFIG_PARAM";
 /// Where linked issues are looked up: `repository` (the default) or `owner`.
 pub const LINKED_ISSUES_SCOPE: &str = "LINKED_ISSUES_SCOPE";
 pub const SUMMARIZE_QUEUE_URL: &str = "SUMMARIZE_QUEUE_URL";
@@ -490,8 +495,8 @@ impl SummarizeConfig {
             entries_table: required(get, ENTRIES_TABLE)?,
             pages_table: required(get, PAGES_TABLE)?,
             max_attempts,
-            modules_file: non_empty(crate::tagging::MODULES_CONFIG_FILE),
-            modules_param: non_empty(crate::tagging::MODULES_CONFIG_PARAM),
+            modules_file: non_empty(MODULES_CONFIG_FILE),
+            modules_param: non_empty(MODULES_CONFIG_PARAM),
             dlq_url: non_empty(SUMMARIZE_DLQ_URL),
         })
     }
@@ -524,8 +529,8 @@ impl BuilderConfig {
                 non_empty(PUBLISH_MARKDOWN).as_deref().map(str::trim),
                 Some("1" | "true" | "yes")
             ),
-            modules_file: non_empty(crate::tagging::MODULES_CONFIG_FILE),
-            modules_param: non_empty(crate::tagging::MODULES_CONFIG_PARAM),
+            modules_file: non_empty(MODULES_CONFIG_FILE),
+            modules_param: non_empty(MODULES_CONFIG_PARAM),
             story: StoryConfig::from_lookup(get)?,
             output_s3: match non_empty(OUTPUT_S3_URI) {
                 None => None,

@@ -161,6 +161,18 @@ pub struct IssueRef {
     pub url: String,
 }
 
+/// The module (and directory count) of files at the repository root.
+pub const ROOT_DIRECTORY: &str = "(root)";
+
+/// A path's top-level directory (`src/a/b.rs` → `src`), [`ROOT_DIRECTORY`] for a file at the
+/// root.
+pub fn top_level_directory(path: &str) -> &str {
+    match path.split_once('/') {
+        Some((dir, _)) if !dir.is_empty() => dir,
+        _ => ROOT_DIRECTORY,
+    }
+}
+
 /// Whether an issue's URL (`https://HOST/OWNER/REPO/issues/N`) is one of `owner`'s.
 pub fn issue_of_owner(url: &str, owner: &str) -> bool {
     url.split_once("://")

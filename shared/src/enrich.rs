@@ -52,8 +52,7 @@ pub const MAX_DIRECTORY_BYTES: usize = 8 * 1024;
 pub const MAX_ISSUE_TITLE_CHARS: usize = 256;
 /// What one stored file costs besides its path (its map's names, status and counts).
 const FILE_OVERHEAD_BYTES: usize = 48;
-/// Directory name counted for files at the repository root.
-pub const ROOT_DIRECTORY: &str = "(root)";
+pub use crate::domain::{top_level_directory, ROOT_DIRECTORY};
 
 #[derive(Debug, thiserror::Error)]
 pub enum EnrichError {
@@ -206,13 +205,6 @@ impl Enrichment {
             (attr::COMMITS, n(self.totals.commits)),
             (attr::LINKED_ISSUES, AttributeValue::L(issues)),
         ]
-    }
-}
-
-pub fn top_level_directory(path: &str) -> &str {
-    match path.split_once('/') {
-        Some((dir, _)) if !dir.is_empty() => dir,
-        _ => ROOT_DIRECTORY,
     }
 }
 

@@ -24,16 +24,12 @@ use crate::domain::{ModuleName, RepoName};
 use crate::github::context::RepoContext;
 
 /// Module of files at the repository root (the same name the enrich stage counts them under).
-pub const ROOT_MODULE: &str = crate::enrich::ROOT_DIRECTORY;
+pub const ROOT_MODULE: &str = crate::domain::ROOT_DIRECTORY;
 
-/// Environment variable: path of a modules config YAML file bundled with the deployment (relative
-/// paths are relative to the working directory, `/var/task` in Lambda).
 /// `config/modules.yaml` as it was when the binary was built: the deployment's bundled config.
 pub const BUNDLED_MODULES_YAML: &str = include_str!("../../config/modules.yaml");
 
-pub const MODULES_CONFIG_FILE: &str = "MODULES_CONFIG_FILE";
-/// Environment variable: name of an SSM parameter whose value is the modules config YAML.
-pub const MODULES_CONFIG_PARAM: &str = "MODULES_CONFIG_PARAM";
+pub use crate::config::{MODULES_CONFIG_FILE, MODULES_CONFIG_PARAM};
 
 /// Key of the entry used for repositories that have none of their own.
 pub const DEFAULT_REPO_KEY: &str = "*";
@@ -911,7 +907,7 @@ pub fn file_modules(
     {
         return vec![owner.clone()];
     }
-    vec![ModuleName::new(crate::enrich::top_level_directory(file))]
+    vec![ModuleName::new(crate::domain::top_level_directory(file))]
 }
 
 /// What a module covers, as globs for its page header: the configured ones, else those of the
