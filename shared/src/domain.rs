@@ -5,7 +5,9 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+mod digest;
 mod module_name;
+pub use digest::{AuthorActivity, Candidates, FileActivity, Milestone, YearDigest};
 pub use module_name::{
     has_hash_suffix, is_invisible, short_hash, InvalidModuleName, ModuleName, MODULE_NAME_MAX_BYTES,
 };
@@ -327,7 +329,7 @@ pub struct PageItem {
     pub failed_builds: u64,
     /// The LLM-written story of the module, when one is configured and was grounded.
     #[serde(default)]
-    pub story: Option<crate::story::StoredStory>,
+    pub story: Option<StoredStory>,
     /// On an index item: when the repository's layout (context) last changed, until the index
     /// build has marked its module pages stale.
     #[serde(default)]
@@ -358,11 +360,11 @@ pub struct YearStats {
     pub parts: Vec<String>,
     /// What the module overview needs of the year (kinds, authors, files, milestones).
     #[serde(default)]
-    pub digest: crate::pages::overview::YearDigest,
+    pub digest: YearDigest,
     /// The same of the year's archived entries only: merged with the entries that move into
     /// the archive, so the year is not read again for them.
     #[serde(default)]
-    pub archive_digest: crate::pages::overview::YearDigest,
+    pub archive_digest: YearDigest,
     /// The year's archive parts, oldest first: [`crate::pages::archive::PART_ENTRIES`] entries
     /// each (the last may hold fewer), filled from the oldest end.
     #[serde(default)]
@@ -427,6 +429,19 @@ pub struct OtherPage {
     pub title: String,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub database: bool,
+}
+
+/// A module's LLM story as stored on the page item (`story` writes it).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredStory {
+    pub text: String,
+    /// SHA-256 of the prompt it was written from (hex).
+    pub input_hash: String,
+    /// The module's entries when it was written.
+    pub entry_count: u64,
+    pub generated_at: String,
+    pub model: String,
 }
 
 #[cfg(test)]

@@ -15,7 +15,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
 use sha2::Digest;
 use time::OffsetDateTime;
 
@@ -32,18 +31,7 @@ const DEADLINE_MARGIN: Duration = Duration::from_secs(45);
 /// A story older than this is written again (when its input changed).
 pub const MAX_AGE: time::Duration = time::Duration::days(7);
 
-/// A story as stored on the page item.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StoredStory {
-    pub text: String,
-    /// SHA-256 of the prompt it was written from (hex).
-    pub input_hash: String,
-    /// The module's entries when it was written.
-    pub entry_count: u64,
-    pub generated_at: String,
-    pub model: String,
-}
+pub use crate::domain::StoredStory;
 
 /// What the model is asked, and what its answer may cite.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -8,12 +8,12 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
 use time::{Duration, OffsetDateTime};
 
 use super::blocks::title_spans;
 use super::{Block, Span};
 use crate::domain::{parse_rfc3339, ModuleEntry, YearStats};
+pub use crate::domain::{AuthorActivity, Candidates, FileActivity, Milestone, YearDigest};
 use crate::kind;
 
 /// Authors kept per year (a bounded top list: "Who knows it" weighs them over the years).
@@ -38,92 +38,10 @@ const YEAR_BREAKING: usize = 2;
 const YEAR_MOVES: usize = 2;
 const MOVE_MIN_FILES: usize = 3;
 
-/// One author's changes to the module in one year.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AuthorActivity {
-    pub login: String,
-    pub count: u64,
-    /// Lines added and deleted in the module's files.
-    pub churn: u64,
-    /// Their latest merge in the year.
-    pub last: String,
-}
-
-/// One file's changes in one year.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct FileActivity {
-    pub path: String,
-    pub count: u64,
-    pub churn: u64,
-    pub last: String,
-}
-
-/// A PR worth naming in the module's story.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Milestone {
-    /// `first` (the year's first PR), `largest` (its largest feature, else largest change),
-    /// `breaking`.
-    pub what: String,
-    pub number: u64,
-    pub title: String,
-    pub url: String,
-    pub merged_at: String,
-    /// What ranks it among the candidates (a feature; its changed lines; its renamed files).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub feature: bool,
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub churn: u64,
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub renamed: u64,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
 impl Milestone {
     fn order_key(&self) -> String {
         crate::domain::order_key(&self.merged_at, self.number)
     }
-}
-
-/// The PRs that may be a year's milestones, kept so that the digest of more entries is the
-/// merge of digests: its first, its two largest (features first), its two earliest breaking
-/// changes and its two biggest moves. The milestones are chosen from them exactly as from all
-/// of the year's entries.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Candidates {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub first: Option<Milestone>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub largest: Vec<Milestone>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub breaking: Vec<Milestone>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub moves: Vec<Milestone>,
-}
-
-/// What the overview needs of one year of entries. Digests merge ([`merge`]): the digest of a
-/// year is kept up to date from the entries that change it, without reading the year again.
-/// Counts and milestones merge exactly; authors and files are bounded top lists, so after many
-/// merges their tail may differ from a full read's (the next full read makes them exact).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct YearDigest {
-    /// Family ([`kind::family`]) → entries.
-    #[serde(default)]
-    pub kinds: BTreeMap<String, u64>,
-    #[serde(default)]
-    pub authors: Vec<AuthorActivity>,
-    #[serde(default)]
-    pub files: Vec<FileActivity>,
-    /// What the year's milestones are chosen from ([`YearDigest::milestones`]).
-    #[serde(default)]
-    pub candidates: Candidates,
 }
 
 impl YearDigest {
