@@ -17,12 +17,13 @@ pub mod build;
 pub mod content;
 pub mod layout;
 pub mod overview;
+pub mod path;
 pub mod plan;
 pub mod render;
 
 pub use blocks::{Block, Link, Span};
 
-use crate::publish::path_segment;
+use path::path_segment;
 
 /// Which page a document is: a repository's index, a module's page, or one of its archive
 /// pages (`label` = `2019`, `2019-p2`, a half `2019-p2-a`).
@@ -90,7 +91,7 @@ impl DocKey {
     /// Where an earlier version wrote this page, when that is not [`DocKey::path`] (a name
     /// that now takes a suffix to stay distinct): the publisher deletes that copy.
     pub fn legacy_path(&self) -> Option<String> {
-        use crate::publish::legacy_path_segment as old;
+        use path::legacy_path_segment as old;
         let (owner, name) = self.repo().split_once('/').unwrap_or(("_", self.repo()));
         let (owner, name) = (old(owner), old(name));
         let path = match self {
@@ -105,7 +106,7 @@ impl DocKey {
         let only_old = path
             .trim_end_matches(".md")
             .split('/')
-            .any(|c| !crate::publish::could_be_current(c));
+            .any(|c| !path::could_be_current(c));
         (path != self.path() && only_old).then_some(path)
     }
 
