@@ -106,7 +106,7 @@ pub struct BuildResult {
     pub latest_merged_at: Option<String>,
     pub recent_authors: Vec<AuthorCount>,
     /// The module's LLM-written story, when one is configured (`None`: left as it is).
-    pub story: Option<crate::story::StoredStory>,
+    pub story: Option<crate::domain::StoredStory>,
 }
 
 /// How a build ended on the page item.
@@ -458,7 +458,7 @@ impl PageStore {
         &self,
         repo: &str,
         module: &str,
-        story: &crate::story::StoredStory,
+        story: &crate::domain::StoredStory,
     ) -> Result<(), StoreError> {
         self.client
             .update_item()
