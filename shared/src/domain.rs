@@ -9,7 +9,8 @@ mod digest;
 mod module_name;
 pub use digest::{AuthorActivity, Candidates, FileActivity, Milestone, YearDigest};
 pub use module_name::{
-    has_hash_suffix, is_invisible, short_hash, InvalidModuleName, ModuleName, MODULE_NAME_MAX_BYTES,
+    has_hash_suffix, is_invisible, short_hash, with_hash_suffix, InvalidModuleName, ModuleName,
+    MODULE_NAME_MAX_BYTES,
 };
 
 use time::format_description::FormatItem;

@@ -69,13 +69,7 @@ impl ModuleName {
             lossy = true;
         }
         if lossy || name.len() > MODULE_NAME_MAX_BYTES || has_hash_suffix(&name) {
-            let suffix = format!("~{}", short_hash(raw));
-            let mut cut = MODULE_NAME_MAX_BYTES - suffix.len();
-            while !name.is_char_boundary(cut.min(name.len())) {
-                cut -= 1;
-            }
-            name.truncate(cut.min(name.len()));
-            name.push_str(&suffix);
+            name = with_hash_suffix(name, raw, MODULE_NAME_MAX_BYTES);
         }
         ModuleName(name)
     }
@@ -104,6 +98,19 @@ impl ModuleName {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+}
+
+/// `text` cut (on a character boundary) so that `~` and [`short_hash`] of `original` fit in
+/// `max_bytes`, then that suffix: what keeps a changed name apart from every other.
+pub fn with_hash_suffix(mut text: String, original: &str, max_bytes: usize) -> String {
+    let suffix = format!("~{}", short_hash(original));
+    let mut cut = max_bytes.saturating_sub(suffix.len()).min(text.len());
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    text.truncate(cut);
+    text.push_str(&suffix);
+    text
 }
 
 /// 12 lowercase hex digits (48 bits) of the SHA-256 of `text`: too many to search for a

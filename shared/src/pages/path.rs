@@ -12,60 +12,22 @@
 /// suffix) gets `~` and 12 hex digits of its SHA-256. A component is at most
 /// [`MAX_SEGMENT_BYTES`] bytes, so a file name with its temp suffix fits in 255.
 pub fn path_segment(name: &str) -> String {
-    let chars: Vec<char> = name.chars().collect();
-    let mut out = String::with_capacity(name.len());
-    let (mut slashes, mut other_changes) = (false, false);
-    for (i, &c) in chars.iter().enumerate() {
-        let dot_run = i == 0 || chars[i - 1] == '.' || chars.get(i + 1) == Some(&'.');
-        match c {
-            '/' => {
-                slashes = true;
-                out.push_str("__");
-            }
-            '\\' => {
-                other_changes = true;
-                out.push_str("__");
-            }
-            ':' | '*' | '?' | '"' | '<' | '>' | '|' => {
-                other_changes = true;
-                out.push('_');
-            }
-            '.' if dot_run => {
-                other_changes = true;
-                out.push('_');
-            }
-            c if c.is_control() => {
-                other_changes = true;
-                out.push('_');
-            }
-            c => out.push(c),
-        }
-    }
-    if out.is_empty() {
-        other_changes = true;
-        out.push('_');
-    }
+    let out = legacy_path_segment(name);
     // Unambiguous: unchanged and without `__` (which only a `/` makes), or changed by `/` alone
     // in a name without `_` (so each `__` reads back as one `/`).
-    let plain = !other_changes
-        && if slashes {
-            !name.contains('_')
-        } else {
-            !out.contains("__")
-        };
+    let plain = if name.contains('/') {
+        out == name.replace('/', "__") && !name.contains('_')
+    } else {
+        out == name && !out.contains("__")
+    };
     if !plain || out.len() > MAX_SEGMENT_BYTES || crate::domain::has_hash_suffix(&out) {
-        let suffix = format!("~{}", crate::domain::short_hash(name));
-        let mut cut = (MAX_SEGMENT_BYTES - suffix.len()).min(out.len());
-        while !out.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        out.truncate(cut);
-        out.push_str(&suffix);
+        crate::domain::with_hash_suffix(out, name, MAX_SEGMENT_BYTES)
+    } else {
+        out
     }
-    out
 }
 
-/// The component an earlier version gave (the same replacements, never a suffix): its file is
+/// The component an earlier version gave (the replacements alone, never a suffix): its file is
 /// deleted when a page is written under a new name, so an upgrade leaves no stale copy.
 pub fn legacy_path_segment(name: &str) -> String {
     let chars: Vec<char> = name.chars().collect();
