@@ -188,7 +188,7 @@ fn as_data(text: &str) -> String {
 /// anything shaped like a host name under a two-letter or common web top-level domain (fuzzy
 /// linkers such as linkify-it link `lib.rs`, so the prompt asks for names in backticks). A story
 /// is prose that cites PRs; the page links the PRs itself.
-fn link_in(text: &str) -> Option<String> {
+fn link_in(text: &str, spans: &[crate::pages::Span]) -> Option<String> {
     static LINKS: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
     static HOSTS: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
     let links = LINKS.get_or_init(|| {
@@ -210,10 +210,10 @@ fn link_in(text: &str) -> Option<String> {
     if let Some(m) = links.find(text) {
         return Some(m.as_str().to_string());
     }
-    let prose: String = crate::pages::blocks::inline_spans(text)
-        .into_iter()
+    let prose: String = spans
+        .iter()
         .filter(|s| !s.code)
-        .map(|s| s.text)
+        .map(|s| s.text.as_str())
         .collect::<Vec<_>>()
         .join(" ");
     hosts.find(&prose).map(|m| m.as_str().to_string())
@@ -299,7 +299,9 @@ pub fn ground(text: &str, prompt: &StoryPrompt) -> Result<String, Rejection> {
             return Err(Rejection::Markup(markup.to_string()));
         }
     }
-    if let Some(link) = link_in(text) {
+    // What the page will show: the text as the Markdown renderer reads it.
+    let spans = crate::pages::blocks::inline_spans(text);
+    if let Some(link) = link_in(text, &spans) {
         return Err(Rejection::Markup(link));
     }
     if let Some(m) = entity.find(text) {
@@ -318,11 +320,7 @@ pub fn ground(text: &str, prompt: &StoryPrompt) -> Result<String, Rejection> {
     }) {
         return Err(Rejection::Markup("# heading".into()));
     }
-    // What the page will show: the text as the Markdown renderer reads it.
-    let shown: String = crate::pages::blocks::inline_spans(text)
-        .into_iter()
-        .map(|s| s.text)
-        .collect();
+    let shown: String = spans.into_iter().map(|s| s.text).collect();
     let mut cited = BTreeSet::new();
     for c in pr.captures_iter(&shown) {
         let n: u64 = c[1].parse().unwrap_or(0);
