@@ -91,9 +91,7 @@ pub async fn run(sdk: &SdkConfig, scenario: &Scenario) -> anyhow::Result<Outcome
         (ENTRIES_TABLE_ID, format!("bp-entries-{id}")),
         (PAGES_TABLE_ID, format!("bp-pages-{id}")),
     ];
-    for (logical, name) in &names {
-        template.table(logical)?.create(&client, name).await?;
-    }
+    template.create_tables(&client, &names).await?;
     let table = TableConfig {
         table_name: names[0].1.clone(),
         pending_shards: shared::config::DEFAULT_PENDING_SHARDS,

@@ -174,12 +174,7 @@ async fn one_size(
         (ENTRIES_TABLE_ID, format!("bench-entries-{id}")),
         (PAGES_TABLE_ID, format!("bench-pages-{id}")),
     ];
-    for (logical, name) in &names {
-        Template::bundled()?
-            .table(logical)?
-            .create(&client, name)
-            .await?;
-    }
+    Template::bundled()?.create_tables(&client, &names).await?;
     let table = TableConfig {
         table_name: names[0].1.clone(),
         pending_shards: 4,

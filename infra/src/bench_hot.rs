@@ -173,12 +173,7 @@ pub async fn run_hot(
         (ENTRIES_TABLE_ID, format!("bench-entries-{id}")),
         (PAGES_TABLE_ID, format!("bench-pages-{id}")),
     ];
-    for (logical, name) in &names {
-        Template::bundled()?
-            .table(logical)?
-            .create(&client, name)
-            .await?;
-    }
+    Template::bundled()?.create_tables(&client, &names).await?;
     let store = EntryStore::new(client.clone(), names[0].1.clone());
     let pages = PageStore::new(client.clone(), names[1].1.clone());
     let year = OffsetDateTime::now_utc().year() - 1;

@@ -117,6 +117,18 @@ impl Template {
             message: e.to_string(),
         })
     }
+
+    /// Creates each `(logical id, name)` table as the template declares it.
+    pub async fn create_tables(
+        &self,
+        client: &Client,
+        tables: &[(&str, String)],
+    ) -> Result<(), TemplateError> {
+        for (id, name) in tables {
+            self.table(id)?.create(client, name).await?;
+        }
+        Ok(())
+    }
 }
 
 impl TableDefinition {
