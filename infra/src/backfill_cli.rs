@@ -61,9 +61,8 @@ impl Target {
             max_paths: env(shared::config::ENRICH_MAX_PATHS)
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(500),
-            issue_scope: env(shared::config::LINKED_ISSUES_SCOPE)
-                .and_then(|v| shared::domain::IssueScope::parse(&v))
-                .unwrap_or_default(),
+            // An invalid value is refused earlier, by `options`, with the same parser.
+            issue_scope: shared::config::issue_scope(&env).unwrap_or_default(),
         }
     }
 }
@@ -120,8 +119,8 @@ pub fn options(args: &BackfillArgs, max_paths: usize) -> Result<BackfillOptions,
     options.reserve_points = args.reserve_points;
     options.restart = args.restart;
     options.max_paths = max_paths;
-    shared::config::issue_scope(&|k| std::env::var(k).ok())
-        .map_err(|e| UsageError::Bad(e.to_string()))?;
+    // Checked here, before anything runs; the target reads it (or the stack's setting).
+    shared::config::issue_scope(&env).map_err(|e| UsageError::Bad(e.to_string()))?;
     options
         .validate()
         .map_err(|e| UsageError::Bad(e.to_string()))?;
