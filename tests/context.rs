@@ -5,9 +5,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use shared::context::{refresh, RepoContext};
 use shared::domain::RepoName;
 use shared::enrich::{EnrichHandler, GitHubApis};
-use shared::github::context::{refresh, RepoContext};
 use shared::github::graphql::GraphQlClient;
 use shared::github::GitHubClient;
 use shared::secret::Secret;
@@ -261,7 +261,7 @@ async fn enrichment_stores_the_context_once_a_day_and_concurrent_refreshes_store
     enrich.refresh_context(&repo(), now, within(10)).await;
     let stored = contexts.get(REPO).await.unwrap().expect("stored");
     assert_eq!(stored.packages.len(), 5);
-    assert_eq!(stored.version, shared::github::context::CONTEXT_VERSION);
+    assert_eq!(stored.version, shared::context::CONTEXT_VERSION);
     // The pages table's index build does not take the context for a page.
     let pages = t.pages.repo_pages(REPO).await.unwrap();
     assert!(pages.is_empty(), "{pages:?}");

@@ -410,7 +410,7 @@ async fn every_function_calls_exactly_what_its_role_grants() {
     let summarize_queue = queue(format!("summarize-{id}")).await;
     let summarize_dlq = queue(format!("summarize-dlq-{id}")).await;
     let bucket = format!("narratives-{id}");
-    shared::aws::s3_client(&admin)
+    shared::publish::s3_client(&admin)
         .create_bucket()
         .bucket(&bucket)
         .send()
@@ -656,7 +656,7 @@ async fn every_function_calls_exactly_what_its_role_grants() {
 
     // Page builder: the stale page is built to S3 and Notion.
     let sdk = proxies["PageBuilderFunction"].sdk().await;
-    let builder = shared::pages::build::PageBuilder::from_config(
+    let builder = shared::builder::PageBuilder::from_config(
         &BuilderConfig {
             entries_table: entries_table.clone(),
             pages_table: pages_table.clone(),
@@ -707,7 +707,8 @@ async fn every_function_calls_exactly_what_its_role_grants() {
     // A memory from before GitHub's window: the run deletes it.
     shared::store::HookStore::new(aws_sdk_dynamodb::Client::new(&admin), &pages_table)
         .set_state(
-            &shared::hooks::HookRef::parse(&format!("repos/{repo}/hooks/{HOOK_ID}")).unwrap(),
+            &shared::domain::hook::HookRef::parse(&format!("repos/{repo}/hooks/{HOOK_ID}"))
+                .unwrap(),
             "expired-guid",
             shared::store::DeliveryState::Asked,
             time::OffsetDateTime::now_utc() - time::Duration::days(5),

@@ -7,9 +7,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use shared::builder::PageBuilder;
 use shared::domain::{rfc3339_seconds, ModuleEntry};
 use shared::notion::NotionClient;
-use shared::pages::build::PageBuilder;
 use shared::publish::{MarkdownPublisher, NotionPublisher, Publisher, Publishers};
 use shared::secret::Secret;
 use shared::store::INDEX_MODULE;
@@ -99,7 +99,7 @@ fn builder(t: &Tables, publisher: Arc<dyn Publisher>) -> PageBuilder {
     t.builder(publisher, ModulesConfig::empty(), Duration::ZERO)
 }
 
-async fn tick(b: &PageBuilder, secs: u64) -> shared::pages::build::BuildReport {
+async fn tick(b: &PageBuilder, secs: u64) -> shared::builder::BuildReport {
     b.tick(
         OffsetDateTime::now_utc(),
         within(secs),

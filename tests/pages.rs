@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
+use shared::builder::{BuildOutcome, PageBuilder};
 use shared::domain::{rfc3339_seconds, ModuleEntry};
-use shared::pages::build::{BuildOutcome, PageBuilder};
 use shared::publish::{MarkdownPublisher, PageSet, PublishError, Published, Publisher};
 use shared::store::INDEX_MODULE;
 use shared::tagging::ModulesConfig;
@@ -194,7 +194,7 @@ fn builder(t: &Tables, publisher: Arc<dyn Publisher>, interval: Duration) -> Pag
     t.builder(publisher, ModulesConfig::empty(), interval)
 }
 
-async fn tick(b: &PageBuilder) -> shared::pages::build::BuildReport {
+async fn tick(b: &PageBuilder) -> shared::builder::BuildReport {
     b.tick(
         OffsetDateTime::now_utc(),
         within(60),
@@ -552,7 +552,7 @@ async fn s3_pages_are_replaced_whole_and_removed_archives_deleted() {
     use shared::publish::S3MarkdownPublisher;
     let sdk = sdk().await;
     let t = fresh_tables(&sdk).await;
-    let s3 = shared::aws::s3_client(&sdk);
+    let s3 = shared::publish::s3_client(&sdk);
     let bucket = format!("narratives-{}", uuid::Uuid::new_v4().simple());
     s3.create_bucket().bucket(&bucket).send().await.unwrap();
     for e in history("api", 1, 3, "2024-06-01T10:00:00Z", 200) {

@@ -668,7 +668,7 @@ async fn a_claim_never_confirmed_is_reported_and_asked_again_once_the_log_settle
         spec("lost-81", 7200, 500, "closed", merged_pr(81)),
     );
     // A run claimed it an hour ago and stopped (crash, timeout) before asking GitHub.
-    let hook = shared::hooks::HookRef::parse(&format!("repos/{REPO}/hooks/{HOOK}")).unwrap();
+    let hook = shared::domain::hook::HookRef::parse(&format!("repos/{REPO}/hooks/{HOOK}")).unwrap();
     w.hooks
         .set_state(
             &hook,

@@ -411,7 +411,7 @@ async fn the_page_builder_shows_the_grounded_story_and_keeps_it() {
             Duration::ZERO,
         )
         .with_story(bedrock(&stub).await, 20);
-    async fn build(b: &shared::pages::build::PageBuilder) {
+    async fn build(b: &shared::builder::PageBuilder) {
         b.tick(
             time::OffsetDateTime::now_utc(),
             support::within(60),

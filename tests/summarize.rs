@@ -917,7 +917,7 @@ async fn the_sample_sqs_event_is_handled_by_the_worker() {
 /// is docs, the owner names what no package holds.
 #[tokio::test]
 async fn a_stored_workspace_context_names_modules_by_package() {
-    use shared::github::context::{Package, RepoContext};
+    use shared::context::{Package, RepoContext};
     let (t, _) = setup(5).await;
     // The bundled default for repositories without an entry (this one has its own there).
     let default =

@@ -4,6 +4,7 @@
 //!
 //! Exit status: 0 done, 1 failed (run again to resume), 2 bad input found before any write.
 
+use shared::secret::Resolve;
 use std::io::IsTerminal;
 use std::sync::Arc;
 use std::time::Duration;

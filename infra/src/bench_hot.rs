@@ -9,9 +9,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use shared::builder::{BuildOutcome, PageBuilder};
 use shared::domain::{rfc3339_seconds, FileChange, ModuleEntry};
 use shared::notion::NotionClient;
-use shared::pages::build::{BuildOutcome, PageBuilder};
 use shared::publish::NotionPublisher;
 use shared::secret::Secret;
 use shared::store::{EntryStore, PageStore};

@@ -158,7 +158,7 @@ pub fn module_page(
     module: &str,
     entries: &[&ModuleEntry],
     config: Option<&RepoModules>,
-    context: Option<&shared::github::context::RepoContext>,
+    context: Option<&shared::context::RepoContext>,
     now: OffsetDateTime,
 ) -> String {
     let mut newest: Vec<ModuleEntry> = entries.iter().map(|e| (*e).clone()).collect();

@@ -1,19 +1,20 @@
 //! `chronicle dev`: the local stack. The emulator (or `AWS_ENDPOINT_URL`), the table created from
 //! `template.yaml`, and the webhook handler served over HTTP on loopback: the same code as Lambda.
 
+use shared::secret::Resolve;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use aws_config::SdkConfig;
+use shared::builder::PageBuilder;
 use shared::config::{
     BuilderConfig, EnrichConfig, SummarizeConfig, SweeperConfig, TableConfig, WebhookConfig,
     ENRICH_ENABLED, ENTRIES_TABLE, OUTPUT_DIR, PAGES_TABLE, PAGE_REBUILD_SECONDS,
     SUMMARIZE_QUEUE_URL, TABLE_NAME,
 };
 use shared::enrich::EnrichHandler;
-use shared::pages::build::PageBuilder;
 use shared::secret::{Secret, SecretSource};
 use shared::store::{EntryStore, PageStore, PrStore};
 use shared::summarize::SummarizeHandler;
@@ -278,7 +279,7 @@ impl DevStack {
         let output_dir = match &builder_config.output_s3 {
             Some((bucket, prefix)) => {
                 // The template creates the bucket; locally the stack does.
-                let s3 = shared::aws::s3_client(&sdk);
+                let s3 = shared::publish::s3_client(&sdk);
                 if s3.head_bucket().bucket(bucket).send().await.is_err() {
                     s3.create_bucket().bucket(bucket).send().await?;
                 }

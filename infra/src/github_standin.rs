@@ -907,6 +907,33 @@ impl Context<'_> {
     }
 }
 
+/// One merged pull request as the GitHub stand-in serves it: `files` changed files over seven
+/// directories of `src/`, merged 2019-05-15 (the date of the recorded webhook samples).
+pub fn standin_pull(repo: &str, number: u64, files: usize) -> serde_json::Value {
+    let pr = SyntheticPr {
+        number,
+        title: format!("Change {files} files"),
+        body: format!("Touches {files} files across seven modules."),
+        author: "octocat".into(),
+        labels: vec![],
+        merged_at: time::macros::datetime!(2019-05-15 15:20:33 UTC),
+        files: (0..files)
+            .map(|i| shared::domain::FileChange {
+                path: format!("src/mod{}/file{i}.rs", i % 7),
+                additions: 1 + (i as u64 % 40),
+                deletions: i as u64 % 9,
+                status: None,
+            })
+            .collect(),
+    };
+    pull_json(
+        repo,
+        &pr,
+        time::macros::datetime!(2019-05-15 14:00:00 UTC),
+        &[],
+    )
+}
+
 /// GitHub's shape of one pull request, from a synthetic one. `created` is when it was opened.
 pub fn pull_json(
     repo: &str,

@@ -6,6 +6,7 @@ pub mod backfill_cli;
 pub mod bench;
 pub mod bench_backfill;
 pub mod bench_backpressure;
+pub mod bench_bootstrap;
 pub mod bench_history;
 pub mod bench_hot;
 pub mod bench_quality;

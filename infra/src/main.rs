@@ -281,6 +281,19 @@ enum BenchTarget {
         #[arg(long)]
         unbounded_too: bool,
     },
+    /// Each function's release bootstrap: its size and its Lambda init time (spawn to the first
+    /// `/runtime/invocation/next` poll of a fake Runtime API), median of `--runs`.
+    Bootstrap {
+        /// Where the binaries are: `target/release` (`cargo build --release`) or
+        /// `target/lambda` (`cargo lambda build --release`, `<function>/bootstrap`).
+        #[arg(long, default_value = "target/release")]
+        dir: std::path::PathBuf,
+        #[arg(long, default_value_t = 15)]
+        runs: usize,
+        /// Only these functions (default: all six).
+        #[arg(long, value_delimiter = ',')]
+        functions: Vec<String>,
+    },
     /// Webhook handler time, HTTP round trip through the local stack, item sizes.
     Webhook {
         #[arg(long, default_value_t = 5000)]
@@ -328,7 +341,10 @@ async fn main() -> anyhow::Result<()> {
             }
             let standin = infra::github_standin::GitHubStandIn::start(&token).await?;
             for (repo, number) in served {
-                standin.put_pull(repo, infra::synthetic::standin_pull(repo, number, files));
+                standin.put_pull(
+                    repo,
+                    infra::github_standin::standin_pull(repo, number, files),
+                );
             }
             println!("GITHUB_API_URL={}", standin.url());
             let mut term =
@@ -448,6 +464,21 @@ async fn main() -> anyhow::Result<()> {
                     round_trips,
                 },
         } => infra::bench::run_webhook(iterations, round_trips).await,
+        Command::Bench {
+            target:
+                BenchTarget::Bootstrap {
+                    dir,
+                    runs,
+                    functions,
+                },
+        } => {
+            infra::bench_bootstrap::run(infra::bench_bootstrap::BootstrapOptions {
+                dir,
+                runs,
+                functions,
+            })
+            .await
+        }
         Command::Bench {
             target: BenchTarget::Backfill { prs, through_pages },
         } => {

@@ -132,8 +132,8 @@ const DEPS: &[&str] = &[
 /// What the synthetic repository's files say of it at the end of its history, as enrichment
 /// would have fetched it: its top-level directories (the removed module's is gone) and each
 /// module directory's README lead.
-pub fn context(spec: &HistorySpec) -> shared::github::context::RepoContext {
-    use shared::github::context::{About, RepoContext};
+pub fn context(spec: &HistorySpec) -> shared::context::RepoContext {
+    use shared::context::{About, RepoContext};
     let modules: Vec<String> = (0..spec.modules)
         .map(|i| match MODULE_NAMES.get(i) {
             Some(name) => name.to_string(),
@@ -496,33 +496,6 @@ pub async fn enrich(
     prs.complete_enrichment(repo, pr.number, &owner, enrichment(pr).attributes(500), now)
         .await?;
     Ok(())
-}
-
-/// One merged pull request as the GitHub stand-in serves it: `files` changed files over seven
-/// directories of `src/`, merged 2019-05-15 (the date of the recorded webhook samples).
-pub fn standin_pull(repo: &str, number: u64, files: usize) -> serde_json::Value {
-    let pr = SyntheticPr {
-        number,
-        title: format!("Change {files} files"),
-        body: format!("Touches {files} files across seven modules."),
-        author: "octocat".into(),
-        labels: vec![],
-        merged_at: time::macros::datetime!(2019-05-15 15:20:33 UTC),
-        files: (0..files)
-            .map(|i| shared::domain::FileChange {
-                path: format!("src/mod{}/file{i}.rs", i % 7),
-                additions: 1 + (i as u64 % 40),
-                deletions: i as u64 % 9,
-                status: None,
-            })
-            .collect(),
-    };
-    crate::github_standin::pull_json(
-        repo,
-        &pr,
-        time::macros::datetime!(2019-05-15 14:00:00 UTC),
-        &[],
-    )
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@
 //! scheduled retry ([`EnrichHandler::retry_deferred`]) enriches parked rows after the reset, or
 //! lets them go ahead unenriched once they have waited `ENRICH_MAX_WAIT_SECONDS`.
 
+use crate::secret::Resolve;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -364,7 +365,7 @@ impl EnrichHandler {
     }
 
     /// Keeps each repository's context (CODEOWNERS, workspace packages) in this store,
-    /// refreshed at most once per [`crate::github::context::DEFAULT_TTL`].
+    /// refreshed at most once per [`crate::context::DEFAULT_TTL`].
     pub fn with_contexts(mut self, contexts: crate::store::ContextStore) -> Self {
         self.contexts = Some(contexts);
         self
@@ -967,7 +968,7 @@ pub enum ContextRefreshError {
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
     #[error(transparent)]
-    GitHub(#[from] crate::github::context::ContextError),
+    GitHub(#[from] crate::context::ContextError),
 }
 
 impl ContextRefreshError {
@@ -975,7 +976,7 @@ impl ContextRefreshError {
     pub fn is_refused(&self) -> bool {
         matches!(
             self,
-            ContextRefreshError::GitHub(crate::github::context::ContextError::GitHub(
+            ContextRefreshError::GitHub(crate::context::ContextError::GitHub(
                 GitHubError::Refused {
                     status: 401 | 403,
                     ..
@@ -998,7 +999,7 @@ pub async fn refresh_repo_context(
     now: OffsetDateTime,
     deadline: Instant,
 ) -> Result<ContextRefresh, ContextRefreshError> {
-    use crate::github::context;
+    use crate::context;
     let checked = store.checked(repo.as_str()).await?;
     let fresh = checked
         .as_ref()

@@ -1,44 +1,38 @@
-//! Chronicle's library: everything the Lambda functions and the local stack share.
+//! Chronicle's stages and the concepts they share, above the lower crates (see
+//! docs/ARCHITECTURE.md for the map):
+//! - concepts: module tagging ([`tagging`], [`workspaces`]), a repository's [`context`],
+//!   summaries ([`summary`], [`kind`]), a PR's entries per module ([`entries`]), pages as views
+//!   ([`pages`]), publishers ([`publish`]), the optional LLM story ([`story`]);
+//! - the stages: [`enrich`], [`sweeper`], [`summarize`], the page [`builder`], [`redeliver`],
+//!   [`backfill`].
 //!
-//! Each behaviour lives in a small module named after it, so a reader can find it by name:
-//! - domain types ([`domain`]) and the GitHub payload model ([`payload`]);
-//! - the DynamoDB store ([`store`]): PR rows, module entries, page items;
-//! - clients: GitHub REST ([`github`]), Notion ([`notion`]);
-//! - concepts: signatures ([`signature`]), module tagging ([`tagging`]), summaries
-//!   ([`summary`]), a PR's entries per module ([`entries`]), pages as views ([`pages`]),
-//!   publishers ([`publish`]);
-//! - the stages: [`webhook`], [`enrich`], [`sweeper`], [`summarize`], and the page builder
-//!   ([`pages::build`]);
-//! - configuration ([`config`], a leaf), secrets ([`secret`]), telemetry ([`telemetry`]).
+//! The webhook stage is `chronicle-ingest`; the store, clients, configuration and domain types
+//! are their own crates, named below under the paths the stages use.
 
-pub mod aws;
+// The lower layers, each its own crate (see docs/ARCHITECTURE.md), named here under the paths
+// the stages use.
+pub use chronicle_aws::{error, secret, telemetry};
+pub use chronicle_http::backoff;
+pub use chronicle_ingest::{payload, signature, webhook};
+pub use chronicle_store as store;
+pub use {chronicle_aws as aws, chronicle_config as config, chronicle_domain as domain};
+pub use {chronicle_github as github, chronicle_http as http, chronicle_notion as notion};
+
 pub mod backfill;
-pub mod backoff;
 pub mod batch;
-pub mod config;
-pub mod domain;
+pub mod builder;
+pub mod context;
 pub mod edits;
 pub mod enrich;
 pub mod entries;
-pub mod error;
-pub mod github;
-pub mod hooks;
-pub mod http;
 pub mod kind;
-pub mod notion;
 pub mod pages;
-pub mod payload;
 pub mod publish;
 pub mod redeliver;
-pub mod secret;
-pub mod signature;
 pub mod status;
-pub mod store;
 pub mod story;
 pub mod summarize;
 pub mod summary;
 pub mod sweeper;
 pub mod tagging;
-pub mod telemetry;
-pub mod webhook;
 pub mod workspaces;

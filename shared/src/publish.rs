@@ -242,6 +242,15 @@ impl Publisher for MarkdownPublisher {
     }
 }
 
+/// An S3 client; path-style addressing when the endpoint is overridden (an emulator such as moto
+/// at `http://127.0.0.1:PORT` cannot serve `bucket.127.0.0.1` virtual hosts).
+pub fn s3_client(sdk: &aws_config::SdkConfig) -> aws_sdk_s3::Client {
+    let config = aws_sdk_s3::config::Builder::from(sdk)
+        .force_path_style(sdk.endpoint_url().is_some())
+        .build();
+    aws_sdk_s3::Client::from_conf(config)
+}
+
 /// Writes the same Markdown pages to S3: `s3://<bucket>/<prefix><path>`. One `PutObject`
 /// replaces a whole page, so a retry cannot duplicate an entry.
 pub struct S3MarkdownPublisher {

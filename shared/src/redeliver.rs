@@ -14,6 +14,7 @@
 //! listing pages per hook, the deadline) and stop early when GitHub's REST budget runs low or
 //! the token may not redeliver.
 
+use crate::secret::Resolve;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -21,11 +22,11 @@ use serde::Serialize;
 use time::OffsetDateTime;
 
 use crate::config::RedeliverConfig;
+use crate::domain::hook::{HookRef, HookTarget};
 use crate::domain::{parse_rfc3339, RepoName};
 use crate::github::app::AppCredentials;
 use crate::github::hooks::{HookDelivery, Redelivery, REDELIVERY_WINDOW};
 use crate::github::{GitHubClient, GitHubError};
-use crate::hooks::{HookRef, HookTarget};
 use crate::payload::{self, Classified};
 use crate::secret::SecretError;
 use crate::store::{

@@ -111,7 +111,7 @@ pub fn prompt(
             kinds.join(", "),
             authors.join(", ")
         ));
-        for m in &stats.digest.milestones() {
+        for m in &crate::pages::overview::year_milestones(&stats.digest) {
             prs.insert(m.number);
             user.push_str(&format!(
                 "  - {} #{}: {}\n",
@@ -227,7 +227,7 @@ fn numbers_in(text: &str) -> BTreeSet<u64> {
 
 fn one_line(text: &str, max: usize) -> String {
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    crate::summary::cap(&flat, max)
+    crate::domain::cap(&flat, max)
 }
 
 /// Why a written story was not used.

@@ -20,8 +20,8 @@ use aws_config::SdkConfig;
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use serde_yaml::Value;
 
+use crate::context::RepoContext;
 use crate::domain::{ModuleName, RepoName};
-use crate::github::context::RepoContext;
 
 /// Module of files at the repository root (the same name the enrich stage counts them under).
 pub const ROOT_MODULE: &str = crate::domain::ROOT_DIRECTORY;
@@ -1506,8 +1506,8 @@ octo-org/opted-out:
     /// and stay distinct; a configured name is refused instead.
     #[test]
     fn hostile_names_from_a_repository_become_safe_module_names() {
+        use crate::context::{Package, RepoContext};
         use crate::domain::MODULE_NAME_MAX_BYTES;
-        use crate::github::context::{Package, RepoContext};
         let long_owner = format!("@acme/{}", "x".repeat(2_000));
         let context = RepoContext {
             packages: vec![Package {
@@ -1553,7 +1553,7 @@ octo-org/opted-out:
     /// bundled default), CODEOWNERS names what no package holds, top-level directories the rest.
     #[test]
     fn workspace_packages_are_modules_by_their_names() {
-        use crate::github::context::{Package, RepoContext};
+        use crate::context::{Package, RepoContext};
         let package = |name: &str, dir: &str| Package {
             name: name.into(),
             dir: dir.into(),
@@ -1635,7 +1635,7 @@ octo-org/opted-out:
     /// is not inside it.
     #[test]
     fn the_deepest_package_holds_a_path() {
-        use crate::github::context::{Package, RepoContext};
+        use crate::context::{Package, RepoContext};
         let package = |name: &str, dir: &str| Package {
             name: name.into(),
             dir: dir.into(),

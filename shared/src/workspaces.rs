@@ -1,5 +1,5 @@
 //! Workspace manifests: which directories of a repository are packages, and what each package
-//! is called and says it is. Pure parsing; the fetching is `github::context`'s.
+//! is called and says it is. Pure parsing; the fetching is `context`'s.
 //!
 //! Read as their tools read them: Cargo's `[workspace] members` and `exclude` (`Cargo.toml`,
 //! parsed with `toml`), npm's and Yarn's `workspaces` (an array, or `{ packages: [...] }`),
@@ -8,54 +8,15 @@
 //! package.json `name`, go.mod `module` (its last path element).
 
 use globset::{GlobSet, GlobSetBuilder};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
-/// The manifests at a repository's root that declare a workspace, and the file each member
-/// holds its own name in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Ecosystem {
-    Cargo,
-    Npm,
-    Pnpm,
-    Go,
-}
+pub use chronicle_domain::context::{Ecosystem, Members};
 
-impl Ecosystem {
-    pub const ALL: [Ecosystem; 4] = [
-        Ecosystem::Cargo,
-        Ecosystem::Npm,
-        Ecosystem::Pnpm,
-        Ecosystem::Go,
-    ];
-
-    /// The root file that declares the workspace.
-    pub fn root_manifest(self) -> &'static str {
-        match self {
-            Ecosystem::Cargo => "Cargo.toml",
-            Ecosystem::Npm => "package.json",
-            Ecosystem::Pnpm => "pnpm-workspace.yaml",
-            Ecosystem::Go => "go.work",
-        }
-    }
-
-    /// The file in a member directory that names the package.
-    pub fn member_manifest(self) -> &'static str {
-        match self {
-            Ecosystem::Cargo => "Cargo.toml",
-            Ecosystem::Npm | Ecosystem::Pnpm => "package.json",
-            Ecosystem::Go => "go.mod",
-        }
-    }
-}
-
-/// What a root manifest declares: member patterns (directories, possibly with `*`), and
-/// patterns excluded from them.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Members {
-    pub include: Vec<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub exclude: Vec<String>,
+/// [`Members`] with their glob sets built.
+#[derive(Debug, Clone)]
+pub struct CompiledMembers {
+    include: Option<GlobSet>,
+    exclude: Option<GlobSet>,
 }
 
 /// The most member patterns (includes and excludes each) read from one manifest. Real
@@ -66,34 +27,15 @@ pub const MAX_PATTERNS: usize = 1_000;
 /// one, such as a huge `{a,b,…}` alternation, is dropped).
 pub const MAX_PATTERN_BYTES: usize = 256;
 
-impl Members {
-    pub fn is_empty(&self) -> bool {
-        self.include.is_empty()
-    }
-
+impl CompiledMembers {
     /// The patterns compiled once, to match many directories against.
-    pub fn compile(&self) -> CompiledMembers {
+    pub fn new(members: &Members) -> CompiledMembers {
         CompiledMembers {
-            include: glob_set(&self.include),
-            exclude: glob_set(&self.exclude),
+            include: glob_set(&members.include),
+            exclude: glob_set(&members.exclude),
         }
     }
 
-    /// Whether a directory is a member (compiles the patterns: for one question only; use
-    /// [`Members::compile`] to ask many).
-    pub fn contains(&self, dir: &str) -> bool {
-        self.compile().contains(dir)
-    }
-}
-
-/// [`Members`] with their glob sets built.
-#[derive(Debug, Clone)]
-pub struct CompiledMembers {
-    include: Option<GlobSet>,
-    exclude: Option<GlobSet>,
-}
-
-impl CompiledMembers {
     /// Whether a directory is a member: one include pattern matches it and no exclude does.
     pub fn contains(&self, dir: &str) -> bool {
         self.include.as_ref().is_some_and(|i| i.is_match(dir))
@@ -384,6 +326,10 @@ pub fn package_info(ecosystem: Ecosystem, text: &str) -> PackageInfo {
 mod tests {
     use super::*;
 
+    fn is_member(members: &Members, dir: &str) -> bool {
+        CompiledMembers::new(members).contains(dir)
+    }
+
     #[test]
     fn cargo_members_and_excludes() {
         let m = members(
@@ -398,10 +344,10 @@ exclude = ["examples/old"]
         .unwrap();
         assert_eq!(m.include, ["lambda-runtime", "lambda-events", "examples/*"]);
         assert_eq!(m.exclude, ["examples/old"]);
-        assert!(m.contains("examples/basic"));
-        assert!(!m.contains("examples/old"));
+        assert!(is_member(&m, "examples/basic"));
+        assert!(!is_member(&m, "examples/old"));
         assert!(
-            !m.contains("examples/basic/nested"),
+            !is_member(&m, "examples/basic/nested"),
             "* stays in one segment"
         );
         assert!(members(Ecosystem::Cargo, "[package]\nname = \"x\"\n")
@@ -437,8 +383,8 @@ exclude = ["examples/old"]
         .unwrap();
         assert_eq!(pnpm.include, ["packages/*", "components/**"]);
         assert_eq!(pnpm.exclude, ["**/test/**"]);
-        assert!(pnpm.contains("components/ui/button"));
-        assert!(!pnpm.contains("components/test/x"));
+        assert!(is_member(&pnpm, "components/ui/button"));
+        assert!(!is_member(&pnpm, "components/test/x"));
         assert!(members(Ecosystem::Pnpm, "").unwrap().is_empty());
     }
 
@@ -506,11 +452,11 @@ exclude = ["examples/old"]
             exclude: vec!["m/7".into()],
         };
         assert_eq!(members.include.len(), MAX_PATTERNS);
-        let compiled = members.compile();
+        let compiled = CompiledMembers::new(&members);
         assert!(compiled.contains("m/999"));
         assert!(!compiled.contains("m/7"), "excluded");
         assert!(!compiled.contains("m/1000"), "past the cap");
-        assert!(!Members::default().compile().contains("m/1"));
+        assert!(!CompiledMembers::new(&Members::default()).contains("m/1"));
     }
 
     #[test]

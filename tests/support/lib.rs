@@ -238,8 +238,8 @@ impl Tables {
         publisher: std::sync::Arc<dyn shared::publish::Publisher>,
         modules: shared::tagging::ModulesConfig,
         interval: std::time::Duration,
-    ) -> shared::pages::build::PageBuilder {
-        shared::pages::build::PageBuilder::new(
+    ) -> shared::builder::PageBuilder {
+        shared::builder::PageBuilder::new(
             self.entries.clone(),
             self.pages.clone(),
             publisher,
@@ -366,5 +366,5 @@ pub fn av_s(v: &str) -> AttributeValue {
 /// A merged pull request as GitHub's GraphQL API shapes it (for `infra::github_standin`), with
 /// `files` files under `src/mod0` … `src/mod6`, merged at the recorded fixture's time.
 pub fn standin_pull(repo: &str, number: u64, files: usize) -> serde_json::Value {
-    infra::synthetic::standin_pull(repo, number, files)
+    infra::github_standin::standin_pull(repo, number, files)
 }

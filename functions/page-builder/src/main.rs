@@ -1,11 +1,11 @@
 //! Lambda on an EventBridge Scheduler schedule (`rate(1 minute)`): one tick of the page builder
-//! per invocation. Thin: the builds are `shared::pages::build`; this logs the report and the
+//! per invocation. Thin: the builds are `shared::builder`; this logs the report and the
 //! Embedded Metric Format line CloudWatch turns into metrics.
 
 use lambda_runtime::{service_fn, Error, LambdaEvent};
+use shared::builder::{emf_line, BuildReport, PageBuilder};
 use shared::config::BuilderConfig;
 use shared::enrich::deadline_from_epoch_millis;
-use shared::pages::build::{emf_line, BuildReport, PageBuilder};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {

@@ -1,20 +1,20 @@
 //! Lambda behind API Gateway (HTTP API, payload v2) `POST /webhook`.
 //!
 //! Thin by design: configuration and the secret are loaded once per cold start, and each event
-//! goes to `shared::webhook::WebhookHandler`, which the local stack serves over HTTP too.
+//! goes to `chronicle_ingest::webhook::WebhookHandler`, which the local stack serves over HTTP too.
 //! The event is taken as `ApiGatewayV2httpRequest` rather than through `lambda_http::run`,
 //! whose adapter panics on a body that is not valid base64; the handler answers 400 instead.
 
+use chronicle_config::WebhookConfig;
+use chronicle_ingest::webhook::WebhookHandler;
 use lambda_http::aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV2httpResponse};
 use lambda_http::{service_fn, Error, LambdaEvent};
-use shared::config::WebhookConfig;
-use shared::webhook::WebhookHandler;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    shared::telemetry::init_lambda();
+    chronicle_aws::telemetry::init_lambda();
     let config = WebhookConfig::from_env()?;
-    let sdk = shared::aws::sdk_config().await;
+    let sdk = chronicle_aws::sdk_config().await;
     let handler = WebhookHandler::from_config(&config, &sdk).await?;
     let handler = &handler;
     lambda_http::lambda_runtime::run(service_fn(

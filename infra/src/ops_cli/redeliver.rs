@@ -1,6 +1,7 @@
 //! `redeliver` from the command line: one run of the redelivery stage.
 
 use super::*;
+use shared::secret::Resolve;
 
 /// `redeliver`: one run of the redelivery stage from the CLI, against a deployed stack (its
 /// tables, its GitHub URL and token secret unless `GITHUB_TOKEN` is set) or the local stack.

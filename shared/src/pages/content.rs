@@ -60,7 +60,7 @@ pub struct ModuleFacts {
 /// directory that is no longer on the default branch, that directory (it is gone).
 /// `layout`: the repository's layout as tagging sees it (which packages are which modules).
 pub fn what_it_is(
-    context: Option<&crate::github::context::RepoContext>,
+    context: Option<&crate::context::RepoContext>,
     module: &str,
     paths: &[String],
     layout: Option<&crate::tagging::RepoLayout>,

@@ -140,7 +140,7 @@ mod tests {
         let mut e = entry(number, merged_at, "alice");
         // As long as a stored summary gets (crate::summary::SUMMARY_MAX_CHARS).
         e.summary = "A long summary of what changed and why. ".repeat(20);
-        e.summary = crate::summary::cap(&e.summary, crate::summary::SUMMARY_MAX_CHARS);
+        e.summary = crate::domain::cap(&e.summary, crate::summary::SUMMARY_MAX_CHARS);
         e.title = "A title that goes on for quite a while ".repeat(5);
         e.files = (0..5)
             .map(|i| FileChange {

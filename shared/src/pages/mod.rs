@@ -13,7 +13,6 @@
 
 pub mod archive;
 pub mod blocks;
-pub mod build;
 pub mod content;
 pub mod layout;
 pub mod overview;

@@ -38,18 +38,14 @@ const YEAR_BREAKING: usize = 2;
 const YEAR_MOVES: usize = 2;
 const MOVE_MIN_FILES: usize = 3;
 
-impl Milestone {
-    fn order_key(&self) -> String {
-        crate::domain::order_key(&self.merged_at, self.number)
-    }
+fn milestone_order(m: &Milestone) -> String {
+    crate::domain::order_key(&m.merged_at, m.number)
 }
 
-impl YearDigest {
-    /// The year's milestones: its first PR; its largest feature (else its largest change) other
-    /// than the first; its first breaking changes; its biggest moves.
-    pub fn milestones(&self) -> Vec<Milestone> {
-        milestones(&self.candidates)
-    }
+/// A year's milestones: its first PR; its largest feature (else its largest change) other than
+/// the first; its first breaking changes; its biggest moves.
+pub fn year_milestones(digest: &YearDigest) -> Vec<Milestone> {
+    milestones(&digest.candidates)
 }
 
 /// Lockfiles, generated and vendored files: never where a newcomer starts reading.
@@ -202,7 +198,7 @@ fn milestone(what: &str, e: &ModuleEntry) -> Milestone {
         what: what.into(),
         number: e.number,
         // Bounded: the page item holds a few of these a year.
-        title: crate::summary::cap(&e.title, MILESTONE_TITLE_CHARS),
+        title: crate::domain::cap(&e.title, MILESTONE_TITLE_CHARS),
         url: e.url.clone(),
         merged_at: e.merged_at.clone(),
         ..Default::default()
@@ -250,7 +246,7 @@ fn merge_candidates(a: Candidates, b: Candidates) -> Candidates {
     let first = [a.first, b.first]
         .into_iter()
         .flatten()
-        .min_by_key(Milestone::order_key);
+        .min_by_key(milestone_order);
     let mut largest: Vec<Milestone> = a.largest.into_iter().chain(b.largest).collect();
     // Features first, then the most changed lines; the lower number wins a tie.
     largest.sort_by(|x, y| {
@@ -261,7 +257,7 @@ fn merge_candidates(a: Candidates, b: Candidates) -> Candidates {
     });
     largest.truncate(2);
     let mut breaking: Vec<Milestone> = a.breaking.into_iter().chain(b.breaking).collect();
-    breaking.sort_by_key(Milestone::order_key);
+    breaking.sort_by_key(milestone_order);
     breaking.truncate(YEAR_BREAKING);
     let mut moves: Vec<Milestone> = a.moves.into_iter().chain(b.moves).collect();
     moves.sort_by(|x, y| y.renamed.cmp(&x.renamed).then(x.number.cmp(&y.number)));
@@ -389,7 +385,7 @@ fn pr_link(number: u64, url: &str) -> Span {
 }
 
 fn short_title(title: &str) -> String {
-    crate::summary::cap(&title.replace(['\n', '\r', '\t'], " "), 90)
+    crate::domain::cap(&title.replace(['\n', '\r', '\t'], " "), 90)
 }
 
 /// The overview's blocks: a heading and its sections.
@@ -407,8 +403,7 @@ pub fn overview(input: &OverviewInput) -> Vec<Block> {
 
     // What it is.
     let created = years.values().next().and_then(|y| {
-        y.digest
-            .milestones()
+        year_milestones(&y.digest)
             .into_iter()
             .find(|m| m.what == "first")
     });
@@ -518,12 +513,9 @@ pub fn overview(input: &OverviewInput) -> Vec<Block> {
             match &input.repo_url {
                 Some(base) => spans.push(Span {
                     code: true,
-                    ..Span::link(
-                        crate::summary::cap(f, 120),
-                        &format!("{base}/blob/HEAD/{f}"),
-                    )
+                    ..Span::link(crate::domain::cap(f, 120), &format!("{base}/blob/HEAD/{f}"))
                 }),
-                None => spans.push(Span::code(crate::summary::cap(f, 120))),
+                None => spans.push(Span::code(crate::domain::cap(f, 120))),
             }
         }
         spans.push(Span::text(" (most changed, recently weighted)."));
@@ -674,7 +666,7 @@ fn story_line(year: &str, stats: &YearStats, created: Option<&Milestone>) -> Vec
     text.push('.');
     spans.push(Span::text(text));
     let mut named = 0;
-    for m in &d.milestones() {
+    for m in &year_milestones(d) {
         let label = match m.what.as_str() {
             "first" if created.is_some_and(|c| c.number == m.number) => "created in",
             "first" => continue,
@@ -747,8 +739,7 @@ mod tests {
             ),
             with_files(4, &["renamed", "renamed"]),
         ];
-        let moved: Vec<u64> = digest(&entries)
-            .milestones()
+        let moved: Vec<u64> = year_milestones(&digest(&entries))
             .iter()
             .filter(|m| m.what == "moved")
             .map(|m| m.number)
@@ -787,7 +778,7 @@ mod tests {
         let mut sorted = entries.clone();
         sorted.sort_by_key(ModuleEntry::order_key);
         let whole = digest(&sorted);
-        assert!(whole.milestones().iter().any(|m| m.what == "breaking"));
+        assert!(year_milestones(&whole).iter().any(|m| m.what == "breaking"));
         for cut in [0, 1, 7, 30, 59, 60] {
             let merged = merge(&digest(&sorted[..cut]), &digest(&sorted[cut..]));
             assert_eq!(merged, whole, "cut at {cut}");
@@ -811,14 +802,12 @@ mod tests {
         second.kind = Some("fix".into());
         second.additions = 50;
         let only_feature = digest(&[first.clone(), second.clone()]);
-        assert!(!only_feature
-            .milestones()
+        assert!(!year_milestones(&only_feature)
             .iter()
             .any(|m| m.what == "largest"));
         first.kind = Some("fix".into());
         let no_feature = digest(&[first, second]);
-        let largest: Vec<u64> = no_feature
-            .milestones()
+        let largest: Vec<u64> = year_milestones(&no_feature)
             .iter()
             .filter(|m| m.what == "largest")
             .map(|m| m.number)

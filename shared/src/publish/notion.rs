@@ -748,7 +748,7 @@ impl NotionPublisher {
         };
         let as_other = |c: &&ChildPage| OtherPage {
             id: c.id.clone(),
-            title: crate::summary::cap(&c.title, 200),
+            title: crate::domain::cap(&c.title, 200),
             database: c.database,
         };
         let named: Vec<OtherPage> = unexpected.iter().map(as_other).collect();

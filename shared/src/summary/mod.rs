@@ -16,6 +16,7 @@
 //! either way. Nothing here is called on the webhook path; the summarize worker calls it once per
 //! PR and stores the text on the row.
 
+use crate::secret::Resolve;
 use std::fmt::Write as _;
 use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
@@ -43,7 +44,7 @@ pub const ANTHROPIC_API_KEY_ARN: &str = "ANTHROPIC_API_KEY_ARN";
 pub const ANTHROPIC_API_URL: &str = "ANTHROPIC_API_URL";
 
 pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
-pub const DEFAULT_API_URL: &str = "https://api.anthropic.com";
+pub use chronicle_config::DEFAULT_ANTHROPIC_API_URL as DEFAULT_API_URL;
 /// The `anthropic-version` header sent with every request.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 /// Per attempt (connect, send, whole answer).
@@ -450,45 +451,10 @@ fn is_meaningful(text: &str) -> bool {
     !ISSUE_REFS.is_match(text.trim()) && !PLACEHOLDERS.contains(&bare.as_str())
 }
 
+pub(crate) use chronicle_domain::cap;
+
 pub(crate) fn collapse_whitespace(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// At most `max` characters: cut at the last word boundary that leaves room for "…", never
-/// inside a code span, trailing punctuation trimmed. A single word longer than `max` is cut hard.
-pub(crate) fn cap(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_string();
-    }
-    let budget = max.saturating_sub(1);
-    let Some((cut, next)) = text.char_indices().nth(budget) else {
-        return text.to_string();
-    };
-    let mut head = &text[..cut];
-    if !next.is_whitespace() {
-        if let Some(i) = head.rfind(char::is_whitespace) {
-            if i > 0 {
-                head = &head[..i];
-            }
-        }
-    }
-    if head.matches('`').count() % 2 == 1 {
-        if let Some(i) = head.rfind('`') {
-            let before = head[..i].trim_end();
-            if !before.is_empty() {
-                head = before;
-            }
-        }
-    }
-    let trimmed = head.trim_end_matches(|c: char| {
-        c.is_whitespace()
-            || matches!(
-                c,
-                ',' | ';' | ':' | '.' | '-' | '–' | '—' | '(' | '[' | '/' | '\\'
-            )
-    });
-    let head = if trimmed.is_empty() { head } else { trimmed };
-    format!("{head}…")
 }
 
 // ---------------------------------------------------------------------------------------------

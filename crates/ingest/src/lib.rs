@@ -1,0 +1,8 @@
+//! Ingest: the webhook stage. A GitHub delivery is verified ([`signature`]), read
+//! ([`payload`]) and stored as a PR row ([`webhook`]), and nothing else: no call leaves for
+//! anything but DynamoDB (invariant 1). This crate's dependencies hold that: no HTTP client,
+//! GraphQL, Markdown, S3, SQS or LLM crate is among them.
+
+pub mod payload;
+pub mod signature;
+pub mod webhook;
