@@ -1,6 +1,6 @@
 //! Golden files: pages rendered from entries, byte for byte. They were read by eye when written;
 //! a change to the pages shows up here as a diff to read again.
-//! `UPDATE_GOLDEN=1 cargo test -p chronicle-tests --test golden` rewrites them.
+//! `UPDATE_GOLDEN=1 cargo test -p chronicle-tests --test publishing golden::` rewrites them.
 //!
 //! - `fixture-root.md`: the recorded webhook delivery (PR #2, made merged as the fixtures README
 //!   says) enriched with the recorded REST answers (its files, a linked issue).

@@ -1,0 +1,15 @@
+//! The stages end to end against the emulator: the webhook, the table stream and the queues, enrichment, the sweeper, summaries, redelivery, backfill, the repository context, the operator CLI and the local stack.
+//!
+//! One test binary per group, not per file: each binary links the AWS SDKs once.
+
+mod backfill;
+mod context;
+mod enrich;
+mod local_stack;
+mod ops;
+mod queues;
+mod redeliver;
+mod streams;
+mod summarize;
+mod sweeper;
+mod webhook;
