@@ -17,20 +17,62 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
+def lex(src):
+    """Source with comments removed and string and char literals emptied: a small lexer, because
+    a regex cannot tell `//` in a string, `/*` in a doc comment or `r#"…"#` apart."""
+    out, i, n = [], 0, len(src)
+    while i < n:
+        c = src[i]
+        if src.startswith("//", i):
+            j = src.find("\n", i)
+            i = n if j < 0 else j
+        elif src.startswith("/*", i):
+            depth, i = 1, i + 2
+            while i < n and depth:
+                if src.startswith("/*", i):
+                    depth, i = depth + 1, i + 2
+                elif src.startswith("*/", i):
+                    depth, i = depth - 1, i + 2
+                else:
+                    i += 1
+        elif (m := re.match(r'b?r(#*)"', src[i:i + 260])) and (i == 0 or not (src[i - 1].isalnum() or src[i - 1] == "_")):
+            end = '"' + m.group(1)
+            j = src.find(end, i + m.end())
+            out.append('""')
+            i = n if j < 0 else j + len(end)
+        elif c == '"':
+            j = i + 1
+            while j < n and src[j] != '"':
+                j += 2 if src[j] == "\\" else 1
+            out.append('""')
+            i = j + 1
+        elif c == "'" and (m := re.match(r"'(\\.[^']*|[^\\'])'", src[i:i + 12])):
+            out.append("' '")
+            i += m.end()
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
 def strip(src):
-    """Source without comments, string literals and `#[cfg(test)]` modules."""
-    src = re.sub(r"/\*.*?\*/", "", src, flags=re.S)
-    src = re.sub(r"//[^\n]*", "", src)
-    src = re.sub(r'r#*"(?:.|\n)*?"#*', '""', src)
-    src = re.sub(r'"(?:\\.|[^"\\])*"', '""', src)
+    """Source without comments, literals and `#[cfg(test)]` items (a test module or function)."""
+    src = lex(src)
     out, i = [], 0
-    for m in re.finditer(r"#\[cfg\(test\)\]\s*mod\s+\w+\s*\{", src):
+    for m in re.finditer(r"#\[cfg\(test\)\]", src):
         if m.start() < i:
             continue
         out.append(src[i:m.start()])
-        depth, j = 1, m.end()
-        while j < len(src) and depth:
-            depth += {"{": 1, "}": -1}.get(src[j], 0)
+        # The item the attribute is on: up to its closing brace, or its `;`.
+        j = m.end()
+        while j < len(src) and src[j] not in "{;":
+            j += 1
+        if j < len(src) and src[j] == "{":
+            depth, j = 1, j + 1
+            while j < len(src) and depth:
+                depth += {"{": 1, "}": -1}.get(src[j], 0)
+                j += 1
+        else:
             j += 1
         i = j
     out.append(src[i:])
@@ -80,8 +122,9 @@ def module_graph(src_dir):
             if parts[0] in ("lib.rs", "main.rs") or parts[0] == "bin":
                 continue
             top = parts[0][:-3] if len(parts) == 1 else parts[0]
-            # `super::` from src/x.rs or src/x/mod.rs is the crate root; from src/x/y.rs, `super::super::`.
-            depth = 1 if len(parts) == 1 or parts[-1] == "mod.rs" else len(parts)
+            # How many `super::` reach the crate root: 1 from src/x.rs or src/x/mod.rs, 2 from
+            # src/x/y.rs or src/x/y/mod.rs.
+            depth = len(parts) - 1 if parts[-1] == "mod.rs" else len(parts)
             refs = references(strip(open(path, encoding="utf-8").read()), depth)
             graph.setdefault(top, set()).update(r for r in refs if r != top)
     modules = set(graph)
@@ -140,17 +183,24 @@ WEBHOOK_FORBIDDEN = {
     "aws-sdk-bedrockruntime": "an LLM",
     "jsonwebtoken": "GitHub App tokens",
     "globset": "tagging",
+    "aws-sdk-dynamodbstreams": "the stream reader",
+    "chronicle-http": "the clients' HTTP layer",
+    "chronicle-github": "the GitHub client",
+    "chronicle-notion": "the Notion client",
+    "chronicle-shared": "the other stages",
 }
 
 
 def webhook_closure():
-    out = subprocess.run(
-        ["cargo", "tree", "-p", "chronicle-webhook", "-e", "normal", "--prefix", "none", "--offline"],
-        cwd=ROOT, capture_output=True, text=True)
+    """The crate names in the webhook function's normal dependencies, on every target."""
+    command = ["cargo", "tree", "-p", "chronicle-webhook", "-e", "normal", "--target", "all",
+               "--prefix", "none", "--locked"]
+    out = subprocess.run(command + ["--offline"], cwd=ROOT, capture_output=True, text=True)
     if out.returncode != 0:
-        out = subprocess.run(
-            ["cargo", "tree", "-p", "chronicle-webhook", "-e", "normal", "--prefix", "none"],
-            cwd=ROOT, capture_output=True, text=True, check=True)
+        out = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    if out.returncode != 0:
+        print(f"check-layers: {' '.join(command)} failed:\n{out.stderr}", file=sys.stderr)
+        sys.exit(2)
     return {line.split()[0] for line in out.stdout.splitlines() if line.strip()}
 
 

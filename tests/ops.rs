@@ -808,7 +808,7 @@ async fn stream_records(
 /// record that names no batch stays, with why. A dry run changes nothing.
 #[tokio::test]
 async fn redrive_enrich_re_enriches_the_prs_the_stream_dlq_names() {
-    use infra::enrich_redrive::redrive_enrich;
+    use infra::ops_cli::redrive_enrich;
     let sdk = sdk().await;
     let t = fresh_tables(&sdk).await;
     let now = OffsetDateTime::now_utc();

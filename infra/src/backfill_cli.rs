@@ -185,7 +185,7 @@ async fn target_of(stack: Option<&str>, token_parameters: &[&str]) -> Result<Tar
                 ));
             };
             let sdk = crate::emulator::sdk_config(&endpoint).await;
-            let (table, pages_table) = crate::dev::local_tables();
+            let (table, pages_table) = crate::stack::local_tables();
             Ok(Target::from_env(sdk, table, pages_table))
         }
     }

@@ -45,6 +45,9 @@ pub const QUEUE_POLL_INTERVAL: Duration = Duration::from_millis(250);
 /// `chronicle dev`'s sweep interval (the deployed schedule is `rate(1 minute)`).
 pub const DEFAULT_SWEEP_INTERVAL: Duration = Duration::from_secs(5);
 
+/// The secret `chronicle dev` uses when none is configured; `events/` is signed with it.
+pub const DEV_SECRET: &str = "chronicle-local-dev-secret";
+
 /// `chronicle dev`'s deferred-enrichment retry interval (the deployed schedule is
 /// `rate(5 minutes)`).
 pub const ENRICH_RETRY_INTERVAL: Duration = Duration::from_secs(30);
@@ -53,27 +56,6 @@ pub const ENRICH_RETRY_INTERVAL: Duration = Duration::from_secs(30);
 /// on one emulator never share an owner.
 static PROCESS: std::sync::LazyLock<String> =
     std::sync::LazyLock::new(|| uuid::Uuid::new_v4().simple().to_string()[..8].to_string());
-
-/// The secret `chronicle dev` uses when none is configured; `events/` is signed with it.
-pub const DEV_SECRET: &str = "chronicle-local-dev-secret";
-pub const DEFAULT_TABLE: &str = "chronicle-dev";
-
-/// The local stack's PR table and pages table as the environment names them (`TABLE_NAME`,
-/// `PAGES_TABLE`, `PENDING_SHARDS`), with `chronicle dev`'s defaults: what the operator
-/// commands use without `--stack`.
-pub fn local_tables() -> (TableConfig, String) {
-    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-    let table_name = env(shared::config::TABLE_NAME).unwrap_or_else(|| DEFAULT_TABLE.to_string());
-    let pages_table =
-        env(shared::config::PAGES_TABLE).unwrap_or_else(|| format!("{table_name}-pages"));
-    let table = TableConfig {
-        table_name,
-        pending_shards: env("PENDING_SHARDS")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(4),
-    };
-    (table, pages_table)
-}
 
 #[derive(Debug, Clone)]
 pub struct DevOptions {
@@ -143,7 +125,7 @@ impl DevStack {
             _ if overridden(k).is_some() => overridden(k),
             (TABLE_NAME, Some(name)) => Some(name.clone()),
             (TABLE_NAME, None) => {
-                Some(std::env::var(k).unwrap_or_else(|_| DEFAULT_TABLE.to_string()))
+                Some(std::env::var(k).unwrap_or_else(|_| crate::stack::DEFAULT_TABLE.to_string()))
             }
             _ => std::env::var(k).ok(),
         };

@@ -14,7 +14,6 @@ pub mod confirm;
 pub mod demo;
 pub mod dev;
 pub mod emulator;
-pub mod enrich_redrive;
 pub mod github_standin;
 pub mod http_server;
 pub mod notion_standin;

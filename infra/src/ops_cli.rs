@@ -80,7 +80,7 @@ pub async fn target(stack: Option<&str>) -> Result<OpsTarget, UsageError> {
                 ));
             };
             let sdk = crate::emulator::sdk_config(&endpoint).await;
-            let (table, pages_table) = crate::dev::local_tables();
+            let (table, pages_table) = crate::stack::local_tables();
             let table_name = table.table_name.clone();
             // The local stack's queues, named after its table (those it has not created are
             // left out).
@@ -296,10 +296,12 @@ pub async fn run_failed(
     }
 }
 
+mod enrich;
 mod redeliver;
 mod redrive;
 mod reprocess;
 
+pub use enrich::redrive_enrich;
 pub use redeliver::*;
 pub use redrive::*;
 pub use reprocess::*;

@@ -95,3 +95,23 @@ impl Stack {
             .filter(|v| !v.is_empty())
     }
 }
+
+/// The local stack's PR table when `TABLE_NAME` is not set.
+pub const DEFAULT_TABLE: &str = "chronicle-dev";
+
+/// The local stack's PR table and pages table as the environment names them (`TABLE_NAME`,
+/// `PAGES_TABLE`, `PENDING_SHARDS`), with `chronicle dev`'s defaults: what the operator
+/// commands use without `--stack`.
+pub fn local_tables() -> (shared::config::TableConfig, String) {
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let table_name = env(shared::config::TABLE_NAME).unwrap_or_else(|| DEFAULT_TABLE.to_string());
+    let pages_table =
+        env(shared::config::PAGES_TABLE).unwrap_or_else(|| format!("{table_name}-pages"));
+    let table = shared::config::TableConfig {
+        table_name,
+        pending_shards: env("PENDING_SHARDS")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(4),
+    };
+    (table, pages_table)
+}

@@ -81,7 +81,7 @@ pub async fn redrive(
         RedriveQueue::Enrich => {
             return Err((
                 EXIT_USAGE,
-                "the enrich DLQ is redriven by crate::enrich_redrive (it re-enriches)".into(),
+                "the enrich DLQ is redriven by `redrive enrich` (it re-enriches)".into(),
             ))
         }
     };
@@ -349,7 +349,7 @@ async fn run_redrive_enrich(
         }
         None => None,
     };
-    match crate::enrich_redrive::redrive_enrich(target, handler.as_ref(), dry_run).await {
+    match super::enrich::redrive_enrich(target, handler.as_ref(), dry_run).await {
         Ok(report) => {
             if json {
                 println!(
