@@ -3,8 +3,9 @@
 //! first `GET /2018-06-01/runtime/invocation/next`, which is when Lambda considers init done.
 //!
 //! The fake API never answers that poll, so nothing after init is timed. Every function gets a
-//! configuration that needs no network at init (plain secrets, an endpoint nobody listens on):
-//! an init that calls out, or fails, is reported rather than timed.
+//! configuration that needs no network at init (plain secrets, the Markdown publisher), with AWS
+//! and GitHub pointed at the fake API itself: an init that calls out, exits or reports an init
+//! error is reported rather than timed.
 
 use std::convert::Infallible;
 use std::path::{Path, PathBuf};
@@ -52,8 +53,14 @@ pub struct Figures {
 }
 
 impl Figures {
+    /// The middle run (the mean of the two middle ones for an even count).
     pub fn median(&self) -> Duration {
-        self.inits[self.inits.len() / 2]
+        let n = self.inits.len();
+        if n % 2 == 1 {
+            self.inits[n / 2]
+        } else {
+            (self.inits[n / 2 - 1] + self.inits[n / 2]) / 2
+        }
     }
 }
 
@@ -71,9 +78,20 @@ pub async fn run(options: BootstrapOptions) -> anyhow::Result<()> {
         "{:<14} {:>12} {:>10} {:>10} {:>10}",
         "function", "bytes", "median", "min", "max"
     );
+    let mut failed = Vec::new();
     for function in &functions {
-        let binary = locate(&options.dir, function)?;
-        let figures = measure(function, &binary, options.runs.max(1)).await?;
+        let measured = match locate(&options.dir, function) {
+            Ok(binary) => measure(function, &binary, options.runs.max(1)).await,
+            Err(e) => Err(e),
+        };
+        let figures = match measured {
+            Ok(figures) => figures,
+            Err(e) => {
+                println!("{function:<14} failed: {e:#}");
+                failed.push(function.clone());
+                continue;
+            }
+        };
         println!(
             "{:<14} {:>12} {:>10} {:>10} {:>10}",
             figures.function,
@@ -82,6 +100,9 @@ pub async fn run(options: BootstrapOptions) -> anyhow::Result<()> {
             millis(figures.inits[0]),
             millis(*figures.inits.last().expect("at least one run")),
         );
+    }
+    if !failed.is_empty() {
+        anyhow::bail!("no figures for {}", failed.join(", "));
     }
     Ok(())
 }
@@ -129,6 +150,8 @@ pub async fn measure(function: &str, binary: &Path, runs: usize) -> anyhow::Resu
 enum Seen {
     Next,
     InitError(String),
+    /// A request that was not for the Runtime API: the init called AWS or GitHub.
+    Outbound(String),
 }
 
 async fn init_once(function: &str, binary: &Path) -> anyhow::Result<Duration> {
@@ -139,7 +162,10 @@ async fn init_once(function: &str, binary: &Path) -> anyhow::Result<Duration> {
         let seen = seen.clone();
         async move {
             let path = request.uri().path().to_string();
-            if request.method() == Method::GET && path.ends_with("/runtime/invocation/next") {
+            if !path.starts_with("/2018-06-01/runtime/") {
+                let _ = seen.send(Seen::Outbound(format!("{} {path}", request.method())));
+            } else if request.method() == Method::GET && path.ends_with("/runtime/invocation/next")
+            {
                 let _ = seen.send(Seen::Next);
                 // Held: an invocation would start the handler, and only init is timed.
                 std::future::pending::<()>().await;
@@ -167,30 +193,52 @@ async fn init_once(function: &str, binary: &Path) -> anyhow::Result<Duration> {
         .envs(environment(function, &addr.to_string()))
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
         .kill_on_drop(true);
     let started = Instant::now();
     let mut child = command
         .spawn()
         .with_context(|| format!("spawning {}", binary.display()))?;
-    let outcome = tokio::time::timeout(INIT_TIMEOUT, first.recv()).await;
-    let elapsed = started.elapsed();
+    let outcome = tokio::select! {
+        seen = tokio::time::timeout(INIT_TIMEOUT, first.recv()) => match seen {
+            Ok(Some(seen)) => Ok((seen, started.elapsed())),
+            Ok(None) | Err(_) => Err(format!("no /runtime/invocation/next within {INIT_TIMEOUT:?}")),
+        },
+        exited = child.wait() => Err(format!("exited at init ({})", exited.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string()))),
+    };
     let _ = child.kill().await;
     serving.stop().await;
     match outcome {
-        Ok(Some(Seen::Next)) => Ok(elapsed),
-        Ok(Some(Seen::InitError(body))) => {
-            anyhow::bail!("{function}: init failed, the runtime reported: {body}")
+        Ok((Seen::Next, elapsed)) => Ok(elapsed),
+        Ok((Seen::InitError(body), _)) => {
+            anyhow::bail!(
+                "init failed, the runtime was told: {body}; stderr: {}",
+                stderr_tail(&mut child).await
+            )
         }
-        Ok(None) | Err(_) => anyhow::bail!(
-            "{function}: no /runtime/invocation/next within {INIT_TIMEOUT:?} (did it exit at init?)"
-        ),
+        Ok((Seen::Outbound(request), _)) => {
+            anyhow::bail!("init called out ({request}); an init is timed without network")
+        }
+        Err(why) => anyhow::bail!("{why}; stderr: {}", stderr_tail(&mut child).await),
     }
 }
 
+/// The last lines the (killed) child wrote to stderr, on one line.
+async fn stderr_tail(child: &mut tokio::process::Child) -> String {
+    use tokio::io::AsyncReadExt;
+    let mut text = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        let _ = pipe.read_to_string(&mut text).await;
+    }
+    let tail: Vec<&str> = text.lines().rev().take(5).collect();
+    tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+}
+
 /// A configuration every function initialises with and that needs no network at init: plain
-/// secrets, the Markdown publisher, and AWS pointed at a port nobody listens on.
+/// secrets, the Markdown publisher, and AWS and GitHub pointed at the fake Runtime API, which
+/// reports any request that is not its own.
 fn environment(function: &str, runtime_api: &str) -> Vec<(String, String)> {
+    let elsewhere = format!("http://{runtime_api}");
     let mut env: Vec<(&str, String)> = vec![
         ("AWS_LAMBDA_RUNTIME_API", runtime_api.to_string()),
         (
@@ -207,7 +255,7 @@ fn environment(function: &str, runtime_api: &str) -> Vec<(String, String)> {
         ("AWS_REGION", "us-east-1".into()),
         ("AWS_ACCESS_KEY_ID", "bench".into()),
         ("AWS_SECRET_ACCESS_KEY", "bench".into()),
-        ("AWS_ENDPOINT_URL", "http://127.0.0.1:9".into()),
+        ("AWS_ENDPOINT_URL", elsewhere.clone()),
         ("RUST_LOG", "warn".into()),
         (shared::config::TABLE_NAME, "chronicle-bench-prs".into()),
         (
@@ -217,11 +265,11 @@ fn environment(function: &str, runtime_api: &str) -> Vec<(String, String)> {
         (shared::config::PAGES_TABLE, "chronicle-bench-pages".into()),
         (
             shared::config::SUMMARIZE_QUEUE_URL,
-            "http://127.0.0.1:9/000000000000/chronicle-bench".into(),
+            format!("{elsewhere}/000000000000/chronicle-bench"),
         ),
         (shared::config::GITHUB_WEBHOOK_SECRET, "bench".into()),
         (shared::config::GITHUB_TOKEN, "bench".into()),
-        (shared::config::GITHUB_API_URL, "http://127.0.0.1:9".into()),
+        (shared::config::GITHUB_API_URL, elsewhere.clone()),
         (
             shared::config::OUTPUT_DIR,
             std::env::temp_dir()

@@ -284,8 +284,9 @@ enum BenchTarget {
     /// Each function's release bootstrap: its size and its Lambda init time (spawn to the first
     /// `/runtime/invocation/next` poll of a fake Runtime API), median of `--runs`.
     Bootstrap {
-        /// Where the binaries are: `target/release` (`cargo build --release`) or
-        /// `target/lambda` (`cargo lambda build --release`, `<function>/bootstrap`).
+        /// Where the binaries are: `target/release` (`cargo build --release`), or
+        /// `<function>/bootstrap` as `cargo lambda build --release` lays them out (which must
+        /// be built for this machine's architecture to run; the arm64 ones only on arm64).
         #[arg(long, default_value = "target/release")]
         dir: std::path::PathBuf,
         #[arg(long, default_value_t = 15)]
