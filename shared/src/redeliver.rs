@@ -25,7 +25,7 @@ use crate::config::RedeliverConfig;
 use crate::domain::hook::{HookRef, HookTarget};
 use crate::domain::{parse_rfc3339, RepoName};
 use crate::github::app::AppCredentials;
-use crate::github::hooks::{HookDelivery, Redelivery, REDELIVERY_WINDOW};
+use crate::github::deliveries::{HookDelivery, Redelivery, REDELIVERY_WINDOW};
 use crate::github::{GitHubClient, GitHubError};
 use crate::payload::{self, Classified};
 use crate::secret::SecretError;
@@ -385,7 +385,7 @@ impl Redeliverer {
                         "more than {} deliveries in GitHub's 3-day window: only the newest were \
                          looked at; older failures may need `chronicle redeliver` runs or \
                          GitHub's delivery log",
-                        MAX_PAGES_PER_HOOK * crate::github::hooks::DELIVERIES_PER_PAGE
+                        MAX_PAGES_PER_HOOK * crate::github::deliveries::DELIVERIES_PER_PAGE
                     ),
                 );
             }
