@@ -68,21 +68,21 @@ pub struct Candidates {
     pub moves: Vec<Milestone>,
 }
 
-/// What the overview needs of one year of entries. Digests merge ([`crate::pages::overview::merge`]): the digest of a
+/// What the overview needs of one year of entries. Digests merge (`pages::overview::merge`): the digest of a
 /// year is kept up to date from the entries that change it, without reading the year again.
 /// Counts and milestones merge exactly; authors and files are bounded top lists, so after many
 /// merges their tail may differ from a full read's (the next full read makes them exact).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct YearDigest {
-    /// Family ([`crate::kind::family`]) → entries.
+    /// Family (`kind::family`) → entries.
     #[serde(default)]
     pub kinds: BTreeMap<String, u64>,
     #[serde(default)]
     pub authors: Vec<AuthorActivity>,
     #[serde(default)]
     pub files: Vec<FileActivity>,
-    /// What the year's milestones are chosen from ([`YearDigest::milestones`]).
+    /// What the year's milestones are chosen from (`pages::overview::year_milestones`).
     #[serde(default)]
     pub candidates: Candidates,
 }

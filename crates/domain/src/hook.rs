@@ -2,7 +2,7 @@
 //!
 //! GitHub names the hook in `X-GitHub-Hook-ID` and what it is installed on in
 //! `X-GitHub-Hook-Installation-Target-Type`. The webhook records each hook it sees (once per
-//! instance) so the redelivery stage ([`crate::redeliver`]) can ask GitHub for the deliveries
+//! instance) so the redelivery stage (`redeliver`) can ask GitHub for the deliveries
 //! that failed: GitHub never retries them on its own.
 
 use std::fmt;

@@ -214,7 +214,7 @@ pub struct ModuleEntry {
     pub author: String,
     /// RFC 3339 in UTC with whole seconds, as stored on the PR row.
     pub merged_at: String,
-    /// What kind of change ([`crate::kind::classify`]: `feat`, `fix`, `deps`, `release`, …).
+    /// What kind of change (`kind::classify`: `feat`, `fix`, `deps`, `release`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
     /// A breaking change (`!` in the title's type, or a `breaking` label).
@@ -277,7 +277,7 @@ pub fn parse_rfc3339(s: &str) -> Option<OffsetDateTime> {
 }
 
 /// A page's state in the pages table: one item per (repo, module), plus one per repo for its
-/// index ([`crate::store::INDEX_MODULE`]). It holds what the builder needs to rebuild the page
+/// index (`store::INDEX_MODULE`). It holds what the builder needs to rebuild the page
 /// from the module's entries without reading them all: whether it is stale and since when,
 /// which years changed, each year's figures, and where the pages were published.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -375,11 +375,11 @@ pub struct YearStats {
     /// the archive, so the year is not read again for them.
     #[serde(default)]
     pub archive_digest: YearDigest,
-    /// The year's archive parts, oldest first: [`crate::pages::archive::PART_ENTRIES`] entries
+    /// The year's archive parts, oldest first: `pages::archive::PART_ENTRIES` entries
     /// each (the last may hold fewer), filled from the oldest end.
     #[serde(default)]
     pub chunks: Vec<ChunkStats>,
-    /// The archive layout these figures follow ([`crate::pages::archive::LAYOUT`]); a year of
+    /// The archive layout these figures follow (`pages::archive::LAYOUT`); a year of
     /// another is laid out again from its entries.
     #[serde(default)]
     pub layout: u32,

@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 
 /// The longest module name kept, in bytes (suffix included). Well inside DynamoDB's 1,024-byte
 /// sort key and 2,048-byte partition key (`owner/name#module`), and, at most doubled by
-/// [`crate::pages::path::path_segment`], inside a 255-byte file name with its temp suffix.
+/// `pages::path::path_segment`, inside a 255-byte file name with its temp suffix.
 pub const MODULE_NAME_MAX_BYTES: usize = 100;
 
 /// What starts Chronicle's own page keys (`#index`, `#context`): never a module's first byte.
