@@ -30,82 +30,15 @@ use crate::store::{
 };
 use crate::tagging::{self, ModulesConfig, TaggingError};
 
+mod report;
+pub use report::*;
+
 /// Time kept back from the invocation's deadline: no build starts after it.
 const DEADLINE_MARGIN: Duration = Duration::from_secs(10);
 /// The shortest build lease.
 const MIN_LEASE: Duration = Duration::from_secs(1);
 /// Builds of one page in one invocation when published pages turn out deleted.
 const PUBLISH_ATTEMPTS: usize = 3;
-
-#[derive(Debug, thiserror::Error)]
-pub enum BuildError {
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error(transparent)]
-    Publish(#[from] PublishError),
-    #[error("the page item names an invalid repository: {0}")]
-    Repo(String),
-}
-
-impl BuildError {
-    pub fn advice(&self) -> Option<&str> {
-        match self {
-            BuildError::Publish(e) => e.advice(),
-            _ => None,
-        }
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum BuilderInitError {
-    #[error(transparent)]
-    Tagging(#[from] TaggingError),
-    #[error("the Notion token: {0}")]
-    Secret(#[from] crate::secret::SecretError),
-}
-
-/// What one tick did.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct BuildReport {
-    /// Stale pages listed.
-    pub stale: usize,
-    /// Builds completed (clean or still stale).
-    pub built: usize,
-    /// Of those, pages that changed again during their build (built again later).
-    pub still_stale: usize,
-    /// Built less than one rebuild interval ago: left for a later tick.
-    pub too_soon: usize,
-    /// Being built by another builder.
-    pub held: usize,
-    pub failed: usize,
-    pub documents: usize,
-    pub bytes: usize,
-    pub removed: usize,
-    pub publish_requests: u64,
-    /// DynamoDB items read by the tick (the stale index, entries, page items).
-    pub items_read: u64,
-    pub stopped_early: bool,
-}
-
-/// What building one page did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum BuildOutcome {
-    Built {
-        completion: BuildCompletion,
-        published: Published,
-    },
-    NotStale,
-    Held,
-    TooSoon,
-    /// The build failed; recorded on the page item.
-    Failed(String),
-    /// Another builder is creating a page this one needs: the lease is given back and the page,
-    /// still stale, is built by a later tick. Not a failure.
-    Busy(String),
-    /// The lease was lost before the build completed.
-    LeaseLost,
-}
 
 pub struct PageBuilder {
     entries: EntryStore,
@@ -804,20 +737,4 @@ fn archive_years(years: &BTreeMap<String, YearStats>) -> Vec<(String, u64)> {
         .filter(|(_, s)| s.archived > 0)
         .map(|(y, s)| (y.clone(), s.archived))
         .collect()
-}
-
-/// The run's figures as one Embedded Metric Format line (CloudWatch Logs turns it into metrics
-/// with no API call).
-pub fn emf_line(report: &BuildReport, now: OffsetDateTime) -> String {
-    use serde_json::json;
-    crate::telemetry::emf_line(
-        now,
-        &[
-            ("StalePages", "Count", json!(report.stale)),
-            ("PagesBuilt", "Count", json!(report.built)),
-            ("PageBuildsFailed", "Count", json!(report.failed)),
-            ("PublishRequests", "Count", json!(report.publish_requests)),
-            ("PageItemsRead", "Count", json!(report.items_read)),
-        ],
-    )
 }

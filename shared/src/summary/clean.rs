@@ -5,11 +5,13 @@
 //! The summary reads the same blocks as paragraphs of inline Markdown, so it never meets raw
 //! HTML, entities, escapes or fences: the parser resolved them.
 
-use std::fmt::Write as _;
 use std::sync::LazyLock;
 
 use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 use regex::Regex;
+
+use super::boilerplate::*;
+pub(crate) use super::inline::*;
 
 /// The Markdown a PR body is parsed as: GitHub's (tables, task lists, footnotes,
 /// strikethrough, `> [!NOTE]` alerts).
@@ -21,7 +23,7 @@ pub(crate) fn options() -> Options {
         | Options::ENABLE_GFM
 }
 
-type Events = Vec<Event<'static>>;
+pub(super) type Events = Vec<Event<'static>>;
 
 /// A body after cleaning: the blocks worth reading, in order.
 #[derive(Debug, Clone, Default)]
@@ -30,7 +32,7 @@ pub struct Cleaned {
 }
 
 #[derive(Debug, Clone)]
-enum Kept {
+pub(super) enum Kept {
     /// A heading that is not a template label (its events, `Start(Heading)` to `End`).
     Heading(Events),
     /// A paragraph's lines (split at line breaks outside any inline element).
@@ -162,7 +164,7 @@ impl Kept {
     }
 }
 
-fn render(events: &[Event<'static>]) -> String {
+pub(super) fn render(events: &[Event<'static>]) -> String {
     let mut out = String::new();
     let style = pulldown_cmark_to_cmark::Options {
         code_block_token_count: 3,
@@ -177,12 +179,6 @@ fn render(events: &[Event<'static>]) -> String {
             super::collapse_whitespace(&plain_text(events))
         }
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Bot {
-    Dependabot,
-    Renovate,
 }
 
 /// Removes what real PR bodies are full of: HTML comments and blocks, template headings
@@ -229,7 +225,7 @@ pub fn clean(body: &str) -> Cleaned {
 /// A body's events. A setext heading of more than one line, or a long one, is read as the
 /// paragraph it was meant to be: CommonMark turns `text\n---` into a heading, and an author who
 /// wrote a paragraph and then a rule did not mean the paragraph as a section title.
-fn parse(body: &str) -> Events {
+pub(super) fn parse(body: &str) -> Events {
     let mut events: Events = Vec::new();
     let mut demoted: Vec<bool> = Vec::new();
     for (event, range) in Parser::new_ext(body, options()).into_offset_iter() {
@@ -262,7 +258,7 @@ fn parse(body: &str) -> Events {
 
 /// The body's top-level blocks, each its events from `Start` to the matching `End` (a leaf
 /// block such as a thematic break or an HTML block's events one by one).
-fn top_level<'e>(events: &'e [Event<'static>]) -> Vec<&'e [Event<'static>]> {
+pub(super) fn top_level<'e>(events: &'e [Event<'static>]) -> Vec<&'e [Event<'static>]> {
     let mut out = Vec::new();
     let mut start = 0;
     let mut depth = 0usize;
@@ -285,7 +281,7 @@ fn top_level<'e>(events: &'e [Event<'static>]) -> Vec<&'e [Event<'static>]> {
 
 /// The blocks worth keeping, with the state real bodies need across blocks: `<details>` depth
 /// (its content is Markdown between HTML blocks) and the boilerplate section being skipped.
-fn keep(blocks: &[&[Event<'static>]], bot: Option<Bot>) -> Cleaned {
+pub(super) fn keep(blocks: &[&[Event<'static>]], bot: Option<Bot>) -> Cleaned {
     let mut keeper = Keeper {
         kept: Vec::new(),
         details: 0,
@@ -298,7 +294,7 @@ fn keep(blocks: &[&[Event<'static>]], bot: Option<Bot>) -> Cleaned {
     }
 }
 
-struct Keeper {
+pub(super) struct Keeper {
     kept: Vec<Kept>,
     details: usize,
     /// Skipping a boilerplate section until a heading of this level or higher.
@@ -404,7 +400,7 @@ impl Keeper {
 
 /// The text of raw HTML, as Markdown source: tags and comments removed (a block-level tag
 /// ends a paragraph), and nothing inside `<details>` (whose depth carries across blocks).
-fn html_text(raw: &str, details: &mut usize) -> String {
+pub(super) fn html_text(raw: &str, details: &mut usize) -> String {
     static TAG: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(r"(?s)<!--.*?(?:-->|\z)|<(/?)([A-Za-z][A-Za-z0-9-]*)\b[^>]*>")
             .expect("a valid pattern")
@@ -477,7 +473,7 @@ fn html_text(raw: &str, details: &mut usize) -> String {
 
 /// Every list item whose first content is a task box (`- [ ]`, `- [x]`), at any depth and in
 /// loose lists too (where the box sits inside the item's paragraph), removed whole.
-fn drop_task_items(events: &[Event<'static>]) -> Events {
+pub(super) fn drop_task_items(events: &[Event<'static>]) -> Events {
     let mut out = Vec::with_capacity(events.len());
     let mut i = 0;
     while i < events.len() {
@@ -509,7 +505,7 @@ fn drop_task_items(events: &[Event<'static>]) -> Events {
 
 /// Whether a heading is kept (`Some(true)`), dropped on its own (`Some(false)`: a template
 /// label such as "Description"), or starts or continues a skipped section (`None`).
-fn heading_decision(
+pub(super) fn heading_decision(
     text: &str,
     level: usize,
     bot: Option<Bot>,
@@ -529,7 +525,7 @@ fn heading_decision(
     Some(!(key.is_empty() || LABEL_HEADINGS.contains(&key.as_str()) || level == BOLD_HEADING_LEVEL))
 }
 
-fn heading_level(level: HeadingLevel) -> usize {
+pub(super) fn heading_level(level: HeadingLevel) -> usize {
     match level {
         HeadingLevel::H1 => 1,
         HeadingLevel::H2 => 2,
@@ -542,9 +538,9 @@ fn heading_level(level: HeadingLevel) -> usize {
 
 /// A paragraph that is only bold text (`**Checklist:**`, `__Description__:`), used as a
 /// heading: short, and not a sentence. Level 7: below every real heading.
-const BOLD_HEADING_LEVEL: usize = 7;
+pub(super) const BOLD_HEADING_LEVEL: usize = 7;
 
-fn bold_heading(inner: &[Event<'static>]) -> Option<String> {
+pub(super) fn bold_heading(inner: &[Event<'static>]) -> Option<String> {
     let Some(Event::Start(Tag::Strong)) = inner.first() else {
         return None;
     };
@@ -562,7 +558,7 @@ fn bold_heading(inner: &[Event<'static>]) -> Option<String> {
 }
 
 /// `<details` opened minus `</details>` closed, from the depth before this HTML.
-fn details_depth(html: &str, depth: usize) -> usize {
+pub(super) fn details_depth(html: &str, depth: usize) -> usize {
     if html.trim_start().starts_with("<!--") {
         return depth; // a comment that mentions <details> opens nothing
     }
@@ -575,7 +571,7 @@ fn details_depth(html: &str, depth: usize) -> usize {
 /// Inline content cleaned: images and their alt text gone, HTML tags gone (their text kept),
 /// text inside `<details>` gone, footnote references gone, and links left with no text (badges)
 /// gone. Containers are kept or dropped whole, so the events stay balanced.
-fn clean_inline(events: &[Event<'static>], details: &mut usize) -> Events {
+pub(super) fn clean_inline(events: &[Event<'static>], details: &mut usize) -> Events {
     let mut out = Vec::with_capacity(events.len());
     let mut i = 0;
     while i < events.len() {
@@ -612,7 +608,7 @@ fn clean_inline(events: &[Event<'static>], details: &mut usize) -> Events {
 }
 
 /// Inline containers (emphasis, strong, strikethrough) left with nothing inside are removed.
-fn drop_empty_containers(events: Events) -> Events {
+pub(super) fn drop_empty_containers(events: Events) -> Events {
     let mut out: Events = Vec::with_capacity(events.len());
     for e in events {
         let empties = matches!(
@@ -640,7 +636,7 @@ fn drop_empty_containers(events: Events) -> Events {
 }
 
 /// The index of the `End` matching the `Start` at `at` (the last index if unbalanced).
-fn matching_end(events: &[Event<'static>], at: usize) -> usize {
+pub(super) fn matching_end(events: &[Event<'static>], at: usize) -> usize {
     let mut depth = 0usize;
     for (i, e) in events.iter().enumerate().skip(at) {
         match e {
@@ -658,7 +654,7 @@ fn matching_end(events: &[Event<'static>], at: usize) -> usize {
 }
 
 /// A paragraph's inline events split into lines at the breaks outside any inline element.
-fn split_lines(inner: &[Event<'static>]) -> Vec<Events> {
+pub(super) fn split_lines(inner: &[Event<'static>]) -> Vec<Events> {
     let mut lines = vec![Vec::new()];
     let mut depth = 0usize;
     for e in inner {
@@ -682,7 +678,7 @@ fn split_lines(inner: &[Event<'static>]) -> Vec<Events> {
 }
 
 /// A list's items, each its inner events (without `Start(Item)`/`End(Item)`).
-fn list_items<'e>(inner: &'e [Event<'static>]) -> Vec<&'e [Event<'static>]> {
+pub(super) fn list_items<'e>(inner: &'e [Event<'static>]) -> Vec<&'e [Event<'static>]> {
     top_level(inner)
         .into_iter()
         .filter(|item| item.len() >= 2 && matches!(item[0], Event::Start(Tag::Item)))
@@ -690,25 +686,8 @@ fn list_items<'e>(inner: &'e [Event<'static>]) -> Vec<&'e [Event<'static>]> {
         .collect()
 }
 
-/// A line that is never worth keeping: a commit trailer, bot or template boilerplate, or only
-/// a link to an uploaded screenshot.
-fn drop_line(plain: &str, bot: Option<Bot>) -> bool {
-    let t = plain.trim();
-    let lower = t.to_lowercase();
-    !has_words(t)
-        || is_trailer(t)
-        || BOT_LINES.iter().any(|p| lower.contains(p))
-        || TEMPLATE_INSTRUCTIONS.iter().any(|p| lower.starts_with(p))
-        || is_attachment_url(t)
-        || (bot.is_some() && lower.starts_with("updated-dependencies:"))
-}
-
-fn has_words(text: &str) -> bool {
-    text.chars().any(char::is_alphanumeric)
-}
-
 /// An item's lines: its own text, then each nested item's.
-fn item_lines(item: &[Event<'static>]) -> Vec<Line> {
+pub(super) fn item_lines(item: &[Event<'static>]) -> Vec<Line> {
     let mut out = Vec::new();
     let mut current: Events = Vec::new();
     let mut in_code = false;
@@ -734,7 +713,7 @@ fn item_lines(item: &[Event<'static>]) -> Vec<Line> {
 }
 
 /// The paragraphs of a block quote (a `> [!NOTE]` alert's marker is not text).
-fn quote_paragraphs(events: &[Event<'static>]) -> Vec<Paragraph> {
+pub(super) fn quote_paragraphs(events: &[Event<'static>]) -> Vec<Paragraph> {
     let mut out = Vec::new();
     let mut current: Option<Events> = None;
     for e in events {
@@ -758,7 +737,7 @@ fn quote_paragraphs(events: &[Event<'static>]) -> Vec<Paragraph> {
     out
 }
 
-fn line(events: &[Event<'static>], item: bool) -> Line {
+pub(super) fn line(events: &[Event<'static>], item: bool) -> Line {
     Line {
         markdown: inline_markdown(events),
         plain: super::collapse_whitespace(&plain_text(events)),
@@ -766,391 +745,11 @@ fn line(events: &[Event<'static>], item: bool) -> Line {
     }
 }
 
-/// Text and code as plain text; breaks as spaces; markup dropped.
-pub(crate) fn plain_text(events: &[Event<'_>]) -> String {
-    let mut out = String::new();
-    for e in events {
-        match e {
-            Event::Text(t) | Event::Code(t) => out.push_str(t),
-            Event::SoftBreak | Event::HardBreak => out.push(' '),
-            Event::End(TagEnd::Paragraph | TagEnd::Item | TagEnd::TableCell) => out.push(' '),
-            _ => {}
-        }
-    }
-    out
-}
-
-/// Inline events as one line of Markdown the pages read back as the same text: code spans
-/// kept, links, emphasis and strong reduced to their text, everything else escaped.
-pub(crate) fn inline_markdown(events: &[Event<'_>]) -> String {
-    let mut out = String::new();
-    // The parser splits text at escapes and entities: escape whole runs, so an underscore
-    // inside a word stays unescaped.
-    let mut run = String::new();
-    for e in events {
-        if let Event::Text(t) = e {
-            run.push_str(t);
-            continue;
-        }
-        out.push_str(&escape_text(&std::mem::take(&mut run)));
-        match e {
-            Event::Code(c) => {
-                if out.ends_with('`') {
-                    out.push(' '); // two code spans never merge into one
-                }
-                out.push_str(&code_span(c));
-            }
-            Event::SoftBreak | Event::HardBreak => out.push(' '),
-            Event::End(TagEnd::Paragraph | TagEnd::Item) => out.push(' '),
-            _ => {}
-        }
-    }
-    out.push_str(&escape_text(&run));
-    super::collapse_whitespace(&out)
-}
-
-/// A code span around any text: a fence longer than the longest run of backticks inside.
-pub(crate) fn code_span(code: &str) -> String {
-    let code = code.replace(['\n', '\r'], " ");
-    let mut longest = 0;
-    let mut run = 0;
-    for c in code.chars() {
-        run = if c == '`' { run + 1 } else { 0 };
-        longest = longest.max(run);
-    }
-    let fence = "`".repeat(longest + 1);
-    if longest > 0 || code.starts_with(['`', ' ']) || code.ends_with(['`', ' ']) {
-        format!("{fence} {code} {fence}")
-    } else {
-        format!("{fence}{code}{fence}")
-    }
-}
-
-/// Text escaped so that parsing it as inline Markdown gives the same text: backslashes before
-/// punctuation, backticks, asterisks, brackets, angle brackets, entity-like ampersands, and
-/// underscores that could open or close emphasis.
-pub(crate) fn escape_text(text: &str) -> String {
-    let chars: Vec<char> = text.chars().collect();
-    let mut out = String::with_capacity(text.len());
-    for (i, &c) in chars.iter().enumerate() {
-        let prev = i.checked_sub(1).map(|p| chars[p]);
-        let next = chars.get(i + 1).copied();
-        let escape = match c {
-            '\\' => next.is_none_or(|n| n.is_ascii_punctuation()),
-            '`' | '*' | '[' | ']' | '<' | '~' => true,
-            '_' => {
-                !(prev.is_some_and(char::is_alphanumeric)
-                    && next.is_some_and(char::is_alphanumeric))
-            }
-            '&' => {
-                let name = chars[i + 1..]
-                    .iter()
-                    .take_while(|c| c.is_ascii_alphanumeric() || **c == '#')
-                    .count();
-                name > 0 && chars.get(i + 1 + name) == Some(&';')
-            }
-            _ => false,
-        };
-        if escape {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
-}
-
 // ---------------------------------------------------------------------------------------------
 // What is boilerplate.
 
-fn detect_bot(text: &str) -> Option<Bot> {
-    let lower = text.to_lowercase();
-    if lower.contains("this pr contains the following updates")
-        || lower.contains("[renovate bot]")
-        || lower.contains("[mend renovate]")
-        || lower.contains("renovatebot.com")
-        || lower.contains("mend.io/renovate")
-    {
-        return Some(Bot::Renovate);
-    }
-    let starts_like_dependabot = lower
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .is_some_and(|l| l.starts_with("bumps ") || l.starts_with("updates the requirements on"));
-    if lower.contains("dependabot commands and options")
-        || lower.contains("@dependabot")
-        || lower.contains("dependabot-badges")
-        || (starts_like_dependabot && lower.contains("dependabot"))
-    {
-        return Some(Bot::Dependabot);
-    }
-    None
-}
-
-/// A heading reduced to lowercase words: "✅ Checklist:" → "checklist".
-fn heading_key(text: &str) -> String {
-    let words: String = text
-        .to_lowercase()
-        .chars()
-        .map(|c| if c.is_alphanumeric() { c } else { ' ' })
-        .collect();
-    super::collapse_whitespace(&words)
-}
-
-/// Headings whose whole section is template boilerplate, matched as a prefix of the key.
-const BOILERPLATE_PREFIXES: &[&str] = &[
-    "type of change",
-    "types of change",
-    "kind of change",
-    "what kind of change",
-    "pr type",
-    "how has this been tested",
-    "how was this tested",
-    "how to test",
-    "how can this be tested",
-    "testing",
-    "tests",
-    "test plan",
-    "test configuration",
-    "screenshot",
-    "screen recording",
-    "screencast",
-    "recording",
-    "related issue",
-    "linked issue",
-    "issue",
-    "closes",
-    "fixes",
-    "ticket",
-    "does this pr introduce a breaking change",
-    "definition of done",
-    "before submitting",
-    "notes for reviewer",
-    "note to reviewer",
-    "reviewer",
-    "other information",
-];
-
-/// Boilerplate wherever it appears in the key ("PR checklist", "Reviewer checklist").
-const BOILERPLATE_WORDS: &[&str] = &["checklist", "check list"];
-
-/// Sections of bot bodies that are never the point.
-const BOT_SECTIONS: &[&str] = &[
-    "release notes",
-    "changelog",
-    "commits",
-    "configuration",
-    "dependency lookup warnings",
-];
-
-/// Template headings dropped on their own (their section is the description itself).
-const LABEL_HEADINGS: &[&str] = &[
-    "description",
-    "pr description",
-    "pull request description",
-    "summary",
-    "summary of changes",
-    "changes",
-    "proposed changes",
-    "changes made",
-    "what changed",
-    "what",
-    "why",
-    "what and why",
-    "what does this pr do",
-    "what does this pull request do",
-    "what is this",
-    "what is the purpose of this pr",
-    "motivation",
-    "motivation and context",
-    "context",
-    "background",
-    "overview",
-    "details",
-    "purpose",
-    "problem",
-    "solution",
-    "approach",
-    "about",
-    "tl dr",
-    "tldr",
-];
-
-fn is_boilerplate_heading(key: &str, bot: Option<Bot>) -> bool {
-    // A whole-word prefix, plural allowed: "screenshot" covers "screenshots if appropriate".
-    let prefixed = |list: &[&str]| {
-        list.iter().any(|p| {
-            key.strip_prefix(p).is_some_and(|rest| {
-                let rest = rest.strip_prefix('s').unwrap_or(rest);
-                rest.is_empty() || rest.starts_with(' ')
-            })
-        })
-    };
-    BOILERPLATE_WORDS.iter().any(|w| key.contains(w))
-        || prefixed(BOILERPLATE_PREFIXES)
-        || (bot.is_some() && prefixed(BOT_SECTIONS))
-}
-
-/// Template instructions left in place as plain text (the well-known GitHub PR templates).
-const TEMPLATE_INSTRUCTIONS: &[&str] = &[
-    "please include a summary of the change",
-    "please also include relevant motivation and context",
-    "please describe the tests that you ran",
-    "please delete options that are not relevant",
-    "please also list any relevant details for your test configuration",
-    "please check the type of change your pr introduces",
-    "list any dependencies that are required for this change",
-    "fixes # (issue)",
-    "describe your changes in detail",
-    "provide a general summary of your changes",
-    "a clear and concise description of what",
-    "put an `x` in all the boxes that apply",
-    "put an x in all the boxes that apply",
-    "what types of changes does your code introduce",
-    "go over all the following points",
-];
-
-/// Bot boilerplate lines, matched anywhere in the lowercased line.
-const BOT_LINES: &[&str] = &[
-    "dependabot will resolve any conflicts with this pr",
-    "you can trigger a rebase manually by commenting",
-    "you can trigger dependabot actions by commenting",
-    "this pr has been generated by renovate bot",
-    "this pr was generated by mend renovate",
-    "this pr has been generated by mend renovate",
-    "this pr has been generated by whitesource renovate",
-    "if you want to rebase/retry this pr",
-];
-
-/// A git trailer line (`Signed-off-by: …`, `Change-Id: …`): never part of a summary.
-pub(crate) fn is_trailer(line: &str) -> bool {
-    static TRAILER: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(
-            r"(?i)^(?:signed-off-by|co-authored-by|co-developed-by|reviewed-by|acked-by|tested-by|reported-by|suggested-by|requested-by|helped-by|approved-by|reviewed-on|change-id|cc|git-svn-id|pr-url|differential revision|depends-on)\s*:",
-        )
-        .expect("a valid pattern")
-    });
-    TRAILER.is_match(line.trim())
-}
-
-/// Dependabot's older link list under the "Bumps" line: `- [Release notes](…)`, `- [Commits](…)`.
-fn is_bot_link_item(item: &[Event<'static>], text: &str) -> bool {
-    let only_link = matches!(item.first(), Some(Event::Start(Tag::Link { .. })))
-        || matches!(
-            (item.first(), item.get(1)),
-            (
-                Some(Event::Start(Tag::Paragraph)),
-                Some(Event::Start(Tag::Link { .. }))
-            )
-        );
-    let key = heading_key(text);
-    only_link && ["release notes", "changelog", "commits", "upgrade guide"].contains(&key.as_str())
-}
-
-/// A line that is nothing but a link to an uploaded screenshot or recording.
-fn is_attachment_url(line: &str) -> bool {
-    static URL: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(
-            r"(?i)^<?https?://(?:(?:github\.com/user-attachments/|(?:private-)?user-images\.githubusercontent\.com/)\S*|\S+\.(?:png|jpe?g|gif|svg|webp|mp4|mov|webm)(?:\?\S*)?)>?$",
-        )
-        .expect("a valid pattern")
-    });
-    URL.is_match(line)
-}
-
 // ---------------------------------------------------------------------------------------------
 // Renovate.
-
-/// Renovate: the "This PR contains the following updates:" table as one line.
-fn renovate_line(blocks: &[&[Event<'static>]]) -> Option<String> {
-    let intro = blocks.iter().position(|b| {
-        matches!(b.first(), Some(Event::Start(Tag::Paragraph)))
-            && plain_text(b)
-                .to_lowercase()
-                .contains("this pr contains the following updates")
-    })?;
-    let table = blocks[intro + 1..]
-        .iter()
-        .find(|b| matches!(b.first(), Some(Event::Start(Tag::Table(_)))))?;
-    let rows = table_rows(table);
-    let (header, rows) = rows.split_first()?;
-    let column = |name: &str| header.iter().position(|h| heading_key(h) == name);
-    let package = column("package").or(column("update")).unwrap_or(0);
-    let change = column("change");
-    let updates: Vec<String> = rows
-        .iter()
-        .filter_map(|cells| {
-            let name = package_name(cells.get(package)?);
-            if name.is_empty() {
-                return None;
-            }
-            let change = change
-                .and_then(|c| cells.get(c))
-                .map(|c| super::collapse_whitespace(c))
-                .unwrap_or_default();
-            let arrow = change.split_once("->").or_else(|| change.split_once('→'));
-            Some(match arrow {
-                Some((from, to)) if !from.trim().is_empty() && !to.trim().is_empty() => {
-                    format!("{name} from {} to {}", from.trim(), to.trim())
-                }
-                _ if change.is_empty() => name,
-                _ => format!("{name} ({change})"),
-            })
-        })
-        .collect();
-    if updates.is_empty() {
-        return None;
-    }
-    const NAMED: usize = 3;
-    let mut line = String::from("Updates ");
-    if updates.len() <= NAMED {
-        line.push_str(&super::join_and(&updates));
-    } else {
-        let _ = write!(
-            line,
-            "{} and {} more",
-            updates[..NAMED].join(", "),
-            updates.len() - NAMED
-        );
-    }
-    line.push('.');
-    Some(escape_text(&line))
-}
-
-/// A table's rows (the header first), each cell's plain text (images and their alt text out).
-fn table_rows(table: &[Event<'static>]) -> Vec<Vec<String>> {
-    let mut rows: Vec<Vec<String>> = Vec::new();
-    let mut cell: Option<Events> = None;
-    let mut image = 0usize;
-    for e in table {
-        match e {
-            Event::Start(Tag::TableHead | Tag::TableRow) => rows.push(Vec::new()),
-            Event::Start(Tag::TableCell) => cell = Some(Vec::new()),
-            Event::End(TagEnd::TableCell) => {
-                if let (Some(c), Some(row)) = (cell.take(), rows.last_mut()) {
-                    row.push(super::collapse_whitespace(&plain_text(&c)));
-                }
-            }
-            Event::Start(Tag::Image { .. }) => image += 1,
-            Event::End(TagEnd::Image) => image = image.saturating_sub(1),
-            other if image == 0 => {
-                if let Some(c) = cell.as_mut() {
-                    c.push(other.clone());
-                }
-            }
-            _ => {}
-        }
-    }
-    rows
-}
-
-/// `serde (source)` → `serde`.
-fn package_name(cell: &str) -> String {
-    match cell.find(" (") {
-        Some(i) if i > 0 => cell[..i].trim().to_string(),
-        _ => cell.trim().to_string(),
-    }
-}
 
 #[cfg(test)]
 mod tests {
