@@ -60,7 +60,44 @@ pub async fn refresh(
         deadline,
     };
 
-    // CODEOWNERS: the first location that has one.
+    let codeowners = codeowners(&fetcher, &mut seen).await?;
+    // The root's directories: which top-level modules still exist.
+    let root = fetcher.directories("").await?;
+    let top_level = root.found.then(|| root.dirs.clone().unwrap_or_default());
+    seen.insert("dir:".to_string(), root);
+
+    let declared = root_manifests(&fetcher, &mut seen).await?;
+    let dirs = member_dirs(&fetcher, &declared, &mut seen).await?;
+    let packages = packages(&fetcher, dirs, &mut seen).await?;
+    let about = about(&fetcher, &packages, &top_level, &mut seen).await?;
+
+    let (codeowners_path, codeowners) = match codeowners {
+        Some((path, text)) => (Some(path), Some(text)),
+        None => (None, None),
+    };
+    // The CODEOWNERS text is kept once, on the context, not again in `seen`.
+    if let Some(path) = &codeowners_path {
+        if let Some(s) = seen.get_mut(&file_key(path)) {
+            s.text = None;
+        }
+    }
+    Ok(RepoContext {
+        version: CONTEXT_VERSION,
+        checked_at: crate::domain::rfc3339_seconds(now),
+        codeowners,
+        codeowners_path,
+        packages,
+        top_level,
+        about,
+        seen,
+    })
+}
+
+/// CODEOWNERS: the first location that has one (its path and text).
+async fn codeowners(
+    fetcher: &Fetcher<'_>,
+    seen: &mut BTreeMap<String, Seen>,
+) -> Result<Option<(String, String)>, ContextError> {
     let mut codeowners = None;
     for path in CODEOWNERS_PATHS {
         let s = fetcher.file(path, MAX_CODEOWNERS_BYTES).await?;
@@ -71,13 +108,15 @@ pub async fn refresh(
             break;
         }
     }
+    Ok(codeowners)
+}
 
-    // The root's directories: which top-level modules still exist.
-    let root = fetcher.directories("").await?;
-    let top_level = root.found.then(|| root.dirs.clone().unwrap_or_default());
-    seen.insert("dir:".to_string(), root);
-
-    // Root manifests → member patterns.
+/// The root manifests' member patterns, by ecosystem.
+async fn root_manifests(
+    fetcher: &Fetcher<'_>,
+    seen: &mut BTreeMap<String, Seen>,
+) -> Result<Vec<(Ecosystem, Members)>, ContextError> {
+    let repo = fetcher.repo;
     let mut declared: Vec<(Ecosystem, Members)> = Vec::new();
     for ecosystem in Ecosystem::ALL {
         let path = ecosystem.root_manifest();
@@ -98,14 +137,22 @@ pub async fn refresh(
         }
         seen.insert(file_key(path), s);
     }
+    Ok(declared)
+}
 
-    // Member directories: literal ones as they are, wildcard ones from their parent's listing.
-    // Directories seen in a listing exist; literal members may not (a hostile manifest can
-    // name thousands). Listed ones are kept first when there are more than can be read.
+/// Member directories: literal ones as they are, wildcard ones from their parent's listing.
+/// Directories seen in a listing exist; literal members may not (a hostile manifest can name
+/// thousands). Listed ones are kept first when there are more than can be read.
+async fn member_dirs(
+    fetcher: &Fetcher<'_>,
+    declared: &[(Ecosystem, Members)],
+    seen: &mut BTreeMap<String, Seen>,
+) -> Result<Vec<(String, Ecosystem)>, ContextError> {
+    let (repo, deadline) = (fetcher.repo, fetcher.deadline);
     let mut dirs: BTreeMap<String, Ecosystem> = BTreeMap::new();
     let mut literal: BTreeMap<String, Ecosystem> = BTreeMap::new();
     let mut listed = 0usize;
-    for (ecosystem, members) in &declared {
+    for (ecosystem, members) in declared {
         // Compiled once per manifest: matching is then linear in the patterns and directories.
         let compiled = CompiledMembers::new(members);
         for pattern in &members.include {
@@ -163,11 +210,18 @@ pub async fn refresh(
         dirs.entry(dir).or_insert(ecosystem);
     }
     let dirs: Vec<(String, Ecosystem)> = dirs.into_iter().collect();
+    Ok(dirs)
+}
 
-    // Each member's own manifest → its name and description.
+/// Each member's own manifest: its name and description, and so its package.
+async fn packages(
+    fetcher: &Fetcher<'_>,
+    dirs: Vec<(String, Ecosystem)>,
+    seen: &mut BTreeMap<String, Seen>,
+) -> Result<Vec<Package>, ContextError> {
+    let repo = fetcher.repo;
     let manifests: Vec<(String, Ecosystem, Result<Seen, GitHubError>)> = stream::iter(dirs)
         .map(|(dir, ecosystem)| {
-            let fetcher = &fetcher;
             async move {
                 let path = format!("{dir}/{}", ecosystem.member_manifest());
                 let result = fetcher.file(&path, MAX_MANIFEST_BYTES).await.map(|mut s| {
@@ -217,8 +271,17 @@ pub async fn refresh(
         }
         seen.insert(file_key(&path), s);
     }
+    Ok(packages)
+}
 
-    // READMEs: each package's, each top-level directory's (dot-directories aside).
+/// READMEs' lead paragraphs: each package's, each top-level directory's (dot-directories aside).
+async fn about(
+    fetcher: &Fetcher<'_>,
+    packages: &[Package],
+    top_level: &Option<Vec<String>>,
+    seen: &mut BTreeMap<String, Seen>,
+) -> Result<BTreeMap<String, About>, ContextError> {
+    let repo = fetcher.repo;
     let mut readme_dirs: Vec<String> = packages.iter().map(|p| p.dir.clone()).collect();
     readme_dirs.extend(
         top_level
@@ -231,12 +294,9 @@ pub async fn refresh(
     readme_dirs.sort();
     readme_dirs.dedup();
     let readmes: Vec<(String, ReadmeAnswer)> = stream::iter(readme_dirs)
-        .map(|dir| {
-            let fetcher = &fetcher;
-            async move {
-                let result = fetcher.readme(&dir).await;
-                (dir, result)
-            }
+        .map(|dir| async move {
+            let result = fetcher.readme(&dir).await;
+            (dir, result)
         })
         .buffered(CONCURRENCY)
         .collect()
@@ -251,27 +311,7 @@ pub async fn refresh(
         }
         seen.insert(format!("readme:{dir}"), s);
     }
-
-    let (codeowners_path, codeowners) = match codeowners {
-        Some((path, text)) => (Some(path), Some(text)),
-        None => (None, None),
-    };
-    // The CODEOWNERS text is kept once, on the context, not again in `seen`.
-    if let Some(path) = &codeowners_path {
-        if let Some(s) = seen.get_mut(&file_key(path)) {
-            s.text = None;
-        }
-    }
-    Ok(RepoContext {
-        version: CONTEXT_VERSION,
-        checked_at: crate::domain::rfc3339_seconds(now),
-        codeowners,
-        codeowners_path,
-        packages,
-        top_level,
-        about,
-        seen,
-    })
+    Ok(about)
 }
 
 /// What one member's file gave: `None` when it cannot be read for a reason of its own (a path

@@ -390,23 +390,35 @@ fn short_title(title: &str) -> String {
 
 /// The overview's blocks: a heading and its sections.
 pub fn overview(input: &OverviewInput) -> Vec<Block> {
-    let mut blocks = vec![Block::Heading {
-        level: 2,
-        spans: vec![Span::text("Overview")],
-    }];
     let years = input.years;
     let latest = years
         .values()
         .map(|y| y.last.clone())
         .max()
         .filter(|s| !s.is_empty());
-
-    // What it is.
     let created = years.values().next().and_then(|y| {
         year_milestones(&y.digest)
             .into_iter()
             .find(|m| m.what == "first")
     });
+    let mut blocks = vec![
+        Block::Heading {
+            level: 2,
+            spans: vec![Span::text("Overview")],
+        },
+        what_it_is(input, created.as_ref()),
+        status(input, latest.as_deref()),
+    ];
+    start_here(input, &mut blocks);
+    who_knows_it(input, &mut blocks);
+    story_so_far(input, created.as_ref(), &mut blocks);
+    blocks.push(recently(input));
+    blocks
+}
+
+/// "What it is:": the module's own words (a README's lead or a manifest's description) and
+/// where it lives, and its first pull request.
+fn what_it_is(input: &OverviewInput, created: Option<&Milestone>) -> Block {
     let mut what = vec![Span::bold("What it is:"), Span::text(" ")];
     // The globs that say where it lives: not exclusions, not lockfiles.
     let paths: Vec<&String> = input
@@ -459,7 +471,7 @@ pub fn overview(input: &OverviewInput) -> Vec<Block> {
             what.push(Span::text(format!(" and {} more", paths.len() - 4)));
         }
     }
-    if let Some(m) = &created {
+    if let Some(m) = created {
         what.push(Span::text("; its first pull request here was “"));
         what.extend(title_spans(&short_title(&m.title), None));
         what.push(Span::text("” ("));
@@ -467,10 +479,12 @@ pub fn overview(input: &OverviewInput) -> Vec<Block> {
         what.push(Span::text(format!(", {})", date(&m.merged_at))));
     }
     what.push(Span::text("."));
-    blocks.push(Block::Paragraph(what));
+    Block::Paragraph(what)
+}
 
-    // Status.
-    let status = match latest.as_deref() {
+/// "Status:": active, quiet (no change for a year) or gone (its directory removed).
+fn status(input: &OverviewInput, latest: Option<&str>) -> Block {
+    let status = match latest {
         Some(at) if input.gone.is_some() => format!(
             "gone — its directory no longer exists on the default branch; the last change was on {}.",
             date(at)
@@ -500,9 +514,12 @@ pub fn overview(input: &OverviewInput) -> Vec<Block> {
             ),
         ];
     }
-    blocks.push(Block::Paragraph(spans));
+    Block::Paragraph(spans)
+}
 
-    // Start here.
+/// "Start here:": the files most changed, recently weighted.
+fn start_here(input: &OverviewInput, blocks: &mut Vec<Block>) {
+    let years = input.years;
     let files = start_files(years, input.now);
     if !files.is_empty() {
         let mut spans = vec![Span::bold("Start here:"), Span::text(" ")];
@@ -521,8 +538,11 @@ pub fn overview(input: &OverviewInput) -> Vec<Block> {
         spans.push(Span::text(" (most changed, recently weighted)."));
         blocks.push(Block::Paragraph(spans));
     }
+}
 
-    // Who knows it.
+/// "Who knows it:": who changed it most, recently weighted, and its CODEOWNERS.
+fn who_knows_it(input: &OverviewInput, blocks: &mut Vec<Block>) {
+    let years = input.years;
     let experts = experts(years, input.now);
     if !experts.is_empty() || !input.owners.is_empty() {
         let list: Vec<String> = experts
@@ -545,9 +565,12 @@ pub fn overview(input: &OverviewInput) -> Vec<Block> {
             Span::text(format!("{text}.")),
         ]));
     }
+}
 
-    // The story so far: the LLM's paragraphs (grounded: every #N is one of the module's PRs,
-    // linked here), then a line per year.
+/// "The story so far:": the LLM's paragraphs (grounded: every #N is one of the module's PRs,
+/// linked here), then a line per year.
+fn story_so_far(input: &OverviewInput, created: Option<&Milestone>, blocks: &mut Vec<Block>) {
+    let years = input.years;
     if !years.is_empty() {
         blocks.push(Block::Paragraph(vec![Span::bold("The story so far:")]));
         for paragraph in input
@@ -566,11 +589,13 @@ pub fn overview(input: &OverviewInput) -> Vec<Block> {
             blocks.push(Block::Paragraph(super::blocks::inline_spans(&linked)));
         }
         for (year, stats) in years {
-            blocks.push(Block::Bullet(story_line(year, stats, created.as_ref())));
+            blocks.push(Block::Bullet(story_line(year, stats, created)));
         }
     }
+}
 
-    // Recently.
+/// "Recently:": what was merged in the last [`RECENT_DAYS`] days, by whom, and the latest.
+fn recently(input: &OverviewInput) -> Block {
     let cutoff = input.now - Duration::days(RECENT_DAYS);
     let recent: Vec<&ModuleEntry> = input
         .recent
@@ -621,8 +646,7 @@ pub fn overview(input: &OverviewInput) -> Vec<Block> {
         }
         spans.push(Span::text("."));
     }
-    blocks.push(Block::Paragraph(spans));
-    blocks
+    Block::Paragraph(spans)
 }
 
 /// One year of the story: "2019: 34 pull requests — 12 features, 8 fixes; 9 dependency updates

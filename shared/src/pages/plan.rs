@@ -53,28 +53,7 @@ pub async fn plan(
     let stored = &item.years;
     let old_cutoff = item.main_cutoff.clone();
     // The years read whole.
-    let mut whole: BTreeSet<i32> = also.clone();
-    whole.extend(
-        item.stale_years
-            .iter()
-            .map(|y| year_of(y))
-            .filter(|_| full || old_cutoff.is_none() || item.stale_keys_lost),
-    );
-    if full || old_cutoff.is_none() {
-        whole.extend(stored.keys().map(|y| year_of(y)));
-    }
-    whole.extend(
-        stored
-            .iter()
-            .filter(|(_, s)| s.layout != archive::LAYOUT)
-            .map(|(y, _)| year_of(y)),
-    );
-    // Entries rewritten or deleted below the module page: their years' archives change.
-    for key in &item.stale_keys {
-        if old_cutoff.as_deref().is_none_or(|c| key.as_str() < c) {
-            whole.insert(year_of(key));
-        }
-    }
+    let mut whole = whole_years(item, full, also);
     let recent: Vec<ModuleEntry> = match &old_cutoff {
         Some(cutoff) if !full => entries.since(repo, module, cutoff).await?,
         _ => Vec::new(),
@@ -112,7 +91,6 @@ pub async fn plan(
     };
     let main: Vec<ModuleEntry> = tail[..shown].to_vec();
     let cutoff = main.last().map(ModuleEntry::order_key);
-    let below = |e: &ModuleEntry| cutoff.as_ref().is_none_or(|c| e.order_key() < *c);
 
     let mut plan = Plan {
         main,
@@ -120,8 +98,73 @@ pub async fn plan(
         years: stored.clone(),
         ..Default::default()
     };
-    // Years read whole: laid out from their entries.
-    for (year, all) in &read {
+    let scope = Scope {
+        entries,
+        repo,
+        module,
+        stored,
+        cutoff: cutoff.as_ref(),
+        old_cutoff: old_cutoff.as_deref(),
+    };
+    lay_out_whole(&scope, &read, &mut plan);
+    grow_held(&scope, &recent, &whole, &mut plan).await?;
+    Ok(plan)
+}
+
+/// What the steps of a plan share.
+struct Scope<'a> {
+    entries: &'a EntryStore,
+    repo: &'a str,
+    module: &'a str,
+    stored: &'a BTreeMap<String, YearStats>,
+    /// The module page's new cutoff: entries below it are archived.
+    cutoff: Option<&'a String>,
+    /// The cutoff before this build.
+    old_cutoff: Option<&'a str>,
+}
+
+impl Scope<'_> {
+    fn below(&self, e: &ModuleEntry) -> bool {
+        self.cutoff.is_none_or(|c| e.order_key() < *c)
+    }
+}
+
+/// The years read whole: asked for (`also`), stale ones (all when `full`, the page is new or
+/// its changed keys were lost), every year when `full`, years laid out by another archive
+/// layout, and the years of entries rewritten or deleted below the module page.
+fn whole_years(item: &PageItem, full: bool, also: &BTreeSet<i32>) -> BTreeSet<i32> {
+    let stored = &item.years;
+    let old_cutoff = item.main_cutoff.clone();
+    let mut whole: BTreeSet<i32> = also.clone();
+    whole.extend(
+        item.stale_years
+            .iter()
+            .map(|y| year_of(y))
+            .filter(|_| full || old_cutoff.is_none() || item.stale_keys_lost),
+    );
+    if full || old_cutoff.is_none() {
+        whole.extend(stored.keys().map(|y| year_of(y)));
+    }
+    whole.extend(
+        stored
+            .iter()
+            .filter(|(_, s)| s.layout != archive::LAYOUT)
+            .map(|(y, _)| year_of(y)),
+    );
+    // Entries rewritten or deleted below the module page: their years' archives change.
+    for key in &item.stale_keys {
+        if old_cutoff.as_deref().is_none_or(|c| key.as_str() < c) {
+            whole.insert(year_of(key));
+        }
+    }
+    whole
+}
+
+/// Years read whole: laid out from their entries.
+fn lay_out_whole(scope: &Scope<'_>, read: &BTreeMap<i32, Vec<ModuleEntry>>, plan: &mut Plan) {
+    let (repo, module, stored) = (scope.repo, scope.module, scope.stored);
+    let below = |e: &ModuleEntry| scope.below(e);
+    for (year, all) in read {
         let label = format!("{year:04}");
         // The year's entries are in order: the archived ones are its first.
         let archived = &all[..all.partition_point(|e| below(e))];
@@ -162,10 +205,20 @@ pub async fn plan(
         }
         plan.docs.extend(laid.docs);
     }
-    // The other years the module page held entries of, or holds now: their archives grow by
-    // the entries that left the page (never shrink: the cutoff only moves on).
+}
+
+/// The other years the module page held entries of, or holds now: their archives grow by the
+/// entries that left the page (never shrink: the cutoff only moves on).
+async fn grow_held(
+    scope: &Scope<'_>,
+    recent: &[ModuleEntry],
+    whole: &BTreeSet<i32>,
+    plan: &mut Plan,
+) -> Result<(), StoreError> {
+    let (entries, repo, module, stored) = (scope.entries, scope.repo, scope.module, scope.stored);
+    let below = |e: &ModuleEntry| scope.below(e);
     let mut recent_by_year: BTreeMap<i32, Vec<ModuleEntry>> = BTreeMap::new();
-    for e in &recent {
+    for e in recent {
         recent_by_year.entry(e.year()).or_default().push(e.clone());
     }
     let held: BTreeSet<i32> = stored
@@ -185,7 +238,7 @@ pub async fn plan(
         let mut after = before.clone();
         let reshaped = in_parts(total) != in_parts(before.count) && before.archived > 0;
         if !movers.is_empty() || reshaped {
-            let old_cutoff = old_cutoff.as_deref().unwrap_or("~");
+            let old_cutoff = scope.old_cutoff.unwrap_or("~");
             let laid = if !in_parts(total) || reshaped || before.archived == 0 {
                 // One page (or about to be parts): the whole archive, at most a page of it.
                 let mut archived = entries
@@ -254,7 +307,7 @@ pub async fn plan(
             plan.years.insert(label, after);
         }
     }
-    Ok(plan)
+    Ok(())
 }
 
 /// The digest of a year's archived entries: its own, or, for a year with none on the module

@@ -324,32 +324,11 @@ impl NotionPublisher {
         let now = OffsetDateTime::now_utc();
         let record = known.get(doc.key.label()).cloned().unwrap_or_default();
         if listed_within(&record, now, RELIST_AFTER) {
-            // Its children were listed lately: replaced at once, naming the children it records
-            // and the pages a person put there. Notion refuses content that would drop a child
-            // (one added since) or names one that is gone: then they are listed, below.
-            let markdown = self.render_known(set, doc, known, module);
-            let hash = content_hash(&markdown);
-            let markdown = with_others(markdown, &record.others);
-            match self
-                .client
-                .replace_markdown(id, &markdown, set.deadline)
-                .await
+            if let Some(bytes) = self
+                .replace_as_known(set, doc, id, known, module, &record)
+                .await?
             {
-                Ok(()) => {
-                    self.pages
-                        .record_notion_hash(repo, module, doc.key.label(), id, &hash, None)
-                        .await?;
-                    return Ok(markdown.len());
-                }
-                Err(e) if e.is_not_found() || e.is_archived() => {
-                    return Err(self
-                        .gone(set, &doc.key, id, module, PublishError::Notion(e))
-                        .await?)
-                }
-                Err(NotionError::Invalid { message, .. }) => {
-                    tracing::info!(repo, module, page = id, message, "Notion refused the content: its child pages are listed, and it is sent again");
-                }
-                Err(e) => return Err(e.into()),
+                return Ok(bytes);
             }
         }
         let live = match self.listing(listings, id, set).await {
@@ -454,7 +433,106 @@ impl NotionPublisher {
                 pages: moved,
             });
         }
-        for (child, child_id) in &missing {
+        self.forget_missing(set, module, &missing, known).await?;
+        if !missing.is_empty() && !is_index {
+            tracing::warn!(repo, module, pages = ?missing.iter().map(|(k, _)| k.label()).collect::<Vec<_>>(), "archive pages were deleted by hand; they are published again");
+            return Err(PublishError::Missing(
+                missing.into_iter().map(|(k, _)| k).collect(),
+            ));
+        }
+        let markdown = if is_index {
+            let urls = module_urls;
+            render(doc, Flavor::Notion, &move |k: &DocKey| {
+                urls.get(k.item_module()).cloned()
+            })
+        } else {
+            render(doc, Flavor::Notion, &resolver(known, repo, module))
+        };
+        let hash = content_hash(&markdown);
+        let (named, others) = self.others(&live, &expected_ids, set).await?;
+        let markdown = with_others(markdown, &named);
+        match self
+            .client
+            .replace_markdown(id, &markdown, set.deadline)
+            .await
+        {
+            Ok(()) => {
+                self.pages
+                    .record_notion_hash(
+                        repo,
+                        module,
+                        doc.key.label(),
+                        id,
+                        &hash,
+                        Some((now, &others)),
+                    )
+                    .await?;
+                Ok(markdown.len())
+            }
+            Err(e) if e.is_not_found() || e.is_archived() => Err(self
+                .gone(set, &doc.key, id, module, PublishError::Notion(e))
+                .await?),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Replaces a page whose children were listed lately at once, naming the children it
+    /// records and the pages a person put there. `None`: Notion refused the content (it would
+    /// drop a child added since, or names one that is gone), so the children are to be listed.
+    async fn replace_as_known(
+        &self,
+        set: &PageSet<'_>,
+        doc: &Document,
+        id: &str,
+        known: &mut Known,
+        module: &str,
+        record: &NotionPage,
+    ) -> Result<Option<usize>, PublishError> {
+        let repo = set.item.repo.as_str();
+        let markdown = self.render_known(set, doc, known, module);
+        let hash = content_hash(&markdown);
+        let markdown = with_others(markdown, &record.others);
+        match self
+            .client
+            .replace_markdown(id, &markdown, set.deadline)
+            .await
+        {
+            Ok(()) => {
+                self.pages
+                    .record_notion_hash(repo, module, doc.key.label(), id, &hash, None)
+                    .await?;
+                Ok(Some(markdown.len()))
+            }
+            Err(e) if e.is_not_found() || e.is_archived() => Err(self
+                .gone(set, &doc.key, id, module, PublishError::Notion(e))
+                .await?),
+            Err(NotionError::Invalid { message, .. }) => {
+                tracing::info!(
+                    repo,
+                    module,
+                    page = id,
+                    message,
+                    "Notion refused the content: its child pages are listed, and it is sent again"
+                );
+                Ok(None)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Forgets the child pages that are gone. For the index, its module is published again (and
+    /// then listed here again; its archive pages went to the trash with it); for a module page,
+    /// its own subpages went with it.
+    async fn forget_missing(
+        &self,
+        set: &PageSet<'_>,
+        module: &str,
+        missing: &[(DocKey, Option<String>)],
+        known: &mut Known,
+    ) -> Result<(), PublishError> {
+        let repo = set.item.repo.as_str();
+        let is_index = module == INDEX_MODULE;
+        for (child, child_id) in missing {
             let Some(child_id) = child_id else {
                 continue;
             };
@@ -487,24 +565,19 @@ impl NotionPublisher {
                     .await?;
             }
         }
-        if !missing.is_empty() && !is_index {
-            tracing::warn!(repo, module, pages = ?missing.iter().map(|(k, _)| k.label()).collect::<Vec<_>>(), "archive pages were deleted by hand; they are published again");
-            return Err(PublishError::Missing(
-                missing.into_iter().map(|(k, _)| k).collect(),
-            ));
-        }
-        let markdown = if is_index {
-            let urls = module_urls;
-            render(doc, Flavor::Notion, &move |k: &DocKey| {
-                urls.get(k.item_module()).cloned()
-            })
-        } else {
-            render(doc, Flavor::Notion, &resolver(known, repo, module))
-        };
-        let hash = content_hash(&markdown);
-        // Pages a person put here: named so that replacing the content keeps them. Those this
-        // integration made (a module page another build just created) are named too, but not
-        // remembered: the next listing tells what they are.
+        Ok(())
+    }
+
+    /// The live children nobody expected, named so that replacing the content keeps them, and
+    /// of those the ones a person put here (remembered). Those this integration made (a module
+    /// page another build just created) are named too, but not remembered: the next listing
+    /// tells what they are.
+    async fn others(
+        &self,
+        live: &[ChildPage],
+        expected_ids: &BTreeSet<String>,
+        set: &PageSet<'_>,
+    ) -> Result<(Vec<OtherPage>, Vec<OtherPage>), PublishError> {
         let unexpected: Vec<&ChildPage> = live
             .iter()
             .filter(|c| !expected_ids.contains(&normalize(&c.id)))
@@ -526,30 +599,7 @@ impl NotionPublisher {
             .take(MAX_OTHERS)
             .map(as_other)
             .collect();
-        let markdown = with_others(markdown, &named);
-        match self
-            .client
-            .replace_markdown(id, &markdown, set.deadline)
-            .await
-        {
-            Ok(()) => {
-                self.pages
-                    .record_notion_hash(
-                        repo,
-                        module,
-                        doc.key.label(),
-                        id,
-                        &hash,
-                        Some((now, &others)),
-                    )
-                    .await?;
-                Ok(markdown.len())
-            }
-            Err(e) if e.is_not_found() || e.is_archived() => Err(self
-                .gone(set, &doc.key, id, module, PublishError::Notion(e))
-                .await?),
-            Err(e) => Err(e.into()),
-        }
+        Ok((named, others))
     }
 
     /// The page's content with its children as this build knows them (for the index, every
