@@ -51,7 +51,8 @@ PY="$ROOT/.venv-moto/bin/python"
 # the same feature resolution), so no invocation waits for a compile.
 log "cargo build of the six functions and the chronicle CLI"
 cargo build --quiet --bin webhook --bin enrich --bin sweeper --bin summarize --bin page-builder \
-  --bin redeliver --bin chronicle
+  --bin redeliver
+cargo build --quiet -p chronicle-infra --bin chronicle
 
 # The GitHub stand-in (GraphQL validated against the vendored schema) serving the samples' PR.
 TOKEN="ghp_invoke_check"

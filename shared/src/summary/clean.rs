@@ -745,11 +745,7 @@ pub(super) fn line(events: &[Event<'static>], item: bool) -> Line {
     }
 }
 
-// ---------------------------------------------------------------------------------------------
-// What is boilerplate.
-
-// ---------------------------------------------------------------------------------------------
-// Renovate.
+// What is boilerplate, and Renovate's tables, are in `boilerplate`.
 
 #[cfg(test)]
 mod tests {

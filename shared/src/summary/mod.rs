@@ -431,10 +431,7 @@ pub(crate) fn collapse_whitespace(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-// ---------------------------------------------------------------------------------------------
-// The Messages API.
-
-// ---------------------------------------------------------------------------------------------
+// The Messages API is in `anthropic`.
 
 #[cfg(test)]
 mod tests {
