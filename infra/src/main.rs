@@ -325,37 +325,7 @@ async fn main() -> anyhow::Result<()> {
             token,
             pulls,
             files,
-        } => {
-            let mut served = Vec::new();
-            for spec in &pulls {
-                let parsed = spec
-                    .split_once('#')
-                    .and_then(|(repo, n)| Some((repo, n.parse::<u64>().ok()?)))
-                    .filter(|(repo, _)| shared::domain::RepoName::parse(repo).is_ok());
-                match parsed {
-                    Some(p) => served.push(p),
-                    None => {
-                        eprintln!("chronicle standin: --pull {spec:?} is not OWNER/REPO#N");
-                        std::process::exit(2);
-                    }
-                }
-            }
-            let standin = infra::github_standin::GitHubStandIn::start(&token).await?;
-            for (repo, number) in served {
-                standin.put_pull(
-                    repo,
-                    infra::github_standin::standin_pull(repo, number, files),
-                );
-            }
-            println!("GITHUB_API_URL={}", standin.url());
-            let mut term =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-            tokio::select! {
-                r = tokio::signal::ctrl_c() => r?,
-                _ = term.recv() => {}
-            }
-            Ok(())
-        }
+        } => standin(token, pulls, files).await,
         Command::Reprocess {
             prs,
             failed,
@@ -455,23 +425,56 @@ async fn main() -> anyhow::Result<()> {
             .await;
             std::process::exit(i32::from(code));
         }
-        Command::Bench {
-            target: BenchTarget::Quality { prs, modules, seed },
-        } => infra::bench_quality::run_bench(prs, modules, seed),
-        Command::Bench {
-            target:
-                BenchTarget::Webhook {
-                    iterations,
-                    round_trips,
-                },
+        Command::Bench { target } => bench(target).await,
+    }
+}
+
+/// `chronicle standin`: the GitHub stand-in serving these pull requests until stopped.
+async fn standin(token: String, pulls: Vec<String>, files: usize) -> anyhow::Result<()> {
+    let mut served = Vec::new();
+    for spec in &pulls {
+        let parsed = spec
+            .split_once('#')
+            .and_then(|(repo, n)| Some((repo, n.parse::<u64>().ok()?)))
+            .filter(|(repo, _)| shared::domain::RepoName::parse(repo).is_ok());
+        match parsed {
+            Some(p) => served.push(p),
+            None => {
+                eprintln!("chronicle standin: --pull {spec:?} is not OWNER/REPO#N");
+                std::process::exit(2);
+            }
+        }
+    }
+    let standin = infra::github_standin::GitHubStandIn::start(&token).await?;
+    for (repo, number) in served {
+        standin.put_pull(
+            repo,
+            infra::github_standin::standin_pull(repo, number, files),
+        );
+    }
+    println!("GITHUB_API_URL={}", standin.url());
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        r = tokio::signal::ctrl_c() => r?,
+        _ = term.recv() => {}
+    }
+    Ok(())
+}
+
+/// `chronicle bench …`.
+async fn bench(target: BenchTarget) -> anyhow::Result<()> {
+    match target {
+        BenchTarget::Quality { prs, modules, seed } => {
+            infra::bench_quality::run_bench(prs, modules, seed)
+        }
+        BenchTarget::Webhook {
+            iterations,
+            round_trips,
         } => infra::bench::run_webhook(iterations, round_trips).await,
-        Command::Bench {
-            target:
-                BenchTarget::Bootstrap {
-                    dir,
-                    runs,
-                    functions,
-                },
+        BenchTarget::Bootstrap {
+            dir,
+            runs,
+            functions,
         } => {
             infra::bench_bootstrap::run(infra::bench_bootstrap::BootstrapOptions {
                 dir,
@@ -480,24 +483,19 @@ async fn main() -> anyhow::Result<()> {
             })
             .await
         }
-        Command::Bench {
-            target: BenchTarget::Backfill { prs, through_pages },
-        } => {
+        BenchTarget::Backfill { prs, through_pages } => {
             infra::bench_backfill::run(infra::bench_backfill::BackfillBenchOptions {
                 prs,
                 through_pages,
             })
             .await
         }
-        Command::Bench {
-            target:
-                BenchTarget::Backpressure {
-                    rows,
-                    delay_ms,
-                    claim_ttl,
-                    max_queued,
-                    unbounded_too,
-                },
+        BenchTarget::Backpressure {
+            rows,
+            delay_ms,
+            claim_ttl,
+            max_queued,
+            unbounded_too,
         } => {
             infra::bench_backpressure::run_bench(
                 rows,
@@ -508,24 +506,18 @@ async fn main() -> anyhow::Result<()> {
             )
             .await
         }
-        Command::Bench {
-            target:
-                BenchTarget::Sweep {
-                    table_rows,
-                    backlogs,
-                },
+        BenchTarget::Sweep {
+            table_rows,
+            backlogs,
         } => infra::bench::run_sweep(table_rows, &backlogs).await,
-        Command::Bench {
-            target:
-                BenchTarget::History {
-                    sizes,
-                    modules,
-                    measured,
-                    rebuild_seconds,
-                    tick_ms,
-                    hot,
-                    hot_merges,
-                },
+        BenchTarget::History {
+            sizes,
+            modules,
+            measured,
+            rebuild_seconds,
+            tick_ms,
+            hot,
+            hot_merges,
         } => {
             infra::bench_history::run_history(infra::bench_history::HistoryOptions {
                 sizes,
@@ -538,12 +530,9 @@ async fn main() -> anyhow::Result<()> {
             })
             .await
         }
-        Command::Bench {
-            target:
-                BenchTarget::Pipeline {
-                    deliveries,
-                    sweep_interval_ms,
-                },
+        BenchTarget::Pipeline {
+            deliveries,
+            sweep_interval_ms,
         } => {
             infra::bench::run_pipeline(
                 deliveries,
