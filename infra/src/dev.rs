@@ -144,29 +144,17 @@ impl DevStack {
         };
         let sdk = emulator::sdk_config(&endpoint).await;
         let client = aws_sdk_dynamodb::Client::new(&sdk);
-        let created = Template::bundled()?
-            .table(PR_TABLE)?
-            .create_if_missing(&client, &config.table.table_name)
-            .await?;
-        tracing::info!(table = %config.table.table_name, created, "PR table ready (definition from template.yaml)");
-
-        // The entries and pages tables, as the template declares them: every table (and queue)
-        // exists before anything is served or polled, so the first batch's context refresh
-        // finds the pages table.
         let entries_table =
             lookup(ENTRIES_TABLE).unwrap_or_else(|| format!("{}-entries", config.table.table_name));
         let pages_table =
             lookup(PAGES_TABLE).unwrap_or_else(|| format!("{}-pages", config.table.table_name));
-        for (id, name) in [
-            (ENTRIES_TABLE_ID, &entries_table),
-            (PAGES_TABLE_ID, &pages_table),
-        ] {
-            let created = Template::bundled()?
-                .table(id)?
-                .create_if_missing(&client, name)
-                .await?;
-            tracing::info!(table = %name, created, "table ready (definition from template.yaml)");
-        }
+        create_tables(
+            &client,
+            &config.table.table_name,
+            &entries_table,
+            &pages_table,
+        )
+        .await?;
 
         let secret = config.secret.resolve(&sdk).await?;
         let verifier = match &secret {
@@ -258,17 +246,7 @@ impl DevStack {
             PAGE_REBUILD_SECONDS => lookup(k).or_else(|| Some(DEV_REBUILD_SECONDS.into())),
             _ => with_tables(k),
         })?;
-        let output_dir = match &builder_config.output_s3 {
-            Some((bucket, prefix)) => {
-                // The template creates the bucket; locally the stack does.
-                let s3 = shared::publish::s3_client(&sdk);
-                if s3.head_bucket().bucket(bucket).send().await.is_err() {
-                    s3.create_bucket().bucket(bucket).send().await?;
-                }
-                format!("s3://{bucket}/{prefix}")
-            }
-            None => builder_config.output_dir.clone(),
-        };
+        let output_dir = output_dir(&builder_config, &sdk).await?;
         // The builder's schedule, which moto lacks: ticked.
         let builder = Arc::new(PageBuilder::from_config(&builder_config, &sdk).await?);
         workers.push(tokio::spawn(tick_builder(
@@ -549,4 +527,42 @@ async fn tick_sweeper(
             _ = stop.changed() => return,
         }
     }
+}
+
+/// The PR, entries and pages tables, as the template declares them: every table (and queue)
+/// exists before anything is served or polled, so the first batch's context refresh finds the
+/// pages table.
+async fn create_tables(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+    entries_table: &str,
+    pages_table: &str,
+) -> anyhow::Result<()> {
+    for (id, name) in [
+        (PR_TABLE, table),
+        (ENTRIES_TABLE_ID, entries_table),
+        (PAGES_TABLE_ID, pages_table),
+    ] {
+        let created = Template::bundled()?
+            .table(id)?
+            .create_if_missing(client, name)
+            .await?;
+        tracing::info!(table = %name, created, "table ready (definition from template.yaml)");
+    }
+    Ok(())
+}
+
+/// Where the page builder writes: its directory, or its S3 bucket (which the template creates;
+/// locally the stack does).
+async fn output_dir(config: &BuilderConfig, sdk: &aws_config::SdkConfig) -> anyhow::Result<String> {
+    Ok(match &config.output_s3 {
+        Some((bucket, prefix)) => {
+            let s3 = shared::publish::s3_client(sdk);
+            if s3.head_bucket().bucket(bucket).send().await.is_err() {
+                s3.create_bucket().bucket(bucket).send().await?;
+            }
+            format!("s3://{bucket}/{prefix}")
+        }
+        None => config.output_dir.clone(),
+    })
 }
