@@ -18,6 +18,7 @@ pub mod github_standin;
 pub mod http_server;
 pub mod notion_standin;
 pub mod ops_cli;
+pub mod poll;
 pub mod progress;
 pub mod queues;
 pub mod replay;

@@ -345,43 +345,32 @@ impl SqsEventSource {
     }
 
     /// Loops poll_once every `interval` until `stop` turns true; logs errors and goes on.
+    /// Stopping mid-poll is safe: a message is deleted only once the handler's answer is in, so
+    /// an interrupted batch comes back after the visibility timeout.
     pub async fn run(
         self,
         handler: SqsBatchHandler,
         interval: Duration,
-        mut stop: tokio::sync::watch::Receiver<bool>,
+        stop: tokio::sync::watch::Receiver<bool>,
     ) {
-        loop {
-            if *stop.borrow_and_update() {
-                return;
-            }
-            // Stopping mid-poll is safe: a message is deleted only once the handler's answer is
-            // in, so an interrupted batch comes back after the visibility timeout.
-            tokio::select! {
-                result = self.poll_once(&handler) => match result {
+        let mut state = (self, handler);
+        crate::poll::until_stopped(&mut state, interval, stop, |(source, handler)| {
+            Box::pin(async move {
+                match source.poll_once(handler).await {
                     Ok(report) if report.is_idle() => {}
                     Ok(report) => tracing::info!(
-                        queue = %self.queue_url,
+                        queue = %source.queue_url,
                         received = report.received,
                         invocations = report.invocations,
                         deleted = report.deleted,
                         failed = report.failed,
                         "sqs event source delivered"
                     ),
-                    Err(e) => tracing::error!(queue = %self.queue_url, error = %e, "sqs event source poll failed"),
-                },
-                changed = stop.changed() => {
-                    if changed.is_err() || *stop.borrow() { return; }
-                    continue;
+                    Err(e) => tracing::error!(queue = %source.queue_url, error = %e, "sqs event source poll failed"),
                 }
-            }
-            tokio::select! {
-                _ = tokio::time::sleep(interval) => {}
-                changed = stop.changed() => {
-                    if changed.is_err() || *stop.borrow() { return; }
-                }
-            }
-        }
+            })
+        })
+        .await
     }
 
     /// Up to `batch_size` messages (several receives if it is above 10). `drained` = the last

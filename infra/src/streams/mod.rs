@@ -266,23 +266,21 @@ impl StreamEventSource {
     }
 
     /// Loops poll_once every `interval` until `stop` turns true; logs errors and goes on.
+    /// Stopping mid-poll is safe: a record leaves `pending` only once the handler's answer (or
+    /// the DLQ send) is in, so an interrupted batch is delivered again.
     pub async fn run(
-        mut self,
+        self,
         handler: BatchHandler,
         interval: Duration,
-        mut stop: tokio::sync::watch::Receiver<bool>,
+        stop: tokio::sync::watch::Receiver<bool>,
     ) {
-        loop {
-            if *stop.borrow_and_update() {
-                return;
-            }
-            // Stopping mid-poll is safe: a record leaves `pending` only once the handler's
-            // answer (or the DLQ send) is in, so an interrupted batch is delivered again.
-            tokio::select! {
-                result = self.poll_once(&handler) => match result {
+        let mut state = (self, handler);
+        crate::poll::until_stopped(&mut state, interval, stop, |(source, handler)| {
+            Box::pin(async move {
+                match source.poll_once(handler).await {
                     Ok(report) if report.is_idle() => {}
                     Ok(report) => tracing::info!(
-                        stream = %self.stream_arn,
+                        stream = %source.stream_arn,
                         read = report.read,
                         filtered_out = report.filtered_out,
                         invocations = report.invocations,
@@ -291,20 +289,11 @@ impl StreamEventSource {
                         dead_lettered = report.dead_lettered,
                         "stream event source delivered"
                     ),
-                    Err(e) => tracing::error!(stream = %self.stream_arn, error = %e, "stream event source poll failed"),
-                },
-                changed = stop.changed() => {
-                    if changed.is_err() || *stop.borrow() { return; }
-                    continue;
+                    Err(e) => tracing::error!(stream = %source.stream_arn, error = %e, "stream event source poll failed"),
                 }
-            }
-            tokio::select! {
-                _ = tokio::time::sleep(interval) => {}
-                changed = stop.changed() => {
-                    if changed.is_err() || *stop.borrow() { return; }
-                }
-            }
-        }
+            })
+        })
+        .await
     }
 
     async fn discover_shards(&mut self) -> anyhow::Result<()> {
