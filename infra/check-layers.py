@@ -168,7 +168,6 @@ def crates():
     for base in ("crates", "functions"):
         for name in sorted(os.listdir(os.path.join(ROOT, base))):
             yield os.path.join(base, name, "src")
-    yield "shared/src"
     yield "infra/src"
 
 
@@ -187,7 +186,12 @@ WEBHOOK_FORBIDDEN = {
     "chronicle-http": "the clients' HTTP layer",
     "chronicle-github": "the GitHub client",
     "chronicle-notion": "the Notion client",
-    "chronicle-shared": "the other stages",
+    "chronicle-summary": "summaries",
+    "chronicle-llm": "an LLM",
+    "chronicle-tagging": "tagging",
+    "chronicle-pages": "pages",
+    "chronicle-publish": "the publishers",
+    "chronicle-stages": "the other stages",
 }
 
 

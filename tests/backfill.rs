@@ -5,11 +5,11 @@
 use std::time::Duration;
 
 use serde_json::json;
-use shared::backfill::{Backfill, BackfillError, BackfillOptions, BackfillReport, Quiet};
-use shared::domain::RepoName;
-use shared::github::graphql::{GraphQlClient, GraphQlError};
-use shared::secret::Secret;
-use shared::store::{attr, CheckpointStore, PrStore};
+use stages::backfill::{Backfill, BackfillError, BackfillOptions, BackfillReport, Quiet};
+use stages::domain::RepoName;
+use stages::github::graphql::{GraphQlClient, GraphQlError};
+use stages::secret::Secret;
+use stages::store::{attr, CheckpointStore, PrStore};
 use support::*;
 use time::OffsetDateTime;
 
@@ -175,7 +175,7 @@ async fn a_backfill_imports_every_merged_pr_enriched_and_a_second_run_writes_not
     );
     assert_eq!(second.unchanged, merged);
     let after = all_items(&run.store).await;
-    let key = |i: &shared::store::Item| format!("{:?}", i.get(attr::PR_NUMBER));
+    let key = |i: &stages::store::Item| format!("{:?}", i.get(attr::PR_NUMBER));
     let mut before_sorted = rows.clone();
     before_sorted.sort_by_key(key);
     let mut after_sorted = after;
@@ -206,7 +206,7 @@ fn synthetic(number: u64, title: &str, merged_at: OffsetDateTime) -> SyntheticPr
         author: "octocat".into(),
         labels: vec![],
         merged_at,
-        files: vec![shared::domain::FileChange {
+        files: vec![stages::domain::FileChange {
             path: "api/src/lib.rs".into(),
             additions: 3,
             deletions: 1,
@@ -410,7 +410,7 @@ async fn a_pr_with_250_files_has_every_file_counted() {
     let merged = time::macros::datetime!(2026-03-01 10:00 UTC);
     let mut big = synthetic(9, "feat: a big one", merged);
     big.files = (0..250)
-        .map(|i| shared::domain::FileChange {
+        .map(|i| stages::domain::FileChange {
             path: format!("{}/src/f{i}.rs", if i < 200 { "core" } else { "web" }),
             additions: 1 + i,
             deletions: 0,
@@ -573,7 +573,7 @@ async fn backfilled_rows_are_not_enriched_again() {
     let github = client(&stand_in, Duration::from_secs(10));
     run.backfill(&github, &options()).await.unwrap();
     // The enrich stage sees each INSERT: every row is already enriched, no REST call is made.
-    let apis = shared::enrich::GitHubApis::new(
+    let apis = stages::enrich::GitHubApis::new(
         stand_in.url(),
         &Secret::new(TOKEN),
         Duration::from_secs(2),
@@ -581,7 +581,7 @@ async fn backfilled_rows_are_not_enriched_again() {
     )
     .unwrap();
     let queries = stand_in.stats().graphql_requests;
-    let enrich = shared::enrich::EnrichHandler::new(run.store.clone(), Some(apis), 4, 500);
+    let enrich = stages::enrich::EnrichHandler::new(run.store.clone(), Some(apis), 4, 500);
     for row in all_items(&run.store).await {
         let number: u64 = row[attr::PR_NUMBER].as_n().unwrap().parse().unwrap();
         let mut record = aws_lambda_events::event::dynamodb::EventRecord::default();
@@ -600,7 +600,7 @@ async fn backfilled_rows_are_not_enriched_again() {
             .process(&record, within(10), "enrich-test")
             .await
             .unwrap();
-        assert_eq!(outcome, shared::enrich::RecordOutcome::AlreadyEnriched);
+        assert_eq!(outcome, stages::enrich::RecordOutcome::AlreadyEnriched);
     }
     assert_eq!(stand_in.stats().rest_requests, 0);
     assert_eq!(
@@ -634,7 +634,7 @@ async fn the_command_writes_nothing_for_any_bad_input() {
     let t = fresh_tables(&sdk).await;
     let target = |token: Option<&str>| Target {
         sdk: sdk.clone(),
-        table: shared::config::TableConfig {
+        table: stages::config::TableConfig {
             table_name: t.prs.table_name().to_string(),
             pending_shards: 4,
         },

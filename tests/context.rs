@@ -5,13 +5,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use shared::context::{refresh, RepoContext};
-use shared::domain::RepoName;
-use shared::enrich::{EnrichHandler, GitHubApis};
-use shared::github::graphql::GraphQlClient;
-use shared::github::GitHubClient;
-use shared::secret::Secret;
-use shared::store::ContextStore;
+use stages::context::{refresh, RepoContext};
+use stages::domain::RepoName;
+use stages::enrich::{EnrichHandler, GitHubApis};
+use stages::github::graphql::GraphQlClient;
+use stages::github::GitHubClient;
+use stages::secret::Secret;
+use stages::store::ContextStore;
 use support::github_stub::{Fault, GitHubStub};
 use support::*;
 use time::OffsetDateTime;
@@ -261,7 +261,7 @@ async fn enrichment_stores_the_context_once_a_day_and_concurrent_refreshes_store
     enrich.refresh_context(&repo(), now, within(10)).await;
     let stored = contexts.get(REPO).await.unwrap().expect("stored");
     assert_eq!(stored.packages.len(), 5);
-    assert_eq!(stored.version, shared::context::CONTEXT_VERSION);
+    assert_eq!(stored.version, stages::context::CONTEXT_VERSION);
     // The pages table's index build does not take the context for a page.
     let pages = t.pages.repo_pages(REPO).await.unwrap();
     assert!(pages.is_empty(), "{pages:?}");
@@ -288,7 +288,7 @@ async fn enrichment_stores_the_context_once_a_day_and_concurrent_refreshes_store
     x.unwrap();
     y.unwrap();
     let after = contexts.get(REPO).await.unwrap().unwrap();
-    assert_eq!(after.checked_at, shared::domain::rfc3339_seconds(later));
+    assert_eq!(after.checked_at, stages::domain::rfc3339_seconds(later));
     assert_eq!(after.packages, stored.packages);
 
     // A conditional write on a stale `checkedAt` is refused.
@@ -344,7 +344,7 @@ async fn enrichment_stores_the_context_once_a_day_and_concurrent_refreshes_store
 /// first is reported as such.
 #[tokio::test]
 async fn backfill_stores_the_context_before_importing() {
-    use shared::enrich::{refresh_repo_context, ContextRefresh};
+    use stages::enrich::{refresh_repo_context, ContextRefresh};
     let sdk = sdk().await;
     let t = fresh_tables(&sdk).await;
     let stub = monorepo().await;
@@ -368,7 +368,7 @@ async fn backfill_stores_the_context_before_importing() {
     let later = now + time::Duration::hours(30);
     let stored = contexts.get(REPO).await.unwrap().unwrap();
     let mut other = stored.clone();
-    other.checked_at = shared::domain::rfc3339_seconds(later);
+    other.checked_at = stages::domain::rfc3339_seconds(later);
     let (github, r) = (client(&stub), repo());
     let (a, b) = tokio::join!(
         refresh_repo_context(&contexts, &github, &r, later, within(10)),
@@ -393,7 +393,7 @@ async fn backfill_stores_the_context_before_importing() {
 /// pages show the new owners without waiting for a new PR.
 #[tokio::test]
 async fn a_changed_layout_marks_the_repository_module_pages_for_a_rebuild() {
-    use shared::enrich::refresh_repo_context;
+    use stages::enrich::refresh_repo_context;
     let t = fresh_tables(&sdk().await).await;
     let stub = monorepo().await;
     let contexts = t.pages.contexts();
@@ -403,7 +403,7 @@ async fn a_changed_layout_marks_the_repository_module_pages_for_a_rebuild() {
         .unwrap();
     // Two module pages, built.
     for (module, dir, number) in [("acme-api", "crates/api", 1), ("acme-web", "crates/web", 2)] {
-        t.put_entry(&shared::domain::ModuleEntry {
+        t.put_entry(&stages::domain::ModuleEntry {
             repo: REPO.into(),
             module: module.into(),
             number,
@@ -418,7 +418,7 @@ async fn a_changed_layout_marks_the_repository_module_pages_for_a_rebuild() {
             linked_issues: vec![],
             additions: 10,
             deletions: 1,
-            files: vec![shared::domain::FileChange {
+            files: vec![stages::domain::FileChange {
                 path: format!("{dir}/src/lib.rs"),
                 additions: 10,
                 deletions: 1,
@@ -432,8 +432,8 @@ async fn a_changed_layout_marks_the_repository_module_pages_for_a_rebuild() {
     }
     let dir = std::env::temp_dir().join(format!("chronicle-layout-{}", uuid::Uuid::new_v4()));
     let b = t.builder(
-        Arc::new(shared::publish::MarkdownPublisher::new(&dir)),
-        shared::tagging::ModulesConfig::empty(),
+        Arc::new(stages::publish::MarkdownPublisher::new(&dir)),
+        stages::tagging::ModulesConfig::empty(),
         Duration::ZERO,
     );
     for _ in 0..2 {
@@ -456,7 +456,7 @@ async fn a_changed_layout_marks_the_repository_module_pages_for_a_rebuild() {
         .unwrap();
     let index = t
         .pages
-        .get(REPO, shared::store::INDEX_MODULE)
+        .get(REPO, stages::store::INDEX_MODULE)
         .await
         .unwrap()
         .unwrap();
@@ -482,7 +482,7 @@ async fn a_changed_layout_marks_the_repository_module_pages_for_a_rebuild() {
     );
     let index = t
         .pages
-        .get(REPO, shared::store::INDEX_MODULE)
+        .get(REPO, stages::store::INDEX_MODULE)
         .await
         .unwrap()
         .unwrap();

@@ -12,12 +12,12 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use infra::github_standin::{pull_json, Fault, GitHubStandIn};
 use infra::synthetic::SyntheticPr;
 use serde_json::json;
-use shared::domain::FileChange;
-use shared::enrich::{EnrichHandler, GitHubApis, RecordOutcome};
-use shared::github::graphql::GraphQlClient;
-use shared::github::GitHubClient;
-use shared::secret::Secret;
-use shared::store::{attr, Item, PrStore, DEFERRED_SHARD};
+use stages::domain::FileChange;
+use stages::enrich::{EnrichHandler, GitHubApis, RecordOutcome};
+use stages::github::graphql::GraphQlClient;
+use stages::github::GitHubClient;
+use stages::secret::Secret;
+use stages::store::{attr, Item, PrStore, DEFERRED_SHARD};
 use support::github_stub::{GitHubStub, PullSpec};
 use support::*;
 
@@ -272,7 +272,7 @@ async fn three_thousand_file_cap_and_truncated_paths() {
         "directory counts cover every file GitHub returned"
     );
     // Well under DynamoDB's 400 KB item limit.
-    let size = shared::store::item_size(&item);
+    let size = stages::store::item_size(&item);
     assert!(size < 100 * 1024, "{size} bytes");
 }
 
@@ -294,20 +294,20 @@ async fn no_token_means_no_http_call_and_success() {
 }
 
 /// A sweeper over the table, with enrichment on and no grace: what it would enqueue now.
-async fn sweep(store: &PrStore) -> shared::sweeper::SweepReport {
+async fn sweep(store: &PrStore) -> stages::sweeper::SweepReport {
     let sdk = sdk().await;
     let sqs = aws_sdk_sqs::Client::new(&sdk);
     let queue = infra::streams::ensure_queue(&sqs, &format!("{}-q", store.table_name()))
         .await
         .unwrap();
-    let config = shared::config::SweeperConfig::from_lookup(&|k: &str| match k {
+    let config = stages::config::SweeperConfig::from_lookup(&|k: &str| match k {
         "SUMMARIZE_QUEUE_URL" => Some(queue.clone()),
         "ENRICH_GRACE_SECONDS" => Some("0".into()),
         "TABLE_NAME" => Some(store.table_name().to_string()),
         _ => None,
     })
     .unwrap();
-    shared::sweeper::Sweeper::new(store.clone(), sqs, &config)
+    stages::sweeper::Sweeper::new(store.clone(), sqs, &config)
         .sweep(time::OffsetDateTime::now_utc(), within(30))
         .await
         .unwrap()
@@ -379,7 +379,7 @@ async fn a_rate_limit_past_the_deadline_defers_and_the_scheduled_retry_enriches_
         assert!(!item.contains_key(attr::ENRICH_DEFERRED_UNTIL));
         assert_eq!(
             s(&item, attr::PENDING_SHARD),
-            shared::store::pending_shard(number, 4),
+            stages::store::pending_shard(number, 4),
             "back in its own shard"
         );
     }
@@ -392,7 +392,7 @@ async fn a_rate_limit_past_the_deadline_defers_and_the_scheduled_retry_enriches_
         .unwrap();
     assert_eq!(
         outcome,
-        shared::summarize::MessageOutcome::Summarized {
+        stages::summarize::MessageOutcome::Summarized {
             modules: vec!["src".into()]
         }
     );
@@ -672,7 +672,7 @@ async fn the_schedule_event_runs_the_retry_and_a_stream_event_the_records() {
     let scheduled =
         std::fs::read_to_string(infra::emulator::repo_root().join("events/enrich.scheduled.json"))
             .unwrap();
-    let trigger: shared::enrich::EnrichTrigger = serde_json::from_str(&scheduled).unwrap();
+    let trigger: stages::enrich::EnrichTrigger = serde_json::from_str(&scheduled).unwrap();
     let answer = handler.invoke(trigger, within(10), "sched").await.unwrap();
     let answer = serde_json::to_value(answer).unwrap();
     assert_eq!(answer["seen"], 0, "{answer}");
@@ -680,8 +680,8 @@ async fn the_schedule_event_runs_the_retry_and_a_stream_event_the_records() {
         infra::emulator::repo_root().join("events/enrich.dynamodb-stream.json"),
     )
     .unwrap();
-    let trigger: shared::enrich::EnrichTrigger = serde_json::from_str(&stream).unwrap();
-    assert!(matches!(trigger, shared::enrich::EnrichTrigger::Stream(_)));
+    let trigger: stages::enrich::EnrichTrigger = serde_json::from_str(&stream).unwrap();
+    assert!(matches!(trigger, stages::enrich::EnrichTrigger::Stream(_)));
 }
 
 // ---- Through the real stream: moto's DynamoDB Streams, read by the local event source ----
@@ -826,7 +826,7 @@ async fn the_sample_stream_event_is_enriched_and_its_modify_ignored() {
     assert_eq!(github.requests(), 1);
     println!(
         "enriched item for the sample PR (5 files): {} bytes",
-        shared::store::item_size(&item)
+        stages::store::item_size(&item)
     );
 }
 
@@ -914,7 +914,7 @@ async fn a_failed_first_context_refresh_makes_rows_wait_and_is_retried_within_se
     assert!(done.contains_key(attr::ENRICHED_AT));
     assert_ne!(s(&done, attr::PENDING_SHARD), DEFERRED_SHARD);
     // Summarized with its context: on the package's page, not the top-level directory's.
-    let summarize = Arc::new(t.summarizer(shared::tagging::ModulesConfig::empty(), 5));
+    let summarize = Arc::new(t.summarizer(stages::tagging::ModulesConfig::empty(), 5));
     let r = summarize
         .handle(
             sqs_batch(vec![summarize_message("m", REPO, 31)]),

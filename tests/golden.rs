@@ -14,15 +14,15 @@
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use shared::domain::{rfc3339_seconds, AuthorCount, Delivery, FileChange, ModuleEntry, RepoName};
-use shared::entries::module_entries;
-use shared::pages::content::{self, IndexRow, ModuleFacts};
-use shared::pages::render::commonmark;
-use shared::pages::{archive, layout};
-use shared::payload::{classify_pull_request, Classified};
-use shared::store::{attr, new_item, Item, PrRow};
-use shared::summary::{extractive, SummaryInput};
-use shared::tagging::{module_paths, tag_modules, ModulesConfig};
+use stages::domain::{rfc3339_seconds, AuthorCount, Delivery, FileChange, ModuleEntry, RepoName};
+use stages::entries::module_entries;
+use stages::pages::content::{self, IndexRow, ModuleFacts};
+use stages::pages::render::commonmark;
+use stages::pages::{archive, layout};
+use stages::payload::{classify_pull_request, Classified};
+use stages::store::{attr, new_item, Item, PrRow};
+use stages::summary::{extractive, SummaryInput};
+use stages::tagging::{module_paths, tag_modules, ModulesConfig};
 use time::macros::datetime;
 
 fn s(v: &str) -> AttributeValue {
@@ -57,7 +57,7 @@ fn issue(number: u64, title: &str, state: &str, url: &str) -> AttributeValue {
 fn summarized(
     repo: &RepoName,
     row: &Item,
-    config: Option<&shared::tagging::RepoModules>,
+    config: Option<&stages::tagging::RepoModules>,
 ) -> Vec<ModuleEntry> {
     let row = PrRow::from_item(row).unwrap();
     let paths: Vec<&str> = row.files.iter().map(|f| f.path.as_str()).collect();
@@ -78,7 +78,7 @@ fn module_page(
     repo: &RepoName,
     module: &str,
     mut entries: Vec<ModuleEntry>,
-    config: Option<&shared::tagging::RepoModules>,
+    config: Option<&stages::tagging::RepoModules>,
 ) -> String {
     entries.sort_by_key(|e| std::cmp::Reverse(e.order_key()));
     let facts = ModuleFacts {
@@ -93,7 +93,7 @@ fn module_page(
         years: years_of(&entries),
         now: entries
             .first()
-            .and_then(|e| shared::domain::parse_rfc3339(&e.merged_at))
+            .and_then(|e| stages::domain::parse_rfc3339(&e.merged_at))
             .map(|t| t + time::Duration::days(10)),
         description: None,
         gone: None,
@@ -106,7 +106,7 @@ fn module_page(
 /// Each year's figures and overview digest, as the builder stores them.
 fn years_of(
     entries: &[ModuleEntry],
-) -> std::collections::BTreeMap<String, shared::domain::YearStats> {
+) -> std::collections::BTreeMap<String, stages::domain::YearStats> {
     let mut by_year: std::collections::BTreeMap<String, Vec<ModuleEntry>> = Default::default();
     for e in entries {
         by_year
@@ -118,11 +118,11 @@ fn years_of(
         .into_iter()
         .map(|(year, mut of_year)| {
             of_year.sort_by_key(|e| e.order_key());
-            let stats = shared::domain::YearStats {
+            let stats = stages::domain::YearStats {
                 count: of_year.len() as u64,
                 first: of_year.first().unwrap().merged_at.clone(),
                 last: of_year.last().unwrap().merged_at.clone(),
-                digest: shared::pages::overview::digest(&of_year),
+                digest: stages::pages::overview::digest(&of_year),
                 ..Default::default()
             };
             (year, stats)
@@ -259,7 +259,7 @@ struct Hand {
 }
 
 /// The row as the summarize worker leaves it: its summary written from the row once.
-fn hand_row(h: &Hand, modules: &[shared::domain::ModuleName]) -> Item {
+fn hand_row(h: &Hand, modules: &[stages::domain::ModuleName]) -> Item {
     let url = format!("https://github.com/acme/ledger/pull/{}", h.number);
     let mut row = HashMap::from([
         (attr::REPO.to_string(), s("acme/ledger")),
@@ -624,7 +624,7 @@ fn a_synthetic_history_a_busy_module_a_removed_one_and_a_dependency_heavy_one() 
         end: datetime!(2026-11-30 12:00 UTC),
     };
     let repo = RepoName::parse("acme/platform").unwrap();
-    let config = ModulesConfig::from_yaml(shared::tagging::BUNDLED_MODULES_YAML).unwrap();
+    let config = ModulesConfig::from_yaml(stages::tagging::BUNDLED_MODULES_YAML).unwrap();
     let all = entries(
         &repo,
         &infra::synthetic::history(&spec),

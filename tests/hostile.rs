@@ -23,8 +23,8 @@ use http::{Request, Response};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use serde_json::json;
-use shared::domain::{FileChange, RepoName};
-use shared::store::attr;
+use stages::domain::{FileChange, RepoName};
+use stages::store::attr;
 use support::github_stub::GitHubStub;
 use support::*;
 use tokio::net::TcpListener;
@@ -455,7 +455,7 @@ async fn a_hostile_repository_cannot_stall_misfile_leak_or_inject() {
     assert!(
         stack
             .pages()
-            .get(REPO, shared::store::INDEX_MODULE)
+            .get(REPO, stages::store::INDEX_MODULE)
             .await
             .unwrap()
             .is_some(),

@@ -14,11 +14,11 @@ use std::time::Duration;
 
 use aws_lambda_events::event::dynamodb::{Event, EventRecord};
 use serde_yaml::Value;
-use shared::config::{
+use stages::config::{
     BuilderConfig, EnrichConfig, NotionConfig, SummarizeConfig, SweeperConfig, TableConfig,
     WebhookConfig,
 };
-use shared::secret::SecretSource;
+use stages::secret::SecretSource;
 use support::audit_proxy::{AuditProxy, Call};
 
 const GITHUB_TOKEN: &str = "ghp_iam_test";
@@ -362,11 +362,11 @@ fn insert_record(repo: &str, number: u64) -> EventRecord {
     record.change.sequence_number = Some(format!("{number}00"));
     record.change.keys = serde_dynamo::Item::from(std::collections::HashMap::from([
         (
-            shared::store::attr::REPO.to_string(),
+            stages::store::attr::REPO.to_string(),
             serde_dynamo::AttributeValue::S(repo.into()),
         ),
         (
-            shared::store::attr::PR_NUMBER.to_string(),
+            stages::store::attr::PR_NUMBER.to_string(),
             serde_dynamo::AttributeValue::N(number.to_string()),
         ),
     ]));
@@ -410,7 +410,7 @@ async fn every_function_calls_exactly_what_its_role_grants() {
     let summarize_queue = queue(format!("summarize-{id}")).await;
     let summarize_dlq = queue(format!("summarize-dlq-{id}")).await;
     let bucket = format!("narratives-{id}");
-    shared::publish::s3_client(&admin)
+    stages::publish::s3_client(&admin)
         .create_bucket()
         .bucket(&bucket)
         .send()
@@ -478,7 +478,7 @@ async fn every_function_calls_exactly_what_its_role_grants() {
 
     // Webhook: two merged PRs, then a newer delivery of the first.
     let sdk = proxies["WebhookFunction"].sdk().await;
-    let webhook = shared::webhook::WebhookHandler::from_config(
+    let webhook = stages::webhook::WebhookHandler::from_config(
         &WebhookConfig {
             table: table.clone(),
             max_body_bytes: 1 << 20,
@@ -511,7 +511,7 @@ async fn every_function_calls_exactly_what_its_role_grants() {
     // again), then the scheduled retry of deferred rows.
     let sdk = proxies["EnrichFunction"].sdk().await;
     let enrich = Arc::new(
-        shared::enrich::EnrichHandler::from_config(
+        stages::enrich::EnrichHandler::from_config(
             &EnrichConfig {
                 table: table.clone(),
                 api_url: github.url().to_string(),
@@ -537,14 +537,14 @@ async fn every_function_calls_exactly_what_its_role_grants() {
     ];
     let response = enrich
         .invoke(
-            shared::enrich::EnrichTrigger::Stream(stream),
+            stages::enrich::EnrichTrigger::Stream(stream),
             support::within(30),
             "inv-enrich",
         )
         .await
         .unwrap();
     match &response {
-        shared::enrich::EnrichResponse::Stream(r) => {
+        stages::enrich::EnrichResponse::Stream(r) => {
             assert!(r.batch_item_failures.is_empty(), "{r:?}")
         }
         other => panic!("{other:?}"),
@@ -565,31 +565,31 @@ async fn every_function_calls_exactly_what_its_role_grants() {
     // now): the enrich function marks its index page for a rebuild.
     let files = support::github_stub::GitHubStub::start(GITHUB_TOKEN).await;
     files.add_file(&repo, ".github/CODEOWNERS", "* @octo-org/everyone\n");
-    let rest = shared::github::GitHubClient::new(
+    let rest = stages::github::GitHubClient::new(
         &files.url(),
-        &shared::secret::Secret::new(GITHUB_TOKEN),
+        &stages::secret::Secret::new(GITHUB_TOKEN),
         Duration::from_secs(10),
         1,
     )
     .unwrap();
-    let refreshed = shared::enrich::refresh_repo_context(
-        &shared::store::ContextStore::new(aws_sdk_dynamodb::Client::new(&sdk), &pages_table),
+    let refreshed = stages::enrich::refresh_repo_context(
+        &stages::store::ContextStore::new(aws_sdk_dynamodb::Client::new(&sdk), &pages_table),
         &rest,
-        &shared::domain::RepoName::parse(&repo).unwrap(),
+        &stages::domain::RepoName::parse(&repo).unwrap(),
         time::OffsetDateTime::now_utc() + time::Duration::hours(25),
         support::within(30),
     )
     .await
     .unwrap();
     assert!(
-        matches!(refreshed, shared::enrich::ContextRefresh::Stored { .. }),
+        matches!(refreshed, stages::enrich::ContextRefresh::Stored { .. }),
         "{refreshed:?}"
     );
     files.stop().await;
 
     // Sweeper: both rows are enriched, so both are claimed and enqueued.
     let sdk = proxies["SweeperFunction"].sdk().await;
-    let sweeper = shared::sweeper::Sweeper::from_config(
+    let sweeper = stages::sweeper::Sweeper::from_config(
         &SweeperConfig {
             table: table.clone(),
             queue_url: summarize_queue.clone(),
@@ -611,8 +611,8 @@ async fn every_function_calls_exactly_what_its_role_grants() {
     // entries table unavailable and, at MaxAttempts 1, is given up to the DLQ.
     let sdk = proxies["SummarizeFunction"].sdk().await;
     // One test in this binary: nothing else reads the environment meanwhile.
-    std::env::set_var(shared::summary::ANTHROPIC_API_KEY_ARN, &anthropic_secret);
-    std::env::set_var(shared::summary::ANTHROPIC_API_URL, messages.url());
+    std::env::set_var(chronicle_llm::ANTHROPIC_API_KEY_ARN, &anthropic_secret);
+    std::env::set_var(chronicle_llm::ANTHROPIC_API_URL, messages.url());
     let summarize_config = |entries: &str| SummarizeConfig {
         table: table.clone(),
         entries_table: entries.to_string(),
@@ -627,7 +627,7 @@ async fn every_function_calls_exactly_what_its_role_grants() {
         (&"no-such-entries".to_string(), b, true),
     ] {
         let handler = Arc::new(
-            shared::summarize::SummarizeHandler::from_config(&summarize_config(entries), &sdk)
+            stages::summarize::SummarizeHandler::from_config(&summarize_config(entries), &sdk)
                 .await
                 .unwrap(),
         );
@@ -644,7 +644,7 @@ async fn every_function_calls_exactly_what_its_role_grants() {
         assert!(response.batch_item_failures.is_empty(), "{response:?}");
         let row = support::stored_row(&tables.prs, &repo, n).await;
         assert_eq!(
-            row.contains_key(shared::store::attr::FAILED_AT),
+            row.contains_key(stages::store::attr::FAILED_AT),
             given_up,
             "{row:?}"
         );
@@ -656,7 +656,7 @@ async fn every_function_calls_exactly_what_its_role_grants() {
 
     // Page builder: the stale page is built to S3 and Notion.
     let sdk = proxies["PageBuilderFunction"].sdk().await;
-    let builder = shared::builder::PageBuilder::from_config(
+    let builder = stages::builder::PageBuilder::from_config(
         &BuilderConfig {
             entries_table: entries_table.clone(),
             pages_table: pages_table.clone(),
@@ -705,19 +705,19 @@ async fn every_function_calls_exactly_what_its_role_grants() {
         },
     );
     // A memory from before GitHub's window: the run deletes it.
-    shared::store::HookStore::new(aws_sdk_dynamodb::Client::new(&admin), &pages_table)
+    stages::store::HookStore::new(aws_sdk_dynamodb::Client::new(&admin), &pages_table)
         .set_state(
-            &shared::domain::hook::HookRef::parse(&format!("repos/{repo}/hooks/{HOOK_ID}"))
+            &stages::domain::hook::HookRef::parse(&format!("repos/{repo}/hooks/{HOOK_ID}"))
                 .unwrap(),
             "expired-guid",
-            shared::store::DeliveryState::Asked,
+            stages::store::DeliveryState::Asked,
             time::OffsetDateTime::now_utc() - time::Duration::days(5),
         )
         .await
         .unwrap();
     let sdk = proxies["RedeliverFunction"].sdk().await;
-    let redeliverer = shared::redeliver::Redeliverer::from_config(
-        &shared::config::RedeliverConfig {
+    let redeliverer = stages::redeliver::Redeliverer::from_config(
+        &stages::config::RedeliverConfig {
             table: table.clone(),
             pages_table: pages_table.clone(),
             api_url: hooks_github.url(),

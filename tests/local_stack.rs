@@ -2,9 +2,9 @@
 //! real HTTP on loopback, with the table created from template.yaml in the emulator.
 
 use serde_json::json;
-use shared::domain::RepoName;
-use shared::signature;
-use shared::store::attr;
+use stages::domain::RepoName;
+use stages::signature;
+use stages::store::attr;
 use support::*;
 
 async fn start() -> infra::dev::DevStack {

@@ -7,13 +7,13 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use shared::builder::PageBuilder;
-use shared::domain::{rfc3339_seconds, ModuleEntry};
-use shared::notion::NotionClient;
-use shared::publish::{MarkdownPublisher, NotionPublisher, Publisher, Publishers};
-use shared::secret::Secret;
-use shared::store::INDEX_MODULE;
-use shared::tagging::ModulesConfig;
+use stages::builder::PageBuilder;
+use stages::domain::{rfc3339_seconds, ModuleEntry};
+use stages::notion::NotionClient;
+use stages::publish::{MarkdownPublisher, NotionPublisher, Publisher, Publishers};
+use stages::secret::Secret;
+use stages::store::INDEX_MODULE;
+use stages::tagging::ModulesConfig;
 use support::notion_stub::{Fault, NotionStub};
 use support::*;
 use time::OffsetDateTime;
@@ -52,7 +52,7 @@ async fn put(t: &Tables, e: &ModuleEntry) {
 /// child pages.
 async fn over_the_years(t: &Tables, module: &str, count: u64) {
     for n in 0..count {
-        let at = shared::domain::parse_rfc3339("2024-06-01T10:00:00Z").unwrap()
+        let at = stages::domain::parse_rfc3339("2024-06-01T10:00:00Z").unwrap()
             - time::Duration::days(200 * n as i64);
         put(t, &entry(module, count - n, &rfc3339_seconds(at))).await;
     }
@@ -85,7 +85,7 @@ fn publisher_timed(
     timeout: Duration,
 ) -> NotionPublisher {
     let first = configured.lock().unwrap().clone();
-    let refresh: shared::notion::TokenRefresh = Arc::new(move || {
+    let refresh: stages::notion::TokenRefresh = Arc::new(move || {
         let token = configured.lock().unwrap().clone();
         Box::pin(async move { Some(Secret::new(token)) })
     });
@@ -99,7 +99,7 @@ fn builder(t: &Tables, publisher: Arc<dyn Publisher>) -> PageBuilder {
     t.builder(publisher, ModulesConfig::empty(), Duration::ZERO)
 }
 
-async fn tick(b: &PageBuilder, secs: u64) -> shared::builder::BuildReport {
+async fn tick(b: &PageBuilder, secs: u64) -> stages::builder::BuildReport {
     b.tick(
         OffsetDateTime::now_utc(),
         within(secs),
@@ -431,9 +431,9 @@ async fn a_revoked_token_is_recorded_on_the_page_item_with_advice_and_a_rotated_
     );
     assert!(item.stale.is_some(), "still stale: built again later");
     let row = stored_row(&t.prs, "Codertocat/Hello-World", 2).await;
-    assert!(row.contains_key(shared::store::attr::SUMMARIZED_AT));
+    assert!(row.contains_key(stages::store::attr::SUMMARIZED_AT));
     assert!(
-        !row.contains_key(shared::store::attr::FAILED_AT),
+        !row.contains_key(stages::store::attr::FAILED_AT),
         "a page never fails a PR row"
     );
     // The operator stores the new secret; the same (warm) builder picks it up after the next 401.
@@ -578,7 +578,7 @@ async fn a_deleted_archive_year_in_parts_is_published_again_whole() {
     let (stub, parent) = NotionStub::start(TOKEN).await;
     stub.without_rate_limit();
     // 2023 is more than a page (400 entries): a year page with its parts under it.
-    let end = shared::domain::parse_rfc3339("2023-12-30T10:00:00Z").unwrap();
+    let end = stages::domain::parse_rfc3339("2023-12-30T10:00:00Z").unwrap();
     for n in 0..400u64 {
         let mut e = entry(
             "api",
@@ -751,7 +751,7 @@ async fn a_forgotten_page_is_looked_for_before_another_is_created() {
     let (api_id, _) = page(&stub, "api");
     // Its record is forgotten (as after a 404 that was not the page's fault).
     t.pages
-        .forget_notion_page(REPO, "api", shared::pages::MAIN_LABEL, &api_id)
+        .forget_notion_page(REPO, "api", stages::pages::MAIN_LABEL, &api_id)
         .await
         .unwrap();
     t.pages
@@ -764,7 +764,7 @@ async fn a_forgotten_page_is_looked_for_before_another_is_created() {
     assert_eq!(stub.pages_titled(&module_title("api")).len(), 1);
     let item = t.pages.get(REPO, "api").await.unwrap().unwrap();
     assert_eq!(
-        item.notion[shared::pages::MAIN_LABEL].id.as_deref(),
+        item.notion[stages::pages::MAIN_LABEL].id.as_deref(),
         Some(api_id.as_str()),
         "adopted"
     );

@@ -2,8 +2,8 @@
 //! fixture, the JSON parses, given-up rows come from the sparse failed index (no Scan is ever
 //! sent: every request goes through a recording proxy), bad input exits 2.
 
-use shared::domain::RepoName;
-use shared::status::QueueRef;
+use stages::domain::RepoName;
+use stages::status::QueueRef;
 use support::audit_proxy::AuditProxy;
 use support::*;
 use time::{Duration, OffsetDateTime};
@@ -79,7 +79,7 @@ async fn status_and_failed_count_what_the_fixture_holds_without_a_scan() {
         .claim_build(REPO, "web", "b", now, now + Duration::minutes(1), now)
         .await
         .unwrap();
-    assert!(matches!(claimed, shared::store::BuildClaim::Claimed(_)));
+    assert!(matches!(claimed, stages::store::BuildClaim::Claimed(_)));
     assert!(t
         .pages
         .record_build_failure(
@@ -105,7 +105,7 @@ async fn status_and_failed_count_what_the_fixture_holds_without_a_scan() {
     let mut shards = std::collections::BTreeMap::new();
     for n in 1..=5u64 {
         *shards
-            .entry(shared::store::pending_shard(n, 4))
+            .entry(stages::store::pending_shard(n, 4))
             .or_insert(0u64) += 1;
     }
     for shard in ["0", "1", "2", "3"] {
@@ -147,7 +147,7 @@ async fn status_and_failed_count_what_the_fixture_holds_without_a_scan() {
         "no checkpoint yet"
     );
     assert_eq!(json["attention"].as_array().unwrap().len(), 4, "{json}");
-    assert!(shared::status::render(&report).contains("needs attention:"));
+    assert!(stages::status::render(&report).contains("needs attention:"));
 
     // `failed`: exactly the two given-up rows, newest first, with why and how many attempts.
     let rows = infra::ops_cli::failed(&target, None).await.unwrap();
@@ -204,7 +204,7 @@ async fn status_and_failed_count_what_the_fixture_holds_without_a_scan() {
     aws_sdk_dynamodb::Client::new(&sdk)
         .update_item()
         .table_name(&table)
-        .set_key(Some(shared::store::key(&RepoName::parse(REPO).unwrap(), 9)))
+        .set_key(Some(stages::store::key(&RepoName::parse(REPO).unwrap(), 9)))
         .update_expression("REMOVE failedShard")
         .send()
         .await
@@ -275,7 +275,7 @@ async fn local_queues(sqs: &aws_sdk_sqs::Client, table: &str) -> Vec<QueueRef> {
 fn ops_target(t: &Tables, sdk: aws_config::SdkConfig) -> infra::ops_cli::OpsTarget {
     infra::ops_cli::OpsTarget {
         sdk,
-        table: shared::config::TableConfig {
+        table: stages::config::TableConfig {
             table_name: t.prs.table_name().to_string(),
             pending_shards: 4,
         },
@@ -345,7 +345,7 @@ async fn a_bulk_change_to_a_deployed_stack_needs_yes_and_changes_nothing_without
     assert_eq!(failed_now().await, 0);
 }
 
-async fn summarize(handler: &std::sync::Arc<shared::summarize::SummarizeHandler>, number: u64) {
+async fn summarize(handler: &std::sync::Arc<stages::summarize::SummarizeHandler>, number: u64) {
     let r = handler
         .handle(
             sqs_batch(vec![summarize_message(
@@ -367,7 +367,7 @@ async fn summarize(handler: &std::sync::Arc<shared::summarize::SummarizeHandler>
 async fn reprocess_summarizes_again_without_duplicating_and_bad_input_changes_nothing() {
     let sdk = sdk().await;
     let t = fresh_tables(&sdk).await;
-    let handler = std::sync::Arc::new(t.summarizer(shared::tagging::ModulesConfig::empty(), 5));
+    let handler = std::sync::Arc::new(t.summarizer(stages::tagging::ModulesConfig::empty(), 5));
     let now = OffsetDateTime::now_utc();
     for n in [3, 4, 5] {
         merged(&t, n, now).await;
@@ -418,7 +418,7 @@ async fn reprocess_summarizes_again_without_duplicating_and_bad_input_changes_no
     assert_eq!(code, 2, "--repo selects given-up rows: only with --failed");
     let row = stored_row(&t.prs, REPO, 3).await;
     assert!(
-        row.contains_key(shared::store::attr::SUMMARIZED_AT),
+        row.contains_key(stages::store::attr::SUMMARIZED_AT),
         "unchanged"
     );
 
@@ -437,7 +437,7 @@ async fn reprocess_summarizes_again_without_duplicating_and_bad_input_changes_no
     assert_eq!(lines[0].outcome, "wouldReprocess");
     assert!(stored_row(&t.prs, REPO, 3)
         .await
-        .contains_key(shared::store::attr::SUMMARIZED_AT));
+        .contains_key(stages::store::attr::SUMMARIZED_AT));
 
     // For real: pending again, then summarized again with one entry, its page stale again.
     let lines = infra::ops_cli::reprocess(
@@ -453,8 +453,8 @@ async fn reprocess_summarizes_again_without_duplicating_and_bad_input_changes_no
     .unwrap();
     assert_eq!(lines[0].outcome, "pending");
     let row = stored_row(&t.prs, REPO, 3).await;
-    assert!(!row.contains_key(shared::store::attr::SUMMARIZED_AT));
-    assert!(row.contains_key(shared::store::attr::PENDING_SHARD));
+    assert!(!row.contains_key(stages::store::attr::SUMMARIZED_AT));
+    assert!(row.contains_key(stages::store::attr::PENDING_SHARD));
     summarize(&handler, 3).await;
     let entries_after = t.module_entries(REPO, REPO).await;
     assert_eq!(entries_after.len(), 1, "rewritten, never appended");
@@ -512,25 +512,25 @@ async fn reprocess_summarizes_again_without_duplicating_and_bad_input_changes_no
     );
     assert_eq!(t.prs.count_failed().await.unwrap(), 0);
     let row = stored_row(&t.prs, REPO, 4).await;
-    assert!(!row.contains_key(shared::store::attr::FAILED_SHARD));
-    assert!(!row.contains_key(shared::store::attr::FAILED_AT));
-    assert!(!row.contains_key(shared::store::attr::ATTEMPTS));
+    assert!(!row.contains_key(stages::store::attr::FAILED_SHARD));
+    assert!(!row.contains_key(stages::store::attr::FAILED_AT));
+    assert!(!row.contains_key(stages::store::attr::ATTEMPTS));
     summarize(&handler, 4).await;
     assert!(stored_row(&t.prs, REPO, 4)
         .await
-        .contains_key(shared::store::attr::SUMMARIZED_AT));
+        .contains_key(stages::store::attr::SUMMARIZED_AT));
 }
 
 /// `rebuild --module` marks that module's page only; an unknown module changes nothing.
 #[tokio::test]
 async fn rebuild_of_one_module_marks_only_that_module() {
-    use shared::publish::MarkdownPublisher;
+    use stages::publish::MarkdownPublisher;
     let sdk = sdk().await;
     let t = fresh_tables(&sdk).await;
     let now = OffsetDateTime::now_utc();
     for module in ["api", "web"] {
         let number = if module == "api" { 1 } else { 2 };
-        let e = shared::domain::ModuleEntry {
+        let e = stages::domain::ModuleEntry {
             repo: REPO.into(),
             module: module.into(),
             number,
@@ -545,7 +545,7 @@ async fn rebuild_of_one_module_marks_only_that_module() {
             linked_issues: vec![],
             additions: 3,
             deletions: 1,
-            files: vec![shared::domain::FileChange {
+            files: vec![stages::domain::FileChange {
                 path: format!("{module}/src/lib.rs"),
                 additions: 3,
                 deletions: 1,
@@ -560,7 +560,7 @@ async fn rebuild_of_one_module_marks_only_that_module() {
     let dir = std::env::temp_dir().join(format!("chronicle-ops-{}", uuid::Uuid::new_v4().simple()));
     let builder = t.builder(
         std::sync::Arc::new(MarkdownPublisher::new(&dir)),
-        shared::tagging::ModulesConfig::empty(),
+        stages::tagging::ModulesConfig::empty(),
         std::time::Duration::ZERO,
     );
     for _ in 0..20 {
@@ -645,7 +645,7 @@ async fn redrive_moves_every_dlq_message_once_and_a_redriven_given_up_row_is_sum
         .queue_url(&dlq)
         .message_body(format!("{{\"repo\":\"{REPO}\",\"prNumber\":8}}"))
         .message_attributes(
-            shared::summarize::GIVEN_UP_AT_ATTRIBUTE,
+            stages::summarize::GIVEN_UP_AT_ATTRIBUTE,
             attribute(failed_at),
         )
         .send()
@@ -718,23 +718,23 @@ async fn redrive_moves_every_dlq_message_once_and_a_redriven_given_up_row_is_sum
     assert!(dlq_left.is_empty());
     let m = given_up_message.expect("the given-up row's message was moved");
     assert_eq!(
-        m.message_attributes().unwrap()[shared::summarize::GIVEN_UP_AT_ATTRIBUTE].string_value(),
+        m.message_attributes().unwrap()[stages::summarize::GIVEN_UP_AT_ATTRIBUTE].string_value(),
         Some(failed_at)
     );
 
     // The summarize worker receives it from the queue: the row comes back and is summarized.
     let event = lambda_message(&m);
-    let handler = std::sync::Arc::new(t.summarizer(shared::tagging::ModulesConfig::empty(), 5));
+    let handler = std::sync::Arc::new(t.summarizer(stages::tagging::ModulesConfig::empty(), 5));
     let r = handler
         .handle(sqs_batch(vec![event]), within(30), "inv")
         .await;
     assert!(r.batch_item_failures.is_empty(), "{r:?}");
     let row = stored_row(&t.prs, REPO, 8).await;
     assert!(
-        row.contains_key(shared::store::attr::SUMMARIZED_AT),
+        row.contains_key(stages::store::attr::SUMMARIZED_AT),
         "{row:?}"
     );
-    assert!(!row.contains_key(shared::store::attr::FAILED_SHARD));
+    assert!(!row.contains_key(stages::store::attr::FAILED_SHARD));
     assert_eq!(t.prs.count_failed().await.unwrap(), 0);
 }
 
@@ -791,7 +791,7 @@ async fn stream_records(
         .filter(|r| r.event_name().map(|e| e.as_str()) == Some("INSERT"))
         .map(|r| {
             let d = r.dynamodb().unwrap();
-            let n = d.keys().unwrap()[shared::store::attr::PR_NUMBER]
+            let n = d.keys().unwrap()[stages::store::attr::PR_NUMBER]
                 .as_n()
                 .unwrap()
                 .parse()
@@ -816,7 +816,7 @@ async fn redrive_enrich_re_enriches_the_prs_the_stream_dlq_names() {
         merged(&t, n, now).await;
     }
     // #5 was summarized without enrichment (the stream gave up on it).
-    let summarizer = std::sync::Arc::new(t.summarizer(shared::tagging::ModulesConfig::empty(), 5));
+    let summarizer = std::sync::Arc::new(t.summarizer(stages::tagging::ModulesConfig::empty(), 5));
     summarize(&summarizer, 5).await;
     let (arn, shard, records) = stream_records(&sdk, t.prs.table_name()).await;
     assert_eq!(records.len(), 3, "{records:?}");
@@ -856,7 +856,7 @@ async fn redrive_enrich_re_enriches_the_prs_the_stream_dlq_names() {
         url: dlq.clone(),
         dead_letter: true,
     }];
-    let enriched = |item: &shared::store::Item| item.contains_key(shared::store::attr::ENRICHED_AT);
+    let enriched = |item: &stages::store::Item| item.contains_key(stages::store::attr::ENRICHED_AT);
 
     // Without a token only a dry run is possible; it names the PRs and changes nothing.
     let err = redrive_enrich(&target, None, false).await.unwrap_err();
@@ -889,14 +889,14 @@ async fn redrive_enrich_re_enriches_the_prs_the_stream_dlq_names() {
     for n in [4, 5, 6] {
         github.put_pull(REPO, standin_pull(REPO, n, 3));
     }
-    let apis = shared::enrich::GitHubApis::new(
+    let apis = stages::enrich::GitHubApis::new(
         github.url(),
-        &shared::secret::Secret::new(TOKEN),
+        &stages::secret::Secret::new(TOKEN),
         std::time::Duration::from_secs(10),
         1,
     )
     .unwrap();
-    let handler = shared::enrich::EnrichHandler::new(t.prs.clone(), Some(apis), 1, 500);
+    let handler = stages::enrich::EnrichHandler::new(t.prs.clone(), Some(apis), 1, 500);
     // A dry run with a token changes nothing either.
     let dry = redrive_enrich(&target, Some(&handler), true).await.unwrap();
     assert!(
@@ -930,12 +930,12 @@ async fn redrive_enrich_re_enriches_the_prs_the_stream_dlq_names() {
         let row = stored_row(&t.prs, REPO, n).await;
         assert!(enriched(&row), "#{n} enriched: {row:?}");
         assert!(
-            row.contains_key(shared::store::attr::FILES),
+            row.contains_key(stages::store::attr::FILES),
             "#{n} has its files"
         );
         // Pending again (#5) or still (#4): the sweeper sends them to be summarized.
         assert!(
-            row.contains_key(shared::store::attr::PENDING_SHARD),
+            row.contains_key(stages::store::attr::PENDING_SHARD),
             "#{n}: {row:?}"
         );
     }

@@ -9,11 +9,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
-use shared::builder::{BuildOutcome, PageBuilder};
-use shared::domain::{rfc3339_seconds, ModuleEntry};
-use shared::publish::{MarkdownPublisher, PageSet, PublishError, Published, Publisher};
-use shared::store::INDEX_MODULE;
-use shared::tagging::ModulesConfig;
+use stages::builder::{BuildOutcome, PageBuilder};
+use stages::domain::{rfc3339_seconds, ModuleEntry};
+use stages::publish::{MarkdownPublisher, PageSet, PublishError, Published, Publisher};
+use stages::store::INDEX_MODULE;
+use stages::tagging::ModulesConfig;
 use support::*;
 use time::OffsetDateTime;
 
@@ -42,7 +42,7 @@ fn entry(module: &str, number: u64, merged_at: &str) -> ModuleEntry {
         linked_issues: vec![],
         additions: number,
         deletions: 1,
-        files: vec![shared::domain::FileChange {
+        files: vec![stages::domain::FileChange {
             path: format!("{module}/src/file{}.rs", number % 7),
             additions: number,
             deletions: 1,
@@ -66,7 +66,7 @@ fn history(
     newest: &str,
     step_days: i64,
 ) -> Vec<ModuleEntry> {
-    let end = shared::domain::parse_rfc3339(newest).unwrap();
+    let end = stages::domain::parse_rfc3339(newest).unwrap();
     (0..count)
         .map(|i| {
             let at = end - time::Duration::days(step_days * i as i64);
@@ -194,7 +194,7 @@ fn builder(t: &Tables, publisher: Arc<dyn Publisher>, interval: Duration) -> Pag
     t.builder(publisher, ModulesConfig::empty(), interval)
 }
 
-async fn tick(b: &PageBuilder) -> shared::builder::BuildReport {
+async fn tick(b: &PageBuilder) -> stages::builder::BuildReport {
     b.tick(
         OffsetDateTime::now_utc(),
         within(60),
@@ -341,7 +341,7 @@ async fn a_burst_builds_each_page_at_most_once_per_interval() {
 async fn old_entries_go_to_yearly_archives_split_when_too_big() {
     let t = fresh_tables(&sdk().await).await;
     // About three a day through 2023 (too big for one page), then a quiet 2024.
-    let end = shared::domain::parse_rfc3339("2023-12-31T20:00:00Z").unwrap();
+    let end = stages::domain::parse_rfc3339("2023-12-31T20:00:00Z").unwrap();
     let mut all: Vec<ModuleEntry> = (0..1_200u64)
         .map(|i| {
             let at = end - time::Duration::minutes(i as i64 * 432);
@@ -549,10 +549,10 @@ async fn a_failed_build_is_recorded_on_the_page_and_retried_after_the_interval()
 
 #[tokio::test]
 async fn s3_pages_are_replaced_whole_and_removed_archives_deleted() {
-    use shared::publish::S3MarkdownPublisher;
+    use stages::publish::S3MarkdownPublisher;
     let sdk = sdk().await;
     let t = fresh_tables(&sdk).await;
-    let s3 = shared::publish::s3_client(&sdk);
+    let s3 = stages::publish::s3_client(&sdk);
     let bucket = format!("narratives-{}", uuid::Uuid::new_v4().simple());
     s3.create_bucket().bucket(&bucket).send().await.unwrap();
     for e in history("api", 1, 3, "2024-06-01T10:00:00Z", 200) {
@@ -628,7 +628,7 @@ async fn the_index_is_built_once_its_modules_are() {
 #[tokio::test]
 async fn builds_after_each_merge_equal_a_full_rebuild_and_read_only_recent_entries() {
     let t = fresh_tables(&sdk().await).await;
-    let start = shared::domain::parse_rfc3339("2023-01-01T09:00:00Z").unwrap();
+    let start = stages::domain::parse_rfc3339("2023-01-01T09:00:00Z").unwrap();
     let at = |i: u64| rfc3339_seconds(start + time::Duration::hours(40 * i as i64));
     for i in 0..160u64 {
         put(&t, &entry("busy", i + 1, &at(i))).await;
@@ -684,7 +684,7 @@ async fn builds_after_each_merge_equal_a_full_rebuild_and_read_only_recent_entri
 #[tokio::test]
 async fn a_quiet_module_builds_from_its_recent_entries_too() {
     let t = fresh_tables(&sdk().await).await;
-    let start = shared::domain::parse_rfc3339("2021-01-04T09:00:00Z").unwrap();
+    let start = stages::domain::parse_rfc3339("2021-01-04T09:00:00Z").unwrap();
     let at = |i: u64| rfc3339_seconds(start + time::Duration::days(7 * i as i64));
     for i in 0..156u64 {
         put(&t, &entry("quiet", i + 1, &at(i))).await;

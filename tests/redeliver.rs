@@ -8,11 +8,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use shared::config::RedeliverConfig;
-use shared::github::GitHubClient;
-use shared::redeliver::{RedeliverError, Redeliverer};
-use shared::secret::{Secret, SecretSource};
-use shared::store::{attr, HookStore, PrStore};
+use stages::config::RedeliverConfig;
+use stages::github::GitHubClient;
+use stages::redeliver::{RedeliverError, Redeliverer};
+use stages::secret::{Secret, SecretSource};
+use stages::store::{attr, HookStore, PrStore};
 use support::github_stub::{DeliverySpec, GitHubStub};
 use support::*;
 
@@ -118,7 +118,7 @@ impl World {
             .header("x-github-hook-installation-target-type", target_type)
             .header(
                 "x-hub-signature-256",
-                shared::signature::sign(SECRET.as_bytes(), &body),
+                stages::signature::sign(SECRET.as_bytes(), &body),
             )
             .body(body)
             .send()
@@ -129,9 +129,9 @@ impl World {
     }
 
     async fn stored_delivery(&self, number: u64) -> Option<String> {
-        let repo = shared::domain::RepoName::parse(REPO).unwrap();
+        let repo = stages::domain::RepoName::parse(REPO).unwrap();
         let item = self.prs.get(&repo, number).await.unwrap()?;
-        shared::store::string(&item, attr::DELIVERY_ID).map(str::to_string)
+        stages::store::string(&item, attr::DELIVERY_ID).map(str::to_string)
     }
 
     /// GitHub redelivers after its 202: waits (up to 10 s) until the PR holds `guid`.
@@ -184,7 +184,7 @@ impl World {
     }
 }
 
-fn guids(report: &shared::redeliver::RedeliverReport) -> Vec<&str> {
+fn guids(report: &stages::redeliver::RedeliverReport) -> Vec<&str> {
     report.redelivered.iter().map(|r| r.guid.as_str()).collect()
 }
 
@@ -359,7 +359,7 @@ async fn a_redelivery_that_fails_again_is_asked_again_once_per_run_up_to_a_limit
     w.failed_redeliveries("lost-22", 1).await;
 
     // Still down: each later run asks again, until the limit; then it is a problem.
-    for ask in 2..=shared::redeliver::MAX_ASKS as usize {
+    for ask in 2..=stages::redeliver::MAX_ASKS as usize {
         let again = a
             .run(time::OffsetDateTime::now_utc(), far(), false)
             .await
@@ -380,7 +380,7 @@ async fn a_redelivery_that_fails_again_is_asked_again_once_per_run_up_to_a_limit
     );
     assert_eq!(
         w.stub.redeliveries_asked("lost-21"),
-        shared::redeliver::MAX_ASKS as usize
+        stages::redeliver::MAX_ASKS as usize
     );
     assert_eq!(w.stored_delivery(21).await, None);
     w.stop().await;
@@ -460,7 +460,7 @@ async fn the_per_run_cap_leaves_the_rest_for_the_next_run() {
 async fn a_missing_token_or_scope_gets_a_clear_message() {
     let sdk = sdk().await;
     let config = RedeliverConfig {
-        table: shared::config::TableConfig {
+        table: stages::config::TableConfig {
             table_name: "unused".into(),
             pending_shards: 4,
         },
@@ -668,12 +668,12 @@ async fn a_claim_never_confirmed_is_reported_and_asked_again_once_the_log_settle
         spec("lost-81", 7200, 500, "closed", merged_pr(81)),
     );
     // A run claimed it an hour ago and stopped (crash, timeout) before asking GitHub.
-    let hook = shared::domain::hook::HookRef::parse(&format!("repos/{REPO}/hooks/{HOOK}")).unwrap();
+    let hook = stages::domain::hook::HookRef::parse(&format!("repos/{REPO}/hooks/{HOOK}")).unwrap();
     w.hooks
         .set_state(
             &hook,
             "lost-81",
-            shared::store::DeliveryState::Claimed,
+            stages::store::DeliveryState::Claimed,
             time::OffsetDateTime::now_utc() - time::Duration::hours(1),
         )
         .await
@@ -808,8 +808,8 @@ async fn a_github_app_hook_is_healed_with_the_apps_jwt() {
         "{token_only:?}"
     );
 
-    let app = shared::redeliver::AppAccess {
-        credentials: shared::github::app::AppCredentials::new(
+    let app = stages::redeliver::AppAccess {
+        credentials: stages::github::app::AppCredentials::new(
             "424242",
             &Secret::new(app_key("app-test-key.pem")),
         )
@@ -821,7 +821,7 @@ async fn a_github_app_hook_is_healed_with_the_apps_jwt() {
     // A JWT of another app is refused (401), reported, nothing asked.
     let mut wrong = app.clone();
     wrong.credentials =
-        shared::github::app::AppCredentials::new("1", &Secret::new(app_key("app-test-key.pem")))
+        stages::github::app::AppCredentials::new("1", &Secret::new(app_key("app-test-key.pem")))
             .unwrap();
     let refused = Redeliverer::new(None, w.hooks.clone(), w.prs.clone(), 10)
         .with_app(wrong)

@@ -7,11 +7,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use shared::github::GitHubClient;
-use shared::notion::NotionClient;
-use shared::secret::Secret;
-use shared::story::{prompt, StoryWriter};
-use shared::summary::{LlmSummarizer, Summarizer, SummaryInput};
+use chronicle_llm::{LlmSummarizer, Writer};
+use stages::github::GitHubClient;
+use stages::notion::NotionClient;
+use stages::secret::Secret;
+use stages::story::prompt;
+use stages::summary::{Summarizer, SummaryInput};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
@@ -106,7 +107,7 @@ async fn no_credentialed_client_follows_a_redirect_to_another_host() {
         Duration::from_secs(5),
     )
     .with_retry(0, Duration::from_millis(1));
-    let modules = vec![shared::domain::ModuleName::new("api")];
+    let modules = vec![stages::domain::ModuleName::new("api")];
     let summary = summarizer
         .summarize(
             &SummaryInput {
@@ -126,11 +127,11 @@ async fn no_credentialed_client_follows_a_redirect_to_another_host() {
     let entries = Vec::new();
     let p = prompt("acme/app", "api", None, &Default::default(), &entries);
     for writer in [
-        StoryWriter::anthropic(&base, Secret::new("sk-ant-story"), "claude"),
-        StoryWriter::openai(&base, Some(Secret::new("sk-openai")), "gpt"),
+        Writer::anthropic(&base, Secret::new("sk-ant-story"), "claude"),
+        Writer::openai(&base, Some(Secret::new("sk-openai")), "gpt"),
     ] {
         let before = asked.load(Ordering::SeqCst);
-        assert!(writer.write(&p, soon()).await.is_err());
+        assert!(stages::story::write(&writer, &p, soon()).await.is_err());
         assert_eq!(asked.load(Ordering::SeqCst), before + 1, "asked once");
     }
 
@@ -145,10 +146,10 @@ async fn no_credentialed_client_follows_a_redirect_to_another_host() {
     // GitHub: another host is refused, a 301 on its own host is followed.
     let github =
         GitHubClient::new(&base, &Secret::new("ghp_token"), Duration::from_secs(5), 0).unwrap();
-    let repo = shared::domain::RepoName::parse("acme/app").unwrap();
+    let repo = stages::domain::RepoName::parse("acme/app").unwrap();
     assert!(github.pull_totals(&repo, 1, soon()).await.is_err());
     let before = asked.load(Ordering::SeqCst);
-    let old = shared::domain::RepoName::parse("old/name").unwrap();
+    let old = stages::domain::RepoName::parse("old/name").unwrap();
     let _ = github.pull_totals(&old, 1, soon()).await;
     assert_eq!(
         asked.load(Ordering::SeqCst) - before,

@@ -7,8 +7,9 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use shared::domain::{ModuleEntry, YearStats};
-use shared::story::{ground, is_current, prompt, story_for, Rejection, StoredStory, StoryWriter};
+use chronicle_llm::{WriteError, Writer};
+use stages::domain::{ModuleEntry, YearStats};
+use stages::story::{ground, is_current, prompt, story_for, write, Rejection, StoredStory};
 use support::converse_stub::{ConverseReply, ConverseStub};
 
 const MODEL: &str = "anthropic.claude-3-5-haiku-20241022-v1:0";
@@ -53,14 +54,14 @@ fn facts() -> (BTreeMap<String, YearStats>, Vec<ModuleEntry>) {
             count: 3,
             first: entries[2].merged_at.clone(),
             last: entries[0].merged_at.clone(),
-            digest: shared::pages::overview::digest(&entries),
+            digest: stages::pages::overview::digest(&entries),
             ..Default::default()
         },
     )]);
     (years, entries)
 }
 
-fn the_prompt() -> shared::story::StoryPrompt {
+fn the_prompt() -> stages::story::StoryPrompt {
     let (years, entries) = facts();
     prompt(
         "acme/widgets",
@@ -74,9 +75,9 @@ fn the_prompt() -> shared::story::StoryPrompt {
 const GOOD: &str = "The api module was created by @alice in #1 and has grown into the public \
 HTTP API.\n\n@bob added request validation (#2), and @carol paging (#3).";
 
-async fn bedrock(stub: &ConverseStub) -> StoryWriter {
+async fn bedrock(stub: &ConverseStub) -> Writer {
     let sdk = support::sdk().await;
-    StoryWriter::Bedrock {
+    Writer::Bedrock {
         client: stub.client(&sdk),
         model_id: MODEL.into(),
     }
@@ -287,11 +288,8 @@ async fn throttling_timeouts_and_a_wrong_model_fall_back() {
     let stub = ConverseStub::start(MODEL).await;
     stub.script((0..6).map(|_| ConverseReply::Throttle));
     let writer = bedrock(&stub).await;
-    let err = writer.write(&p, soon(120)).await.unwrap_err();
-    assert!(
-        matches!(err, shared::story::StoryError::Throttled { .. }),
-        "{err}"
-    );
+    let err = write(&writer, &p, soon(120)).await.unwrap_err();
+    assert!(matches!(err, WriteError::Throttled { .. }), "{err}");
     assert!(stub.requests().iter().all(|r| r.status == 429));
     assert_eq!(
         story_for(&writer, None, &p, 3, 20, now, soon(120)).await,
@@ -303,19 +301,16 @@ async fn throttling_timeouts_and_a_wrong_model_fall_back() {
     slow.script([ConverseReply::Slow(Duration::from_secs(20), GOOD.into())]);
     let writer = bedrock(&slow).await;
     let started = Instant::now();
-    let err = writer.write(&p, soon(52)).await.unwrap_err();
-    assert!(
-        matches!(err, shared::story::StoryError::Timeout { .. }),
-        "{err}"
-    );
+    let err = write(&writer, &p, soon(52)).await.unwrap_err();
+    assert!(matches!(err, WriteError::Timeout { .. }), "{err}");
     assert!(
         started.elapsed() < Duration::from_secs(9),
         "cut at the deadline less 45 s"
     );
     // With no time left it does not ask.
     assert!(matches!(
-        writer.write(&p, soon(5)).await,
-        Err(shared::story::StoryError::NoTime)
+        write(&writer, &p, soon(5)).await,
+        Err(WriteError::NoTime)
     ));
 
     // A stored story stays when a new one cannot be written.
@@ -324,7 +319,7 @@ async fn throttling_timeouts_and_a_wrong_model_fall_back() {
         input_hash: "an older input".into(),
         entry_count: 1,
         // Older than a week (not current), younger than two (still shown).
-        generated_at: shared::domain::rfc3339_millis(now - time::Duration::days(8)),
+        generated_at: stages::domain::rfc3339_millis(now - time::Duration::days(8)),
         model: format!("bedrock/{MODEL}"),
     };
     let kept = story_for(&writer, Some(&old), &p, 3, 20, now, soon(5)).await;
@@ -333,7 +328,7 @@ async fn throttling_timeouts_and_a_wrong_model_fall_back() {
     // The model id is the template's: another is refused by Bedrock, and the story falls back.
     let other = ConverseStub::start("amazon.nova-lite-v1:0").await;
     let writer = bedrock(&other).await;
-    let err = writer.write(&p, soon(120)).await.unwrap_err();
+    let err = write(&writer, &p, soon(120)).await.unwrap_err();
     assert!(err.to_string().contains("model identifier"), "{err}");
 }
 
@@ -345,7 +340,7 @@ fn a_stored_story_is_written_again_after_enough_new_entries_or_a_week() {
         text: GOOD.into(),
         input_hash: hash.into(),
         entry_count: entries,
-        generated_at: shared::domain::rfc3339_millis(now - time::Duration::days(age_days)),
+        generated_at: stages::domain::rfc3339_millis(now - time::Duration::days(age_days)),
         model: "m".into(),
     };
     // Same input: current, however old.
@@ -363,9 +358,9 @@ async fn anthropic_and_openai_compatible_writers_are_grounded_the_same_way() {
     let now = time::OffsetDateTime::now_utc();
     let messages = MessagesStub::start("sk-ant-story").await;
     messages.script([Reply::Text(GOOD.into())]);
-    let writer = StoryWriter::anthropic(
+    let writer = Writer::anthropic(
         &messages.url(),
-        shared::secret::Secret::new("sk-ant-story"),
+        stages::secret::Secret::new("sk-ant-story"),
         "claude-haiku-4-5",
     );
     let story = story_for(&writer, None, &p, 3, 20, now, soon(120))
@@ -378,7 +373,7 @@ async fn anthropic_and_openai_compatible_writers_are_grounded_the_same_way() {
     // An OpenAI-compatible endpoint (Ollama, vLLM): chat/completions.
     let openai = support::openai_stub::OpenAiStub::start("llama3.1").await;
     openai.reply("Since #1 by @alice, the module has grown; #4242 came later.");
-    let writer = StoryWriter::openai(&openai.url(), None, "llama3.1");
+    let writer = Writer::openai(&openai.url(), None, "llama3.1");
     let rejected = story_for(&writer, None, &p, 3, 20, now, soon(120)).await;
     assert_eq!(rejected.map(|s| s.text), Some(String::new()));
     openai.reply(GOOD);
@@ -406,12 +401,12 @@ async fn the_page_builder_shows_the_grounded_story_and_keeps_it() {
         std::env::temp_dir().join(format!("chronicle-story-{}", uuid::Uuid::new_v4().simple()));
     let builder = t
         .builder(
-            Arc::new(shared::publish::MarkdownPublisher::new(dir.clone())),
-            shared::tagging::ModulesConfig::empty(),
+            Arc::new(stages::publish::MarkdownPublisher::new(dir.clone())),
+            stages::tagging::ModulesConfig::empty(),
             Duration::ZERO,
         )
         .with_story(bedrock(&stub).await, 20);
-    async fn build(b: &shared::builder::PageBuilder) {
+    async fn build(b: &stages::builder::PageBuilder) {
         b.tick(
             time::OffsetDateTime::now_utc(),
             support::within(60),

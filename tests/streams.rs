@@ -15,7 +15,7 @@ use infra::streams::{
 };
 use infra::template::Template;
 use serde_json::{json, Value};
-use shared::store::PrStore;
+use stages::store::PrStore;
 use support::*;
 
 const REPO: &str = "octo-org/streams";

@@ -9,11 +9,11 @@ use std::time::Duration;
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
 use aws_sdk_dynamodb::types::AttributeValue;
 use futures::future::BoxFuture;
-use shared::domain::RepoName;
-use shared::store::{attr, Item};
-use shared::summarize::{SummarizeHandler, GIVEN_UP_AT_ATTRIBUTE};
-use shared::summary::{Summarizer, Summary, SummaryInput, SummarySource};
-use shared::tagging::ModulesConfig;
+use stages::domain::RepoName;
+use stages::store::{attr, Item};
+use stages::summarize::{SummarizeHandler, GIVEN_UP_AT_ATTRIBUTE};
+use stages::summary::{Summarizer, Summary, SummaryInput, SummarySource};
+use stages::tagging::ModulesConfig;
 use support::dynamo_proxy::{DynamoProxy, Hold};
 use support::*;
 use time::OffsetDateTime;
@@ -48,7 +48,7 @@ async fn with_files(t: &Tables, number: u64, files: &[(&str, u64, u64)]) {
         .client()
         .update_item()
         .table_name(t.prs.table_name())
-        .set_key(Some(shared::store::key(
+        .set_key(Some(stages::store::key(
             &RepoName::parse(REPO).unwrap(),
             number,
         )))
@@ -108,7 +108,7 @@ async fn entry_numbers(t: &Tables, module: &str) -> Vec<u64> {
 fn broken(t: &Tables, max_attempts: u32) -> Arc<SummarizeHandler> {
     let mut broken = t.clone();
     broken.entries =
-        shared::store::EntryStore::new(t.prs.client().clone(), "no-such-entries-table");
+        stages::store::EntryStore::new(t.prs.client().clone(), "no-such-entries-table");
     Arc::new(broken.summarizer(ModulesConfig::empty(), max_attempts))
 }
 
@@ -362,9 +362,9 @@ async fn a_worker_killed_after_writing_entries_before_summarized_at_leaves_one_e
     proxy.hold("UpdateItem", t.pages.table_name(), Hold::Before);
     let client = aws_sdk_dynamodb::Client::new(&proxy.sdk().await);
     let through = Tables {
-        prs: shared::store::PrStore::new(client.clone(), t.prs.table().clone()),
-        entries: shared::store::EntryStore::new(client.clone(), t.entries.table_name()),
-        pages: shared::store::PageStore::new(client, t.pages.table_name()),
+        prs: stages::store::PrStore::new(client.clone(), t.prs.table().clone()),
+        entries: stages::store::EntryStore::new(client.clone(), t.entries.table_name()),
+        pages: stages::store::PageStore::new(client, t.pages.table_name()),
     };
     let doomed_handler = Arc::new(
         through
@@ -410,9 +410,9 @@ async fn a_commit_applied_without_an_answer_is_done_on_the_next_delivery() {
     proxy.hold("UpdateItem", ":summarizedAt\"", Hold::After);
     let client = aws_sdk_dynamodb::Client::new(&proxy.sdk().await);
     let through = Tables {
-        prs: shared::store::PrStore::new(client.clone(), t.prs.table().clone()),
-        entries: shared::store::EntryStore::new(client.clone(), t.entries.table_name()),
-        pages: shared::store::PageStore::new(client, t.pages.table_name()),
+        prs: stages::store::PrStore::new(client.clone(), t.prs.table().clone()),
+        entries: stages::store::EntryStore::new(client.clone(), t.entries.table_name()),
+        pages: stages::store::PageStore::new(client, t.pages.table_name()),
     };
     let doomed_handler = Arc::new(through.summarizer(ModulesConfig::empty(), 5));
     let doomed = tokio::spawn(async move {
@@ -695,7 +695,7 @@ async fn poison_messages_end_in_the_moto_dlq_and_the_failing_row_is_marked_faile
         {
             let mut broken = t.clone();
             broken.entries =
-                shared::store::EntryStore::new(t.prs.client().clone(), "no-such-table");
+                stages::store::EntryStore::new(t.prs.client().clone(), "no-such-table");
             broken.summarizer(ModulesConfig::empty(), 3)
         }
         .with_dead_letter_queue(sqs.clone(), dlq.clone()),
@@ -789,7 +789,7 @@ async fn the_summary_is_generated_once_even_when_the_writes_are_retried() {
     pending(&t, 13).await;
     let counting = Arc::new(Counting(Default::default()));
     let mut broken_tables = t.clone();
-    broken_tables.entries = shared::store::EntryStore::new(t.prs.client().clone(), "no-such-table");
+    broken_tables.entries = stages::store::EntryStore::new(t.prs.client().clone(), "no-such-table");
     let failing = Arc::new(
         broken_tables
             .summarizer(ModulesConfig::empty(), 5)
@@ -848,7 +848,7 @@ async fn summarizing_again_with_other_modules_deletes_the_entries_left_behind() 
         .client()
         .update_item()
         .table_name(t.prs.table_name())
-        .set_key(Some(shared::store::key(
+        .set_key(Some(stages::store::key(
             &RepoName::parse(REPO).unwrap(),
             14,
         )))
@@ -917,7 +917,7 @@ async fn the_sample_sqs_event_is_handled_by_the_worker() {
 /// is docs, the owner names what no package holds.
 #[tokio::test]
 async fn a_stored_workspace_context_names_modules_by_package() {
-    use shared::context::{Package, RepoContext};
+    use stages::context::{Package, RepoContext};
     let (t, _) = setup(5).await;
     // The bundled default for repositories without an entry (this one has its own there).
     let default =
@@ -972,9 +972,9 @@ async fn a_slow_llm_never_outlives_the_invocation_and_the_extractive_summary_is_
     let stub = MessagesStub::start("sk-ant-slow").await;
     stub.set_default(Reply::Hang);
     // 15 s per attempt and two retries, as configured in production.
-    let llm = shared::summary::LlmSummarizer::new(
+    let llm = chronicle_llm::LlmSummarizer::new(
         &stub.url(),
-        shared::secret::Secret::new("sk-ant-slow"),
+        stages::secret::Secret::new("sk-ant-slow"),
         "claude-sonnet-4-5",
         Duration::from_secs(15),
     );
@@ -1011,7 +1011,7 @@ async fn too_little_time_left_claims_nothing_and_the_next_sweep_takes_the_row() 
     pending(&t, 14).await;
     let repo = RepoName::parse(REPO).unwrap();
     let now = OffsetDateTime::now_utc();
-    let shard = shared::store::pending_shard(14, t.prs.table().pending_shards);
+    let shard = stages::store::pending_shard(14, t.prs.table().pending_shards);
     assert!(t
         .prs
         .claim_for_queue(&repo, 14, &shard, now, now + time::Duration::minutes(15))
@@ -1080,15 +1080,15 @@ async fn late_enrichment_moves_a_pr_summarized_without_files_to_its_module() {
         .claim_enrichment(&repo, 15, "late", now, now + time::Duration::seconds(30))
         .await
         .unwrap();
-    assert!(matches!(claim, shared::store::EnrichClaim::Claimed(_)));
-    let enrichment = shared::enrich::Enrichment {
-        totals: shared::github::PullTotals {
+    assert!(matches!(claim, stages::store::EnrichClaim::Claimed(_)));
+    let enrichment = stages::enrich::Enrichment {
+        totals: stages::github::PullTotals {
             commits: 1,
             additions: 12,
             deletions: 3,
             changed_files: 1,
         },
-        files: vec![shared::github::ChangedFile {
+        files: vec![stages::github::ChangedFile {
             path: "src/lib.rs".into(),
             status: "modified".into(),
             additions: 12,

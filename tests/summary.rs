@@ -4,11 +4,13 @@
 
 use std::time::{Duration, Instant};
 
+use chronicle_llm::{
+    from_lookup, LlmSummarizer, ANTHROPIC_API_KEY, ANTHROPIC_API_URL, ANTHROPIC_MODEL,
+};
 use serde_json::Value;
-use shared::secret::Secret;
-use shared::summary::{
-    clean_body, extractive, from_lookup, LlmSummarizer, Summarizer, Summary, SummaryInput,
-    SummarySource, ANTHROPIC_API_KEY, ANTHROPIC_API_URL, ANTHROPIC_MODEL, SUMMARY_MAX_CHARS,
+use stages::secret::Secret;
+use stages::summary::{
+    clean_body, extractive, Summarizer, Summary, SummaryInput, SummarySource, SUMMARY_MAX_CHARS,
 };
 use support::messages_stub::{gap, MessagesStub, Reply, ANTHROPIC_VERSION, DEFAULT_TEXT};
 use support::samples;
@@ -37,7 +39,7 @@ struct Owned {
     labels: Vec<String>,
     files: Vec<String>,
     issues: Vec<String>,
-    modules: Vec<shared::domain::ModuleName>,
+    modules: Vec<stages::domain::ModuleName>,
 }
 
 fn owned() -> Owned {

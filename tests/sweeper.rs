@@ -4,9 +4,9 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
-use shared::config::SweeperConfig;
-use shared::store::{attr, PrStore};
-use shared::sweeper::{SummarizeMessage, Sweeper};
+use stages::config::SweeperConfig;
+use stages::store::{attr, PrStore};
+use stages::sweeper::{SummarizeMessage, Sweeper};
 use support::*;
 use time::OffsetDateTime;
 
@@ -387,12 +387,12 @@ async fn a_row_being_enriched_is_not_enqueued_past_its_grace() {
     let (sqs, url) = queue(&sdk).await;
     let now = OffsetDateTime::now_utc();
     pending(&store, 1, now - time::Duration::minutes(10)).await;
-    let repo = shared::domain::RepoName::parse("Codertocat/Hello-World").unwrap();
+    let repo = stages::domain::RepoName::parse("Codertocat/Hello-World").unwrap();
     let claim = store
         .claim_enrichment(&repo, 1, "enricher", now, now + time::Duration::seconds(60))
         .await
         .unwrap();
-    assert!(matches!(claim, shared::store::EnrichClaim::Claimed(_)));
+    assert!(matches!(claim, stages::store::EnrichClaim::Claimed(_)));
     let s = sweeper(&store, &sqs, &url, true);
     let report = s.sweep(now, soon()).await.unwrap();
     assert_eq!((report.seen, report.enqueued), (1, 0), "{report:?}");

@@ -4,11 +4,11 @@
 use aws_sdk_dynamodb::types::AttributeValue;
 use base64::Engine;
 use serde_json::{json, Value};
-use shared::config::WebhookConfig;
-use shared::secret::Secret;
-use shared::signature;
-use shared::store::{attr, item_size, pending_index_projection, write_units, Item, PrStore};
-use shared::webhook::{to_apigw, Verifier, WebhookHandler, WebhookRequest};
+use stages::config::WebhookConfig;
+use stages::secret::Secret;
+use stages::signature;
+use stages::store::{attr, item_size, pending_index_projection, write_units, Item, PrStore};
+use stages::webhook::{to_apigw, Verifier, WebhookHandler, WebhookRequest};
 use support::*;
 
 const GUID: &str = "72d3162e-cc78-11e3-81ab-4c9367dc0958";
@@ -96,16 +96,16 @@ async fn merged_delivery_is_stored_with_the_contract_attributes() {
 async fn every_recorded_example_made_merged_fits_the_write_budget() {
     for name in samples::pull_request_examples() {
         let payload = samples::merged(samples::webhook(&name));
-        let Ok(shared::payload::Classified::Merged(pr)) =
-            shared::payload::classify_pull_request(&body(&payload))
+        let Ok(stages::payload::Classified::Merged(pr)) =
+            stages::payload::classify_pull_request(&body(&payload))
         else {
             panic!("{name} made merged was not accepted");
         };
-        let delivery = shared::domain::Delivery {
+        let delivery = stages::domain::Delivery {
             id: GUID.into(),
             received_at: time::OffsetDateTime::now_utc(),
         };
-        let item = shared::store::new_item(&pr, &delivery, 4);
+        let item = stages::store::new_item(&pr, &delivery, 4);
         let body_kb = pr.body.as_deref().unwrap_or_default().len().div_ceil(1024);
         let cost = write_units(item_size(&item))
             + write_units(item_size(&pending_index_projection(&item)));
@@ -178,7 +178,7 @@ async fn deliveries_that_are_not_ours_are_answered_and_nothing_is_stored() {
             .as_array()
             .unwrap()
             .len(),
-        shared::webhook::OUTCOMES.len()
+        stages::webhook::OUTCOMES.len()
     );
 }
 

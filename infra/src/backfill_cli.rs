@@ -4,18 +4,18 @@
 //!
 //! Exit status: 0 done, 1 failed (run again to resume), 2 bad input found before any write.
 
-use shared::secret::Resolve;
+use stages::secret::Resolve;
 use std::io::IsTerminal;
 use std::sync::Arc;
 use std::time::Duration;
 
 use aws_config::SdkConfig;
-use shared::backfill::{Backfill, BackfillError, BackfillOptions, BackfillReport, Progress};
-use shared::config::TableConfig;
-use shared::domain::RepoName;
-use shared::github::graphql::GraphQlClient;
-use shared::secret::{Secret, SecretSource};
-use shared::store::{CheckpointStore, PrStore};
+use stages::backfill::{Backfill, BackfillError, BackfillOptions, BackfillReport, Progress};
+use stages::config::TableConfig;
+use stages::domain::RepoName;
+use stages::github::graphql::GraphQlClient;
+use stages::secret::{Secret, SecretSource};
+use stages::store::{CheckpointStore, PrStore};
 use time::OffsetDateTime;
 
 use crate::stack::Stack;
@@ -45,7 +45,7 @@ pub struct Target {
     pub token: Option<Secret>,
     pub max_paths: usize,
     /// Where linked issues may be (`LINKED_ISSUES_SCOPE`, or the stack's `LinkedIssuesScope`).
-    pub issue_scope: shared::domain::IssueScope,
+    pub issue_scope: stages::domain::IssueScope,
 }
 
 impl Target {
@@ -56,14 +56,14 @@ impl Target {
             sdk,
             table,
             pages_table,
-            api_url: env(shared::config::GITHUB_API_URL)
-                .unwrap_or_else(|| shared::github::DEFAULT_API_URL.to_string()),
-            token: env(shared::config::GITHUB_TOKEN).map(Secret::new),
-            max_paths: env(shared::config::ENRICH_MAX_PATHS)
+            api_url: env(stages::config::GITHUB_API_URL)
+                .unwrap_or_else(|| stages::github::DEFAULT_API_URL.to_string()),
+            token: env(stages::config::GITHUB_TOKEN).map(Secret::new),
+            max_paths: env(stages::config::ENRICH_MAX_PATHS)
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(500),
             // An invalid value is refused earlier, by `options`, with the same parser.
-            issue_scope: shared::config::issue_scope(&env).unwrap_or_default(),
+            issue_scope: stages::config::issue_scope(&env).unwrap_or_default(),
         }
     }
 }
@@ -121,7 +121,7 @@ pub fn options(args: &BackfillArgs, max_paths: usize) -> Result<BackfillOptions,
     options.restart = args.restart;
     options.max_paths = max_paths;
     // Checked here, before anything runs; the target reads it (or the stack's setting).
-    shared::config::issue_scope(&env).map_err(|e| UsageError::Bad(e.to_string()))?;
+    stages::config::issue_scope(&env).map_err(|e| UsageError::Bad(e.to_string()))?;
     options
         .validate()
         .map_err(|e| UsageError::Bad(e.to_string()))?;
@@ -145,7 +145,7 @@ pub async fn redelivery_target(stack: Option<&str>) -> Result<Target, UsageError
 /// off the loopback interface).
 async fn target_with(stack: Option<&str>, token_parameters: &[&str]) -> Result<Target, UsageError> {
     let target = target_of(stack, token_parameters).await?;
-    shared::http::check_secure(&target.api_url).map_err(|e| UsageError::Bad(e.to_string()))?;
+    stages::http::check_secure(&target.api_url).map_err(|e| UsageError::Bad(e.to_string()))?;
     Ok(target)
 }
 
@@ -161,7 +161,7 @@ async fn target_of(stack: Option<&str>, token_parameters: &[&str]) -> Result<Tar
             }
             if let Some(scope) = stack
                 .parameter("LinkedIssuesScope")
-                .and_then(shared::domain::IssueScope::parse)
+                .and_then(stages::domain::IssueScope::parse)
             {
                 target.issue_scope = scope;
             }
@@ -196,13 +196,13 @@ async fn target_of(stack: Option<&str>, token_parameters: &[&str]) -> Result<Tar
 /// import goes on (its PRs are then tagged without the context, by top-level directory).
 async fn context_first(
     target: &Target,
-    token: &shared::secret::Secret,
-    repo: &shared::domain::RepoName,
+    token: &stages::secret::Secret,
+    repo: &stages::domain::RepoName,
     client: aws_sdk_dynamodb::Client,
 ) {
-    let contexts = shared::store::ContextStore::new(client, target.pages_table.clone());
+    let contexts = stages::store::ContextStore::new(client, target.pages_table.clone());
     let rest =
-        match shared::github::GitHubClient::new(&target.api_url, token, Duration::from_secs(30), 3)
+        match stages::github::GitHubClient::new(&target.api_url, token, Duration::from_secs(30), 3)
         {
             Ok(rest) => rest,
             Err(e) => {
@@ -211,7 +211,7 @@ async fn context_first(
             }
         };
     let deadline = std::time::Instant::now() + Duration::from_secs(300);
-    match shared::enrich::refresh_repo_context(
+    match stages::enrich::refresh_repo_context(
         &contexts,
         &rest,
         repo,
@@ -220,7 +220,7 @@ async fn context_first(
     )
     .await
     {
-        Ok(shared::enrich::ContextRefresh::Stored {
+        Ok(stages::enrich::ContextRefresh::Stored {
             packages,
             codeowners,
         }) => eprintln!(
@@ -280,7 +280,7 @@ fn backfill_error(e: BackfillError) -> (u8, String) {
         EXIT_FAILED
     };
     let hint = match &e {
-        BackfillError::GitHub(shared::github::graphql::GraphQlError::RepositoryNotFound {
+        BackfillError::GitHub(stages::github::graphql::GraphQlError::RepositoryNotFound {
             ..
         }) => " (for a private repository the token needs read access to it)",
         _ => "",

@@ -10,12 +10,12 @@ use std::time::Instant;
 use anyhow::Context;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue};
-use shared::config::TableConfig;
-use shared::domain::Delivery;
-use shared::payload::{classify_pull_request, Classified};
-use shared::secret::Secret;
-use shared::store::{item_size, new_item, pending_index_projection, write_units, PrStore};
-use shared::webhook::{Decision, RequestLog, Verifier, WebhookHandler, WebhookRequest};
+use stages::config::TableConfig;
+use stages::domain::Delivery;
+use stages::payload::{classify_pull_request, Classified};
+use stages::secret::Secret;
+use stages::store::{item_size, new_item, pending_index_projection, write_units, PrStore};
+use stages::webhook::{Decision, RequestLog, Verifier, WebhookHandler, WebhookRequest};
 use time::OffsetDateTime;
 
 use crate::dev::{DevOptions, DevStack, DEV_SECRET};
@@ -206,7 +206,7 @@ pub struct SweepFigures {
 pub(crate) async fn write_items(
     client: &aws_sdk_dynamodb::Client,
     table: &str,
-    items: impl Iterator<Item = shared::store::Item>,
+    items: impl Iterator<Item = stages::store::Item>,
 ) -> anyhow::Result<()> {
     use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
     let mut requests = Vec::with_capacity(25);
@@ -248,7 +248,7 @@ pub async fn sweep_once(
     table_rows: usize,
     backlog: usize,
 ) -> anyhow::Result<SweepFigures> {
-    use shared::config::SweeperConfig;
+    use stages::config::SweeperConfig;
     let client = aws_sdk_dynamodb::Client::new(sdk);
     let name = format!("bench-sweep-{backlog}-{}", std::process::id());
     crate::template::Template::bundled()?
@@ -272,9 +272,9 @@ pub async fn sweep_once(
         pr.number = number;
         let mut item = new_item(&pr, &delivery, table.pending_shards);
         if !pending {
-            item.remove(shared::store::attr::PENDING_SHARD);
+            item.remove(stages::store::attr::PENDING_SHARD);
             item.insert(
-                shared::store::attr::SUMMARIZED_AT.into(),
+                stages::store::attr::SUMMARIZED_AT.into(),
                 aws_sdk_dynamodb::types::AttributeValue::S("2019-05-15T15:30:00.000Z".into()),
             );
         }
@@ -309,7 +309,7 @@ pub async fn sweep_once(
         enrich_enabled: false,
         max_queued: 10_000,
     };
-    let sweeper = shared::sweeper::Sweeper::new(PrStore::new(client.clone(), table), sqs, &config);
+    let sweeper = stages::sweeper::Sweeper::new(PrStore::new(client.clone(), table), sqs, &config);
     let started = Instant::now();
     let report = sweeper
         .sweep(
@@ -388,7 +388,7 @@ async fn pipeline_latencies(stack: &DevStack, count: usize) -> anyhow::Result<Fi
         let (status, _) = replay::send(&client, &url, &sample, stack.secret()).await?;
         anyhow::ensure!(status == 200, "delivery {i} answered {status}");
     }
-    let repo = shared::domain::RepoName::parse("Codertocat/Hello-World")?;
+    let repo = stages::domain::RepoName::parse("Codertocat/Hello-World")?;
     let parse =
         |s: &str| OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).ok();
     let give_up = Instant::now() + std::time::Duration::from_secs(600);
@@ -399,8 +399,8 @@ async fn pipeline_latencies(stack: &DevStack, count: usize) -> anyhow::Result<Fi
                 break;
             };
             let times = (
-                shared::store::string(&item, shared::store::attr::RECEIVED_AT).and_then(parse),
-                shared::store::string(&item, shared::store::attr::SUMMARIZED_AT).and_then(parse),
+                stages::store::string(&item, stages::store::attr::RECEIVED_AT).and_then(parse),
+                stages::store::string(&item, stages::store::attr::SUMMARIZED_AT).and_then(parse),
             );
             match times {
                 (Some(received), Some(summarized)) => {

@@ -6,11 +6,11 @@
 
 use std::time::{Duration, Instant};
 
-use shared::backfill::{Backfill, BackfillOptions, Quiet};
-use shared::domain::RepoName;
-use shared::github::graphql::GraphQlClient;
-use shared::secret::Secret;
-use shared::store::{CheckpointStore, PrStore};
+use stages::backfill::{Backfill, BackfillOptions, Quiet};
+use stages::domain::RepoName;
+use stages::github::graphql::GraphQlClient;
+use stages::secret::Secret;
+use stages::store::{CheckpointStore, PrStore};
 
 use crate::dev::{DevOptions, DevStack};
 use crate::github_standin::{history_pulls, GitHubStandIn};
@@ -69,7 +69,7 @@ pub async fn run(options: BackfillBenchOptions) -> anyhow::Result<()> {
         .await?;
     let store = PrStore::new(
         client.clone(),
-        shared::config::TableConfig {
+        stages::config::TableConfig {
             table_name: table,
             pending_shards: 4,
         },

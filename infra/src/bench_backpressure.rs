@@ -12,12 +12,12 @@ use std::time::{Duration, Instant};
 use aws_config::SdkConfig;
 use aws_sdk_sqs::types::QueueAttributeName;
 use futures::future::BoxFuture;
-use shared::config::{SweeperConfig, TableConfig};
-use shared::domain::{Delivery, RepoName};
-use shared::store::{attr, EntryStore, PageStore, PrStore};
-use shared::summarize::SummarizeHandler;
-use shared::summary::{ExtractiveSummarizer, Summarizer, Summary, SummaryInput};
-use shared::sweeper::Sweeper;
+use stages::config::{SweeperConfig, TableConfig};
+use stages::domain::{Delivery, RepoName};
+use stages::store::{attr, EntryStore, PageStore, PrStore};
+use stages::summarize::SummarizeHandler;
+use stages::summary::{ExtractiveSummarizer, Summarizer, Summary, SummaryInput};
+use stages::sweeper::Sweeper;
 use time::OffsetDateTime;
 
 use crate::queues::{ensure_queue_with_dlq, queue_arn, QueueSettings, SqsEventSource};
@@ -94,7 +94,7 @@ pub async fn run(sdk: &SdkConfig, scenario: &Scenario) -> anyhow::Result<Outcome
     template.create_tables(&client, &names).await?;
     let table = TableConfig {
         table_name: names[0].1.clone(),
-        pending_shards: shared::config::DEFAULT_PENDING_SHARDS,
+        pending_shards: stages::config::DEFAULT_PENDING_SHARDS,
     };
     let prs = PrStore::new(client.clone(), table.clone());
 
@@ -225,7 +225,7 @@ pub async fn run(sdk: &SdkConfig, scenario: &Scenario) -> anyhow::Result<Outcome
 async fn scan(
     client: &aws_sdk_dynamodb::Client,
     table: &str,
-) -> anyhow::Result<Vec<shared::store::Item>> {
+) -> anyhow::Result<Vec<stages::store::Item>> {
     let mut items = Vec::new();
     let mut start = None;
     loop {

@@ -257,21 +257,21 @@ fn environment(function: &str, runtime_api: &str) -> Vec<(String, String)> {
         ("AWS_SECRET_ACCESS_KEY", "bench".into()),
         ("AWS_ENDPOINT_URL", elsewhere.clone()),
         ("RUST_LOG", "warn".into()),
-        (shared::config::TABLE_NAME, "chronicle-bench-prs".into()),
+        (stages::config::TABLE_NAME, "chronicle-bench-prs".into()),
         (
-            shared::config::ENTRIES_TABLE,
+            stages::config::ENTRIES_TABLE,
             "chronicle-bench-entries".into(),
         ),
-        (shared::config::PAGES_TABLE, "chronicle-bench-pages".into()),
+        (stages::config::PAGES_TABLE, "chronicle-bench-pages".into()),
         (
-            shared::config::SUMMARIZE_QUEUE_URL,
+            stages::config::SUMMARIZE_QUEUE_URL,
             format!("{elsewhere}/000000000000/chronicle-bench"),
         ),
-        (shared::config::GITHUB_WEBHOOK_SECRET, "bench".into()),
-        (shared::config::GITHUB_TOKEN, "bench".into()),
-        (shared::config::GITHUB_API_URL, elsewhere.clone()),
+        (stages::config::GITHUB_WEBHOOK_SECRET, "bench".into()),
+        (stages::config::GITHUB_TOKEN, "bench".into()),
+        (stages::config::GITHUB_API_URL, elsewhere.clone()),
         (
-            shared::config::OUTPUT_DIR,
+            stages::config::OUTPUT_DIR,
             std::env::temp_dir()
                 .join("chronicle-bench-pages")
                 .display()

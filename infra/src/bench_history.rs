@@ -13,13 +13,13 @@ use std::time::{Duration, Instant};
 use aws_lambda_events::event::sqs::SqsMessage;
 use aws_sdk_dynamodb::types::AttributeValue;
 use futures::future::BoxFuture;
-use shared::builder::PageBuilder;
-use shared::config::TableConfig;
-use shared::domain::{rfc3339_millis, rfc3339_seconds, Delivery, RepoName};
-use shared::publish::{MarkdownPublisher, PageSet, PublishError, Published, Publisher};
-use shared::store::{attr, new_item, EntryStore, Item, Meter, PageStore, PrRow, PrStore};
-use shared::summarize::SummarizeHandler;
-use shared::tagging::{tag_modules, ModulesConfig};
+use stages::builder::PageBuilder;
+use stages::config::TableConfig;
+use stages::domain::{rfc3339_millis, rfc3339_seconds, Delivery, RepoName};
+use stages::publish::{MarkdownPublisher, PageSet, PublishError, Published, Publisher};
+use stages::store::{attr, new_item, EntryStore, Item, Meter, PageStore, PrRow, PrStore};
+use stages::summarize::SummarizeHandler;
+use stages::tagging::{tag_modules, ModulesConfig};
 use time::OffsetDateTime;
 
 use crate::synthetic::{history, HistorySpec, SyntheticPr};
@@ -204,7 +204,7 @@ async fn one_size(
         let row = PrRow::from_item(&item)?;
         let paths: Vec<&str> = pr.files.iter().map(|f| f.path.as_str()).collect();
         let tagged = tag_modules(&repo, &paths, modules.for_repo(&repo), None);
-        let summary = shared::summary::extractive(&shared::summary::SummaryInput {
+        let summary = stages::summary::extractive(&stages::summary::SummaryInput {
             title: &pr.title,
             body: Some(&pr.body),
             labels: &pr.labels,
@@ -213,7 +213,7 @@ async fn one_size(
             modules: &tagged,
         })
         .text;
-        for e in shared::entries::module_entries(
+        for e in stages::entries::module_entries(
             &repo,
             &row,
             &tagged,
@@ -378,7 +378,7 @@ async fn one_size(
         .lock()
         .unwrap()
         .iter()
-        .filter(|(m, _)| m.as_str() != shared::store::INDEX_MODULE)
+        .filter(|(m, _)| m.as_str() != stages::store::INDEX_MODULE)
         .map(|(_, n)| *n)
         .max()
         .unwrap_or(0);

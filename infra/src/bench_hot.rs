@@ -9,13 +9,13 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use shared::builder::{BuildOutcome, PageBuilder};
-use shared::domain::{rfc3339_seconds, FileChange, ModuleEntry};
-use shared::notion::NotionClient;
-use shared::publish::NotionPublisher;
-use shared::secret::Secret;
-use shared::store::{EntryStore, PageStore};
-use shared::tagging::ModulesConfig;
+use stages::builder::{BuildOutcome, PageBuilder};
+use stages::domain::{rfc3339_seconds, FileChange, ModuleEntry};
+use stages::notion::NotionClient;
+use stages::publish::NotionPublisher;
+use stages::secret::Secret;
+use stages::store::{EntryStore, PageStore};
+use stages::tagging::ModulesConfig;
 use time::OffsetDateTime;
 
 use crate::notion_standin::NotionStub;
@@ -185,7 +185,7 @@ pub async fn run_hot(
     let history: Vec<ModuleEntry> = (0..entries)
         .map(|i| entry(i as u64 + 1, start + step * i as i32))
         .collect();
-    let items: Vec<shared::store::Item> = history
+    let items: Vec<stages::store::Item> = history
         .iter()
         .map(|e| store.item(e, 1))
         .collect::<Result<_, _>>()?;

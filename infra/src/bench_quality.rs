@@ -10,13 +10,13 @@
 
 use std::collections::BTreeMap;
 
-use shared::domain::{ModuleEntry, RepoName, YearStats};
-use shared::pages::content::{self, ModuleFacts};
-use shared::pages::layout::{self, MAIN_MAX_ENTRIES};
-use shared::pages::render::commonmark;
-use shared::store::PrRow;
-use shared::summary::{extractive, SummaryInput};
-use shared::tagging::{self, ModulesConfig, RepoModules};
+use stages::domain::{ModuleEntry, RepoName, YearStats};
+use stages::pages::content::{self, ModuleFacts};
+use stages::pages::layout::{self, MAIN_MAX_ENTRIES};
+use stages::pages::render::commonmark;
+use stages::store::PrRow;
+use stages::summary::{extractive, SummaryInput};
+use stages::tagging::{self, ModulesConfig, RepoModules};
 use time::OffsetDateTime;
 
 use crate::synthetic::{history, HistorySpec, SyntheticPr};
@@ -81,7 +81,7 @@ fn row(repo: &RepoName, pr: &SyntheticPr) -> PrRow {
         "author": pr.author,
         "labels": pr.labels,
         "url": format!("https://github.com/{repo}/pull/{}", pr.number),
-        "mergedAt": shared::domain::rfc3339_seconds(pr.merged_at),
+        "mergedAt": stages::domain::rfc3339_seconds(pr.merged_at),
         "files": files,
         "changedFiles": pr.files.len(),
         "additions": pr.files.iter().map(|f| f.additions).sum::<u64>(),
@@ -110,7 +110,7 @@ pub fn entries(
             issues: &[],
             modules: &modules,
         });
-        out.extend(shared::entries::module_entries(
+        out.extend(stages::entries::module_entries(
             repo,
             &row,
             &modules,
@@ -144,7 +144,7 @@ fn years_of(entries: &[&ModuleEntry]) -> BTreeMap<String, YearStats> {
                     .last()
                     .map(|e| e.merged_at.clone())
                     .unwrap_or_default(),
-                digest: shared::pages::overview::digest(&of_year),
+                digest: stages::pages::overview::digest(&of_year),
                 ..Default::default()
             };
             (year, stats)
@@ -158,7 +158,7 @@ pub fn module_page(
     module: &str,
     entries: &[&ModuleEntry],
     config: Option<&RepoModules>,
-    context: Option<&shared::context::RepoContext>,
+    context: Option<&stages::context::RepoContext>,
     now: OffsetDateTime,
 ) -> String {
     let mut newest: Vec<ModuleEntry> = entries.iter().map(|e| (*e).clone()).collect();
@@ -183,7 +183,7 @@ pub fn module_page(
     if let Some(codeowners) = layout.as_ref().and_then(|l| l.codeowners()) {
         facts.owners = content::owners_of(
             codeowners,
-            &shared::pages::overview::start_files(&facts.years, now),
+            &stages::pages::overview::start_files(&facts.years, now),
         );
     }
     let shown = layout::main_count(&facts, &newest);
@@ -218,7 +218,7 @@ pub fn measure(spec: &HistorySpec, config: &ModulesConfig) -> QualityFigures {
         if summary.is_empty() {
             figures.summary_empty += 1;
         } else if comparable(summary) == comparable(titles[&e.number])
-            || comparable(summary) == comparable(shared::summary::conventional_type(&e.title).1)
+            || comparable(summary) == comparable(stages::summary::conventional_type(&e.title).1)
             || is_trailer(summary)
         {
             figures.summary_title_or_trailer += 1;
@@ -232,7 +232,7 @@ pub fn measure(spec: &HistorySpec, config: &ModulesConfig) -> QualityFigures {
         if e.module == "docs" {
             figures.docs_entries += 1;
         }
-        if shared::kind::is_folded(e.kind.as_deref()) {
+        if stages::kind::is_folded(e.kind.as_deref()) {
             figures.folded_entries += 1;
         }
     }

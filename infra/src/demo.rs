@@ -8,7 +8,7 @@ use std::path::Path;
 
 use anyhow::Context;
 use serde_json::Value;
-use shared::domain::FileChange;
+use stages::domain::FileChange;
 
 use crate::github_standin::{pull_json, GitHubStandIn};
 use crate::replay::{delivery_files, RecordedDelivery};

@@ -1,25 +1,25 @@
 //! `chronicle dev`: the local stack. The emulator (or `AWS_ENDPOINT_URL`), the table created from
 //! `template.yaml`, and the webhook handler served over HTTP on loopback: the same code as Lambda.
 
-use shared::secret::Resolve;
+use stages::secret::Resolve;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use aws_config::SdkConfig;
-use shared::builder::PageBuilder;
-use shared::config::{
+use stages::builder::PageBuilder;
+use stages::config::{
     BuilderConfig, EnrichConfig, SummarizeConfig, SweeperConfig, TableConfig, WebhookConfig,
     ENRICH_ENABLED, ENTRIES_TABLE, OUTPUT_DIR, PAGES_TABLE, PAGE_REBUILD_SECONDS,
     SUMMARIZE_QUEUE_URL, TABLE_NAME,
 };
-use shared::enrich::EnrichHandler;
-use shared::secret::{Secret, SecretSource};
-use shared::store::{EntryStore, PageStore, PrStore};
-use shared::summarize::SummarizeHandler;
-use shared::sweeper::Sweeper;
-use shared::webhook::{Verifier, WebhookHandler};
+use stages::enrich::EnrichHandler;
+use stages::secret::{Secret, SecretSource};
+use stages::store::{EntryStore, PageStore, PrStore};
+use stages::summarize::SummarizeHandler;
+use stages::sweeper::Sweeper;
+use stages::webhook::{Verifier, WebhookHandler};
 
 use crate::emulator::{self, Emulator};
 use crate::http_server::{self, ServerHandle};
@@ -166,7 +166,7 @@ impl DevStack {
         // them).
         let handler = Arc::new(
             WebhookHandler::new(store, verifier, config.max_body_bytes).with_hooks(
-                shared::store::HookStore::new(client.clone(), pages_table.clone()),
+                stages::store::HookStore::new(client.clone(), pages_table.clone()),
             ),
         );
 
@@ -557,7 +557,7 @@ async fn create_tables(
 async fn output_dir(config: &BuilderConfig, sdk: &aws_config::SdkConfig) -> anyhow::Result<String> {
     Ok(match &config.output_s3 {
         Some((bucket, prefix)) => {
-            let s3 = shared::publish::s3_client(sdk);
+            let s3 = stages::publish::s3_client(sdk);
             if s3.head_bucket().bucket(bucket).send().await.is_err() {
                 s3.create_bucket().bucket(bucket).send().await?;
             }

@@ -13,7 +13,7 @@ use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
-use shared::webhook::{WebhookHandler, WebhookRequest, WebhookResponse};
+use stages::webhook::{WebhookHandler, WebhookRequest, WebhookResponse};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;

@@ -306,7 +306,7 @@ enum BenchTarget {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    shared::telemetry::init_cli();
+    stages::telemetry::init_cli();
     match Cli::parse().command {
         Command::Dev {
             port,
@@ -436,7 +436,7 @@ async fn standin(token: String, pulls: Vec<String>, files: usize) -> anyhow::Res
         let parsed = spec
             .split_once('#')
             .and_then(|(repo, n)| Some((repo, n.parse::<u64>().ok()?)))
-            .filter(|(repo, _)| shared::domain::RepoName::parse(repo).is_ok());
+            .filter(|(repo, _)| stages::domain::RepoName::parse(repo).is_ok());
         match parsed {
             Some(p) => served.push(p),
             None => {

@@ -5,10 +5,10 @@
 //! 1 something needs attention (`status`) or failed, 2 bad usage.
 
 use aws_config::SdkConfig;
-use shared::config::TableConfig;
-use shared::domain::RepoName;
-use shared::status::{QueueRef, StatusReport, StatusSources};
-use shared::store::{CheckpointStore, FailedRow, PageStore, PrStore};
+use stages::config::TableConfig;
+use stages::domain::RepoName;
+use stages::status::{QueueRef, StatusReport, StatusSources};
+use stages::store::{CheckpointStore, FailedRow, PageStore, PrStore};
 
 use crate::backfill_cli::{UsageError, EXIT_FAILED, EXIT_USAGE};
 use crate::stack::Stack;
@@ -159,7 +159,7 @@ pub async fn status(
     let repo = repo_arg(repo).map_err(|e| (EXIT_USAGE, e.to_string()))?;
     let (prs, pages, checkpoints) = target.stores();
     let sqs = aws_sdk_sqs::Client::new(&target.sdk);
-    let report = shared::status::gather(
+    let report = stages::status::gather(
         &StatusSources {
             prs: &prs,
             pages: &pages,
@@ -243,7 +243,7 @@ pub async fn run_status(stack: Option<&str>, repo: Option<&str>, json: bool) -> 
                     serde_json::to_string_pretty(&report).unwrap_or_default()
                 );
             } else {
-                print!("{}", shared::status::render(&report));
+                print!("{}", stages::status::render(&report));
             }
             code
         }

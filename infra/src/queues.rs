@@ -175,7 +175,7 @@ pub async fn ensure_queue_with_dlq(
             .queue_name(name)
             .send()
             .await
-            .map_err(|_| anyhow::anyhow!("CreateQueue {name}: {}", shared::aws::error_message(&e)))?
+            .map_err(|_| anyhow::anyhow!("CreateQueue {name}: {}", stages::aws::error_message(&e)))?
             .queue_url
             .ok_or_else(|| anyhow::anyhow!("GetQueueUrl {name} returned no URL"))?,
     };
@@ -188,7 +188,7 @@ pub async fn ensure_queue_with_dlq(
         .map_err(|e| {
             anyhow::anyhow!(
                 "SetQueueAttributes {name}: {}",
-                shared::aws::error_message(&e)
+                stages::aws::error_message(&e)
             )
         })?;
     Ok((queue_url, dlq_url))
@@ -205,7 +205,7 @@ pub async fn queue_arn(sqs: &aws_sdk_sqs::Client, queue_url: &str) -> anyhow::Re
         .map_err(|e| {
             anyhow::anyhow!(
                 "GetQueueAttributes {queue_url}: {}",
-                shared::aws::error_message(&e)
+                stages::aws::error_message(&e)
             )
         })?;
     out.attributes
@@ -394,7 +394,7 @@ impl SqsEventSource {
                     anyhow::anyhow!(
                         "ReceiveMessage {}: {}",
                         self.queue_url,
-                        shared::aws::error_message(&e)
+                        stages::aws::error_message(&e)
                     )
                 })?;
             let messages = out.messages.unwrap_or_default();
@@ -502,7 +502,7 @@ impl SqsEventSource {
                     anyhow::anyhow!(
                         "DeleteMessageBatch {}: {}",
                         self.queue_url,
-                        shared::aws::error_message(&e)
+                        stages::aws::error_message(&e)
                     )
                 })?;
             deleted += out.successful.len();

@@ -8,10 +8,10 @@ use anyhow::Context;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use shared::domain::RepoName;
-use shared::secret::Secret;
-use shared::signature;
-use shared::store::{Item, PrStore};
+use stages::domain::RepoName;
+use stages::secret::Secret;
+use stages::signature;
+use stages::store::{Item, PrStore};
 
 /// One recorded delivery: the headers GitHub sent and the exact body.
 #[derive(Debug, Clone, Deserialize)]
@@ -191,7 +191,7 @@ pub async fn follow_to_narratives(
     lines: &[ReplayLine],
     limit: std::time::Duration,
 ) -> anyhow::Result<()> {
-    use shared::store::attr;
+    use stages::store::attr;
     let mut keys: Vec<(RepoName, u64)> = Vec::new();
     for line in lines {
         if let (Some(repo), Some(number)) = (
@@ -212,7 +212,7 @@ pub async fn follow_to_narratives(
         keys.len()
     );
     let give_up = std::time::Instant::now() + limit;
-    let publisher = shared::publish::MarkdownPublisher::new(stack.output_dir());
+    let publisher = stages::publish::MarkdownPublisher::new(stack.output_dir());
     for (repo, number) in keys {
         let modules = loop {
             let item = stack
@@ -256,7 +256,7 @@ pub async fn follow_to_narratives(
                 );
                 tokio::time::sleep(std::time::Duration::from_millis(250)).await;
             }
-            let key = shared::pages::DocKey::Module {
+            let key = stages::pages::DocKey::Module {
                 repo: repo.to_string(),
                 module: module.clone(),
             };

@@ -30,7 +30,7 @@ impl Stack {
         let out = match client.describe_stacks().stack_name(name).send().await {
             Ok(out) => out,
             Err(e) => {
-                let message = shared::aws::error_message(&e);
+                let message = stages::aws::error_message(&e);
                 // CloudFormation answers a missing stack with a ValidationError naming it.
                 if message.contains("does not exist") {
                     return Err(StackError::NotFound(name.to_string()));
@@ -77,8 +77,8 @@ impl Stack {
 
     /// The PR table (with the deployed `PendingShards`: a row in a shard the sweeper does not
     /// query would never be summarized) and the pages table.
-    pub fn tables(&self) -> Result<(shared::config::TableConfig, String), StackError> {
-        let table = shared::config::TableConfig {
+    pub fn tables(&self) -> Result<(stages::config::TableConfig, String), StackError> {
+        let table = stages::config::TableConfig {
             table_name: self.output("PrTableName")?.to_string(),
             pending_shards: self
                 .parameter("PendingShards")
@@ -102,12 +102,12 @@ pub const DEFAULT_TABLE: &str = "chronicle-dev";
 /// The local stack's PR table and pages table as the environment names them (`TABLE_NAME`,
 /// `PAGES_TABLE`, `PENDING_SHARDS`), with `chronicle dev`'s defaults: what the operator
 /// commands use without `--stack`.
-pub fn local_tables() -> (shared::config::TableConfig, String) {
+pub fn local_tables() -> (stages::config::TableConfig, String) {
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-    let table_name = env(shared::config::TABLE_NAME).unwrap_or_else(|| DEFAULT_TABLE.to_string());
+    let table_name = env(stages::config::TABLE_NAME).unwrap_or_else(|| DEFAULT_TABLE.to_string());
     let pages_table =
-        env(shared::config::PAGES_TABLE).unwrap_or_else(|| format!("{table_name}-pages"));
-    let table = shared::config::TableConfig {
+        env(stages::config::PAGES_TABLE).unwrap_or_else(|| format!("{table_name}-pages"));
+    let table = stages::config::TableConfig {
         table_name,
         pending_shards: env("PENDING_SHARDS")
             .and_then(|v| v.parse().ok())

@@ -4,7 +4,7 @@
 //! lists with trailers, Dependabot and Renovate bodies, one-liners, empty ones), and merges come
 //! at a steady rate, so a longer history is an older one (as in life), not a denser one.
 
-use shared::domain::FileChange;
+use stages::domain::FileChange;
 use time::{Duration, OffsetDateTime};
 
 /// What to generate.
@@ -132,8 +132,8 @@ const DEPS: &[&str] = &[
 /// What the synthetic repository's files say of it at the end of its history, as enrichment
 /// would have fetched it: its top-level directories (the removed module's is gone) and each
 /// module directory's README lead.
-pub fn context(spec: &HistorySpec) -> shared::context::RepoContext {
-    use shared::context::{About, RepoContext};
+pub fn context(spec: &HistorySpec) -> stages::context::RepoContext {
+    use stages::context::{About, RepoContext};
     let modules: Vec<String> = (0..spec.modules)
         .map(|i| match MODULE_NAMES.get(i) {
             Some(name) => name.to_string(),
@@ -166,7 +166,7 @@ pub fn context(spec: &HistorySpec) -> shared::context::RepoContext {
         })
         .collect();
     RepoContext {
-        checked_at: shared::domain::rfc3339_seconds(spec.end),
+        checked_at: stages::domain::rfc3339_seconds(spec.end),
         codeowners: Some("* @acme/maintainers\n/api/ @acme/api-team @dev00\n".into()),
         codeowners_path: Some(".github/CODEOWNERS".into()),
         top_level: Some(top_level),
@@ -442,10 +442,10 @@ fn change(
 
 /// The merged PR as a webhook would deliver it (an empty body is no body, as GitHub sends it).
 pub fn merged_pr(
-    repo: &shared::domain::RepoName,
+    repo: &stages::domain::RepoName,
     pr: &SyntheticPr,
-) -> shared::domain::MergedPullRequest {
-    shared::domain::MergedPullRequest {
+) -> stages::domain::MergedPullRequest {
+    stages::domain::MergedPullRequest {
         repo: repo.clone(),
         number: pr.number,
         title: pr.title.clone(),
@@ -461,9 +461,9 @@ pub fn merged_pr(
 }
 
 /// What the enrich stage would have fetched from GitHub for this PR.
-pub fn enrichment(pr: &SyntheticPr) -> shared::enrich::Enrichment {
-    shared::enrich::Enrichment {
-        totals: shared::github::PullTotals {
+pub fn enrichment(pr: &SyntheticPr) -> stages::enrich::Enrichment {
+    stages::enrich::Enrichment {
+        totals: stages::github::PullTotals {
             commits: 1,
             additions: pr.files.iter().map(|f| f.additions).sum(),
             deletions: pr.files.iter().map(|f| f.deletions).sum(),
@@ -472,7 +472,7 @@ pub fn enrichment(pr: &SyntheticPr) -> shared::enrich::Enrichment {
         files: pr
             .files
             .iter()
-            .map(|f| shared::github::ChangedFile {
+            .map(|f| stages::github::ChangedFile {
                 path: f.path.clone(),
                 status: f.status.clone().unwrap_or_else(|| "modified".into()),
                 additions: f.additions,
@@ -485,8 +485,8 @@ pub fn enrichment(pr: &SyntheticPr) -> shared::enrich::Enrichment {
 
 /// Writes the enrichment as the enrich stage does: its lease, then the conditional write-back.
 pub async fn enrich(
-    prs: &shared::store::PrStore,
-    repo: &shared::domain::RepoName,
+    prs: &stages::store::PrStore,
+    repo: &stages::domain::RepoName,
     pr: &SyntheticPr,
 ) -> anyhow::Result<()> {
     let now = OffsetDateTime::now_utc();

@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use shared::domain::{rfc3339_seconds, RepoName};
+use stages::domain::{rfc3339_seconds, RepoName};
 use time::OffsetDateTime;
 
 use crate::dev::DevStack;
@@ -104,7 +104,7 @@ pub async fn load(stack: &DevStack, count: usize, limit: Duration) -> anyhow::Re
             .store()
             .get(&repo, last)
             .await?
-            .is_some_and(|row| row.contains_key(shared::store::attr::SUMMARIZED_AT));
+            .is_some_and(|row| row.contains_key(stages::store::attr::SUMMARIZED_AT));
         let pending = stack.store().pending_page("0", None, 1).await?.rows.len()
             + stack.store().pending_page("1", None, 1).await?.rows.len()
             + stack.store().pending_page("2", None, 1).await?.rows.len()
@@ -122,12 +122,12 @@ pub async fn load(stack: &DevStack, count: usize, limit: Duration) -> anyhow::Re
     let items = stack.pages().repo_pages(REPO).await?;
     let busiest = items
         .iter()
-        .filter(|i| i.module != shared::store::INDEX_MODULE)
+        .filter(|i| i.module != stages::store::INDEX_MODULE)
         .max_by_key(|i| i.entry_count);
-    let index = shared::pages::DocKey::Index { repo: REPO.into() };
+    let index = stages::pages::DocKey::Index { repo: REPO.into() };
     println!("  index   {}/{}", stack.output_dir(), index.path());
     if let Some(module) = busiest {
-        let key = shared::pages::DocKey::Module {
+        let key = stages::pages::DocKey::Module {
             repo: REPO.into(),
             module: module.module.clone(),
         };
@@ -138,7 +138,7 @@ pub async fn load(stack: &DevStack, count: usize, limit: Duration) -> anyhow::Re
             module.entry_count
         );
         if let Some((_, year)) = module.years.iter().find(|(_, y)| !y.parts.is_empty()) {
-            let archive = shared::pages::DocKey::Archive {
+            let archive = stages::pages::DocKey::Archive {
                 repo: REPO.into(),
                 module: module.module.clone(),
                 label: year.parts[0].clone(),
@@ -152,7 +152,7 @@ pub async fn load(stack: &DevStack, count: usize, limit: Duration) -> anyhow::Re
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shared::payload::{classify_pull_request, Classified};
+    use stages::payload::{classify_pull_request, Classified};
 
     #[test]
     fn a_synthetic_delivery_is_a_merged_pull_request_event_of_its_pr() {

@@ -183,7 +183,7 @@ impl TableDefinition {
         request
             .send()
             .await
-            .map_err(|e| err(shared::aws::error_message(&e)))?;
+            .map_err(|e| err(stages::aws::error_message(&e)))?;
         if let Some(ttl) = self
             .time_to_live_specification
             .as_ref()
@@ -201,7 +201,7 @@ impl TableDefinition {
                 )
                 .send()
                 .await
-                .map_err(|e| err(shared::aws::error_message(&e)))?;
+                .map_err(|e| err(stages::aws::error_message(&e)))?;
         }
         Ok(())
     }
@@ -222,7 +222,7 @@ impl TableDefinition {
             }
             Err(e) => Err(TemplateError::Create {
                 table: name.to_string(),
-                message: shared::aws::error_message(&e),
+                message: stages::aws::error_message(&e),
             }),
         }
     }
@@ -243,7 +243,7 @@ fn key_schema(keys: &[KeyDef]) -> Result<Vec<KeySchemaElement>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shared::store::{attr, FAILED_INDEX, PENDING_INDEX};
+    use stages::store::{attr, FAILED_INDEX, PENDING_INDEX};
 
     #[test]
     fn bundled_table_matches_the_store_contract() {

@@ -47,7 +47,7 @@ async fn chronicle_dev_serves_a_delivery_and_stops_its_emulator_on_ctrl_c() {
     let (emulator, webhook) = (emulator.unwrap(), webhook.unwrap());
 
     let body = infra::samples::merged(infra::samples::webhook("pull_request.closed.1")).to_string();
-    let signature = shared::signature::sign(infra::dev::DEV_SECRET.as_bytes(), body.as_bytes());
+    let signature = stages::signature::sign(infra::dev::DEV_SECRET.as_bytes(), body.as_bytes());
     let http = reqwest::Client::new();
     let answer: serde_json::Value = http
         .post(&webhook)

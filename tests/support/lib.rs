@@ -9,11 +9,11 @@ use aws_config::SdkConfig;
 use aws_sdk_dynamodb::types::AttributeValue;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue};
-use shared::config::TableConfig;
-use shared::secret::Secret;
-use shared::signature;
-use shared::store::{Item, PrStore};
-use shared::webhook::{Verifier, WebhookHandler, WebhookRequest};
+use stages::config::TableConfig;
+use stages::secret::Secret;
+use stages::signature;
+use stages::store::{Item, PrStore};
+use stages::webhook::{Verifier, WebhookHandler, WebhookRequest};
 
 pub mod audit_proxy;
 pub mod converse_stub;
@@ -113,8 +113,8 @@ pub async fn store_merged(
     payload: &serde_json::Value,
     received_at: time::OffsetDateTime,
 ) {
-    let shared::payload::Classified::Merged(pr) =
-        shared::payload::classify_pull_request(payload.to_string().as_bytes())
+    let stages::payload::Classified::Merged(pr) =
+        stages::payload::classify_pull_request(payload.to_string().as_bytes())
             .expect("a valid pull_request payload")
     else {
         panic!("the payload's PR is not merged")
@@ -122,7 +122,7 @@ pub async fn store_merged(
     store
         .upsert(
             &pr,
-            &shared::domain::Delivery {
+            &stages::domain::Delivery {
                 id: format!("d-{}", pr.number),
                 received_at,
             },
@@ -177,7 +177,7 @@ pub fn within(secs: u64) -> std::time::Instant {
 /// The stored row of `repo`#`number` (it must exist), read consistently.
 pub async fn stored_row(store: &PrStore, repo: &str, number: u64) -> Item {
     store
-        .get(&shared::domain::RepoName::parse(repo).unwrap(), number)
+        .get(&stages::domain::RepoName::parse(repo).unwrap(), number)
         .await
         .unwrap()
         .expect("the row exists")
@@ -188,8 +188,8 @@ pub async fn stored_row(store: &PrStore, repo: &str, number: u64) -> Item {
 #[derive(Clone)]
 pub struct Tables {
     pub prs: PrStore,
-    pub entries: shared::store::EntryStore,
-    pub pages: shared::store::PageStore,
+    pub entries: stages::store::EntryStore,
+    pub pages: stages::store::PageStore,
 }
 
 pub async fn fresh_tables(sdk: &SdkConfig) -> Tables {
@@ -210,8 +210,8 @@ pub async fn fresh_tables(sdk: &SdkConfig) -> Tables {
     }
     Tables {
         prs,
-        entries: shared::store::EntryStore::new(client.clone(), format!("entries-{id}")),
-        pages: shared::store::PageStore::new(client, format!("pages-{id}")),
+        entries: stages::store::EntryStore::new(client.clone(), format!("entries-{id}")),
+        pages: stages::store::PageStore::new(client, format!("pages-{id}")),
     }
 }
 
@@ -219,10 +219,10 @@ impl Tables {
     /// The summarize worker over these tables (no modules config: top-level directories).
     pub fn summarizer(
         &self,
-        modules: shared::tagging::ModulesConfig,
+        modules: stages::tagging::ModulesConfig,
         max_attempts: u32,
-    ) -> shared::summarize::SummarizeHandler {
-        shared::summarize::SummarizeHandler::new(
+    ) -> stages::summarize::SummarizeHandler {
+        stages::summarize::SummarizeHandler::new(
             self.prs.clone(),
             self.entries.clone(),
             self.pages.clone(),
@@ -235,11 +235,11 @@ impl Tables {
     /// most once per `interval`.
     pub fn builder(
         &self,
-        publisher: std::sync::Arc<dyn shared::publish::Publisher>,
-        modules: shared::tagging::ModulesConfig,
+        publisher: std::sync::Arc<dyn stages::publish::Publisher>,
+        modules: stages::tagging::ModulesConfig,
         interval: std::time::Duration,
-    ) -> shared::builder::PageBuilder {
-        shared::builder::PageBuilder::new(
+    ) -> stages::builder::PageBuilder {
+        stages::builder::PageBuilder::new(
             self.entries.clone(),
             self.pages.clone(),
             publisher,
@@ -252,7 +252,7 @@ impl Tables {
 
     /// What the summarize stage does for one entry: write it, mark its page stale (with the
     /// entry's key).
-    pub async fn put_entry(&self, e: &shared::domain::ModuleEntry) {
+    pub async fn put_entry(&self, e: &stages::domain::ModuleEntry) {
         assert!(self.entries.put(e, 1).await.unwrap());
         self.pages
             .mark_entries_stale(
@@ -270,7 +270,7 @@ impl Tables {
         &self,
         repo: &str,
         module: &str,
-    ) -> Vec<shared::domain::ModuleEntry> {
+    ) -> Vec<stages::domain::ModuleEntry> {
         self.entries.newest(repo, module, usize::MAX).await.unwrap()
     }
 }
@@ -314,7 +314,7 @@ pub fn header(v: &str) -> HeaderValue {
 /// the answer's status.
 pub async fn post_signed(
     url: &str,
-    secret: &shared::secret::Secret,
+    secret: &stages::secret::Secret,
     guid: &str,
     payload: &serde_json::Value,
 ) -> u16 {
@@ -326,7 +326,7 @@ pub async fn post_signed(
         .header("x-github-delivery", guid)
         .header(
             "x-hub-signature-256",
-            shared::signature::sign(secret.expose().as_bytes(), &body),
+            stages::signature::sign(secret.expose().as_bytes(), &body),
         )
         .body(body)
         .send()

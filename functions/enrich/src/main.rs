@@ -2,22 +2,22 @@
 //! schedule that retries the rows whose enrichment was deferred by GitHub's rate limit.
 //!
 //! Thin by design: the token is read once per cold start; each invocation goes to
-//! `shared::enrich::EnrichHandler`, whose partial-batch response (or retry report) is returned as
+//! `stages::enrich::EnrichHandler`, whose partial-batch response (or retry report) is returned as
 //! is (`ReportBatchItemFailures`). The local stack feeds the same handler from the emulator.
 
 use std::sync::Arc;
 
 use lambda_runtime::{service_fn, Error, LambdaEvent};
-use shared::config::EnrichConfig;
-use shared::enrich::{
+use stages::config::EnrichConfig;
+use stages::enrich::{
     deadline_from_epoch_millis, emf_line, EnrichHandler, EnrichResponse, EnrichTrigger,
 };
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    shared::telemetry::init_lambda();
+    stages::telemetry::init_lambda();
     let config = EnrichConfig::from_env()?;
-    let sdk = shared::aws::sdk_config().await;
+    let sdk = stages::aws::sdk_config().await;
     let handler = Arc::new(EnrichHandler::from_config(&config, &sdk).await?);
     lambda_runtime::run(service_fn(move |event: LambdaEvent<EnrichTrigger>| {
         let handler = Arc::clone(&handler);

@@ -1,17 +1,17 @@
 //! Lambda on an EventBridge Scheduler schedule (`rate(1 minute)`): one tick of the page builder
-//! per invocation. Thin: the builds are `shared::builder`; this logs the report and the
+//! per invocation. Thin: the builds are `stages::builder`; this logs the report and the
 //! Embedded Metric Format line CloudWatch turns into metrics.
 
 use lambda_runtime::{service_fn, Error, LambdaEvent};
-use shared::builder::{emf_line, BuildReport, PageBuilder};
-use shared::config::BuilderConfig;
-use shared::enrich::deadline_from_epoch_millis;
+use stages::builder::{emf_line, BuildReport, PageBuilder};
+use stages::config::BuilderConfig;
+use stages::enrich::deadline_from_epoch_millis;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    shared::telemetry::init_lambda();
+    stages::telemetry::init_lambda();
     let config = BuilderConfig::from_env()?;
-    let sdk = shared::aws::sdk_config().await;
+    let sdk = stages::aws::sdk_config().await;
     let builder = PageBuilder::from_config(&config, &sdk).await?;
     let builder = &builder;
     // The scheduler's payload carries nothing the builder needs: any JSON is accepted.

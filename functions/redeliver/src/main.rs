@@ -1,17 +1,17 @@
 //! Lambda on an hourly schedule: GitHub's failed `pull_request` deliveries of the last three
 //! days that Chronicle never stored are redelivered, once each. Thin: the work is
-//! `shared::redeliver`; this logs its report and the Embedded Metric Format line.
+//! `stages::redeliver`; this logs its report and the Embedded Metric Format line.
 
 use lambda_runtime::{service_fn, Error, LambdaEvent};
-use shared::config::RedeliverConfig;
-use shared::enrich::deadline_from_epoch_millis;
-use shared::redeliver::{emf_line, RedeliverReport, Redeliverer};
+use stages::config::RedeliverConfig;
+use stages::enrich::deadline_from_epoch_millis;
+use stages::redeliver::{emf_line, RedeliverReport, Redeliverer};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    shared::telemetry::init_lambda();
+    stages::telemetry::init_lambda();
     let config = RedeliverConfig::from_env()?;
-    let sdk = shared::aws::sdk_config().await;
+    let sdk = stages::aws::sdk_config().await;
     // Without a token this fails at cold start with a message naming what to configure.
     let redeliverer = Redeliverer::from_config(&config, &sdk).await?;
     let redeliverer = &redeliverer;

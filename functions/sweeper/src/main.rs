@@ -1,17 +1,17 @@
 //! Lambda on an EventBridge Scheduler schedule (`rate(1 minute)`): one sweep of the pending
-//! index per invocation. Thin: the sweep is `shared::sweeper`; this logs its report and the
+//! index per invocation. Thin: the sweep is `stages::sweeper`; this logs its report and the
 //! Embedded Metric Format line CloudWatch turns into metrics.
 
 use lambda_runtime::{service_fn, Error, LambdaEvent};
-use shared::config::SweeperConfig;
-use shared::enrich::deadline_from_epoch_millis;
-use shared::sweeper::{emf_line, SweepReport, Sweeper};
+use stages::config::SweeperConfig;
+use stages::enrich::deadline_from_epoch_millis;
+use stages::sweeper::{emf_line, SweepReport, Sweeper};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    shared::telemetry::init_lambda();
+    stages::telemetry::init_lambda();
     let config = SweeperConfig::from_env()?;
-    let sdk = shared::aws::sdk_config().await;
+    let sdk = stages::aws::sdk_config().await;
     let sweeper = Sweeper::from_config(&config, &sdk);
     let sweeper = &sweeper;
     // The scheduler's payload carries nothing the sweep needs: any JSON is accepted.

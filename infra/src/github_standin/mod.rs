@@ -528,7 +528,7 @@ pub fn standin_pull(repo: &str, number: u64, files: usize) -> serde_json::Value 
         labels: vec![],
         merged_at: time::macros::datetime!(2019-05-15 15:20:33 UTC),
         files: (0..files)
-            .map(|i| shared::domain::FileChange {
+            .map(|i| stages::domain::FileChange {
                 path: format!("src/mod{}/file{i}.rs", i % 7),
                 additions: 1 + (i as u64 % 40),
                 deletions: i as u64 % 9,

@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 
 use aws_sdk_dynamodbstreams::types::ShardIteratorType;
 use serde::Serialize;
-use shared::domain::RepoName;
-use shared::enrich::{EnrichHandler, RecordOutcome};
-use shared::store::{attr, string, PrStore};
+use stages::domain::RepoName;
+use stages::enrich::{EnrichHandler, RecordOutcome};
+use stages::store::{attr, string, PrStore};
 
 use super::OpsTarget;
 use crate::backfill_cli::{EXIT_FAILED, EXIT_USAGE};
@@ -76,7 +76,7 @@ pub async fn batch_keys(
         .sequence_number(&info.start)
         .send()
         .await
-        .map_err(|e| gone(shared::aws::error_message(&e)))?
+        .map_err(|e| gone(stages::aws::error_message(&e)))?
         .shard_iterator;
     let mut keys: Vec<BatchPr> = Vec::new();
     let mut index: std::collections::HashMap<(String, u64), usize> = Default::default();
@@ -91,7 +91,7 @@ pub async fn batch_keys(
             .limit(1000)
             .send()
             .await
-            .map_err(|e| gone(shared::aws::error_message(&e)))?;
+            .map_err(|e| gone(stages::aws::error_message(&e)))?;
         for record in out.records() {
             let Some(change) = record.dynamodb() else {
                 continue;
@@ -241,7 +241,7 @@ pub async fn redrive_enrich(
             .wait_time_seconds(1)
             .send()
             .await
-            .map_err(|e| failed(shared::aws::error_message(&e)))?;
+            .map_err(|e| failed(stages::aws::error_message(&e)))?;
         let messages = received.messages.unwrap_or_default();
         if messages.is_empty() {
             break;
@@ -286,16 +286,16 @@ pub async fn redrive_enrich(
                             .visibility_timeout(VISIBILITY_SECS)
                             .send()
                             .await
-                            .map_err(|e| failed(shared::aws::error_message(&e)))?;
+                            .map_err(|e| failed(stages::aws::error_message(&e)))?;
                         let (mut outcome, finished) =
                             enrich_one(enrich, &prs, &repo, number, &id).await?;
                         done &= finished;
                         // Edits the failed batch did not pass on (their row put back to be
                         // summarized, as the enrich function does).
                         for edit in &edits {
-                            match shared::edits::requeue_if_edited(&prs, &repo, number, edit).await
+                            match stages::edits::requeue_if_edited(&prs, &repo, number, edit).await
                             {
-                                Ok(shared::edits::EditOutcome::Requeued) => {
+                                Ok(stages::edits::EditOutcome::Requeued) => {
                                     outcome.push_str("; edited: to be summarized again");
                                 }
                                 Ok(_) => {}
@@ -322,7 +322,7 @@ pub async fn redrive_enrich(
                     .receipt_handle(receipt)
                     .send()
                     .await
-                    .map_err(|e| failed(shared::aws::error_message(&e)))?;
+                    .map_err(|e| failed(stages::aws::error_message(&e)))?;
                 report.deleted += 1;
             } else {
                 report.left.push(LeftMessage {
@@ -364,7 +364,7 @@ async fn enrich_one(
             number,
             deadline,
             &owner,
-            shared::enrich::Context::Ready,
+            stages::enrich::Context::Ready,
         )
         .await
     {
@@ -427,15 +427,15 @@ async fn summarize_again(
             .await
             .map_err(|e| failed(e.to_string()))?
         {
-            shared::store::Reprocessed::Pending => {
+            stages::store::Reprocessed::Pending => {
                 (format!("{enriched}; to be summarized again"), true)
             }
             // A worker holds it, maybe summarizing the unenriched row: asked again next run.
-            shared::store::Reprocessed::Busy => (
+            stages::store::Reprocessed::Busy => (
                 format!("{enriched}; a worker holds it: run again later"),
                 false,
             ),
-            shared::store::Reprocessed::Missing => ("missing".into(), true),
+            stages::store::Reprocessed::Missing => ("missing".into(), true),
         },
     )
 }

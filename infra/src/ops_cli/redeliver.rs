@@ -1,7 +1,7 @@
 //! `redeliver` from the command line: one run of the redelivery stage.
 
 use super::*;
-use shared::secret::Resolve;
+use stages::secret::Resolve;
 
 /// `redeliver`: one run of the redelivery stage from the CLI, against a deployed stack (its
 /// tables, its GitHub URL and token secret unless `GITHUB_TOKEN` is set) or the local stack.
@@ -18,7 +18,7 @@ pub async fn run_redeliver(stack: Option<&str>, dry_run: bool, json: bool) -> u8
     let timeout = std::time::Duration::from_secs(10);
     let github = match &target.token {
         Some(token) => {
-            match shared::github::GitHubClient::new(&target.api_url, token, timeout, 3) {
+            match stages::github::GitHubClient::new(&target.api_url, token, timeout, 3) {
                 Ok(g) => Some(g),
                 Err(e) => {
                     eprintln!("chronicle redeliver: {e}");
@@ -30,17 +30,17 @@ pub async fn run_redeliver(stack: Option<&str>, dry_run: bool, json: bool) -> u8
     };
     // A GitHub App's hook: GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY (or …_ARN, …_PARAM).
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
-    let app_key = shared::secret::SecretSource::from_vars(
-        env(shared::config::GITHUB_APP_PRIVATE_KEY),
-        env(shared::config::GITHUB_APP_PRIVATE_KEY_ARN),
-        env(shared::config::GITHUB_APP_PRIVATE_KEY_PARAM),
+    let app_key = stages::secret::SecretSource::from_vars(
+        env(stages::config::GITHUB_APP_PRIVATE_KEY),
+        env(stages::config::GITHUB_APP_PRIVATE_KEY_ARN),
+        env(stages::config::GITHUB_APP_PRIVATE_KEY_PARAM),
     );
     let app = match (
-        env(shared::config::GITHUB_APP_ID),
+        env(stages::config::GITHUB_APP_ID),
         app_key.resolve(&target.sdk).await,
     ) {
-        (Some(id), Ok(Some(key))) => match shared::github::app::AppCredentials::new(&id, &key) {
-            Ok(credentials) => Some(shared::redeliver::AppAccess {
+        (Some(id), Ok(Some(key))) => match stages::github::app::AppCredentials::new(&id, &key) {
+            Ok(credentials) => Some(stages::redeliver::AppAccess {
                 credentials,
                 api_url: target.api_url.clone(),
                 timeout,
@@ -60,14 +60,14 @@ pub async fn run_redeliver(stack: Option<&str>, dry_run: bool, json: bool) -> u8
     if github.is_none() && app.is_none() {
         eprintln!(
             "chronicle redeliver: {}",
-            shared::redeliver::RedeliverError::NoToken
+            stages::redeliver::RedeliverError::NoToken
         );
         return EXIT_USAGE;
     }
     let dynamo = aws_sdk_dynamodb::Client::new(&target.sdk);
-    let mut redeliverer = shared::redeliver::Redeliverer::new(
+    let mut redeliverer = stages::redeliver::Redeliverer::new(
         github,
-        shared::store::HookStore::new(dynamo.clone(), &target.pages_table),
+        stages::store::HookStore::new(dynamo.clone(), &target.pages_table),
         PrStore::new(dynamo, target.table.clone()),
         REDELIVER_MAX,
     );
@@ -103,7 +103,7 @@ pub async fn run_redeliver(stack: Option<&str>, dry_run: bool, json: bool) -> u8
 /// Redeliveries one CLI run asks for at most.
 const REDELIVER_MAX: usize = 500;
 
-pub fn render_redeliver(report: &shared::redeliver::RedeliverReport) -> String {
+pub fn render_redeliver(report: &stages::redeliver::RedeliverReport) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
     let verb = if report.dry_run {

@@ -52,7 +52,7 @@ pub async fn queue_depth(sqs: &aws_sdk_sqs::Client, url: &str) -> Result<u64, St
         .set_attribute_names(Some(kinds.to_vec()))
         .send()
         .await
-        .map_err(|e| shared::aws::error_message(&e))?;
+        .map_err(|e| stages::aws::error_message(&e))?;
     Ok(kinds
         .iter()
         .filter_map(|k| out.attributes().and_then(|a| a.get(k)))
@@ -112,7 +112,7 @@ pub async fn redrive(
                         .attribute_names(aws_sdk_sqs::types::QueueAttributeName::QueueArn)
                         .send()
                         .await
-                        .map_err(|e| shared::aws::error_message(&e))?
+                        .map_err(|e| stages::aws::error_message(&e))?
                         .attributes()
                         .and_then(|a| a.get(&aws_sdk_sqs::types::QueueAttributeName::QueueArn))
                         .cloned()
@@ -126,7 +126,7 @@ pub async fn redrive(
                 .max_number_of_messages_per_second(MOVE_PER_SECOND as i32)
                 .send()
                 .await
-                .map_err(|e| failed(shared::aws::error_message(&e)))?;
+                .map_err(|e| failed(stages::aws::error_message(&e)))?;
             report.task = task.task_handle;
         }
         (RedriveQueue::Summarize, Some(source)) => {
@@ -166,7 +166,7 @@ async fn move_messages(
             .wait_time_seconds(1)
             .send()
             .await
-            .map_err(|e| failed(shared::aws::error_message(&e)))?;
+            .map_err(|e| failed(stages::aws::error_message(&e)))?;
         let messages = received.messages.unwrap_or_default();
         if messages.is_empty() {
             break;
@@ -192,7 +192,7 @@ async fn move_messages(
                     .set_entries(Some(entries))
                     .send()
                     .await
-                    .map_err(|e| failed(shared::aws::error_message(&e)))?;
+                    .map_err(|e| failed(stages::aws::error_message(&e)))?;
                 for ok in out.successful() {
                     if let Some(m) = ok.id().parse::<usize>().ok().and_then(|i| messages.get(i)) {
                         sent.push(m);
@@ -233,7 +233,7 @@ async fn move_messages(
                 failed(format!(
                     "{} (after {} messages handled and {} sent but not yet deleted: those may \
                      arrive twice, which the summarize worker absorbs)",
-                    shared::aws::error_message(&e),
+                    stages::aws::error_message(&e),
                     moved,
                     sent.len()
                 ))
@@ -321,7 +321,7 @@ async fn run_redrive_enrich(
     };
     let handler = match &github.token {
         Some(token) => {
-            let apis = match shared::enrich::GitHubApis::new(
+            let apis = match stages::enrich::GitHubApis::new(
                 &github.api_url,
                 token,
                 std::time::Duration::from_secs(10),
@@ -335,13 +335,13 @@ async fn run_redrive_enrich(
             };
             let dynamo = aws_sdk_dynamodb::Client::new(&target.sdk);
             Some(
-                shared::enrich::EnrichHandler::new(
+                stages::enrich::EnrichHandler::new(
                     PrStore::new(dynamo.clone(), target.table.clone()),
                     Some(apis),
                     1,
                     github.max_paths,
                 )
-                .with_contexts(shared::store::ContextStore::new(
+                .with_contexts(stages::store::ContextStore::new(
                     dynamo,
                     &target.pages_table,
                 )),

@@ -60,7 +60,7 @@ pub async fn reprocess(
             .map_err(|e| (EXIT_FAILED, e.to_string()))?
         {
             let recent = since.is_none_or(|s| {
-                shared::domain::parse_rfc3339(&row.failed_at).is_some_and(|t| t >= s)
+                stages::domain::parse_rfc3339(&row.failed_at).is_some_and(|t| t >= s)
             });
             if recent {
                 let name = RepoName::parse(&row.repo).map_err(|e| (EXIT_FAILED, e.to_string()))?;
@@ -102,9 +102,9 @@ pub async fn reprocess(
                 .await
                 .map_err(|e| (EXIT_FAILED, e.to_string()))?
             {
-                shared::store::Reprocessed::Pending => "pending".into(),
-                shared::store::Reprocessed::Busy => "busy".into(),
-                shared::store::Reprocessed::Missing => "missing".into(),
+                stages::store::Reprocessed::Pending => "pending".into(),
+                stages::store::Reprocessed::Busy => "busy".into(),
+                stages::store::Reprocessed::Missing => "missing".into(),
             }
         };
         lines.push(ReprocessLine {

@@ -152,7 +152,7 @@ impl StreamEventSource {
             .map_err(|e| {
                 anyhow::anyhow!(
                     "DescribeTable {table_name}: {}",
-                    shared::aws::error_message(&e)
+                    stages::aws::error_message(&e)
                 )
             })?;
         let stream_arn = table
@@ -310,7 +310,7 @@ impl StreamEventSource {
                     anyhow::anyhow!(
                         "DescribeStream {}: {}",
                         self.stream_arn,
-                        shared::aws::error_message(&e)
+                        stages::aws::error_message(&e)
                     )
                 })?;
             let Some(description) = out.stream_description else {
@@ -362,7 +362,7 @@ async fn start_shard(
             "GetShardIterator {} {}: {}",
             stream_arn,
             shard.id,
-            shared::aws::error_message(&e)
+            stages::aws::error_message(&e)
         )
     })?;
     shard.iterator = out.shard_iterator;
@@ -400,7 +400,7 @@ async fn read_shard(
                     "GetRecords {} {}: {}",
                     stream_arn,
                     shard.id,
-                    shared::aws::error_message(&e)
+                    stages::aws::error_message(&e)
                 ))
             }
         };
@@ -643,7 +643,7 @@ impl Deliver<'_> {
                 anyhow::anyhow!(
                     "SendMessage to the stream DLQ {}: {}",
                     self.dlq_url,
-                    shared::aws::error_message(&e)
+                    stages::aws::error_message(&e)
                 )
             })?;
         tracing::error!(
@@ -658,7 +658,7 @@ impl Deliver<'_> {
 }
 
 fn rfc3339(t: OffsetDateTime) -> String {
-    shared::domain::rfc3339_millis(t)
+    stages::domain::rfc3339_millis(t)
 }
 
 /// Creates the SQS queue `name` unless it exists; returns its URL.
@@ -675,7 +675,7 @@ pub async fn ensure_queue(sqs: &aws_sdk_sqs::Client, name: &str) -> anyhow::Resu
                 .send()
                 .await
                 .map_err(|_| {
-                    anyhow::anyhow!("CreateQueue {name}: {}", shared::aws::error_message(&e))
+                    anyhow::anyhow!("CreateQueue {name}: {}", stages::aws::error_message(&e))
                 })?;
             url.queue_url
                 .ok_or_else(|| anyhow::anyhow!("GetQueueUrl {name} returned no URL"))

@@ -247,7 +247,7 @@ fn attempt_json(a: &Attempt, repo_id: u64, with_payload: bool) -> Value {
     let mut v = json!({
         "id": a.seen.id,
         "guid": a.seen.guid,
-        "delivered_at": shared::domain::rfc3339_seconds(at),
+        "delivered_at": stages::domain::rfc3339_seconds(at),
         "redelivery": a.seen.redelivery,
         "duration": 0.27,
         "status": match a.seen.status_code {
@@ -425,7 +425,7 @@ async fn deliver(state: Arc<Mutex<State>>, queued: Vec<(String, u64, Attempt)>) 
                     .header("x-github-hook-installation-target-id", "1296269")
                     .header(
                         "x-hub-signature-256",
-                        shared::signature::sign(secret.as_bytes(), &body),
+                        stages::signature::sign(secret.as_bytes(), &body),
                     )
                     .body(body)
                     .timeout(std::time::Duration::from_secs(10))

@@ -1,0 +1,849 @@
+//! The module overview at the top of a module page: what the module is, where to start reading,
+//! who knows it, the story so far, what happened recently and its status. Deterministic: every
+//! statement comes from stored entries and links the PRs behind it.
+//!
+//! Cost stays flat as history grows: a build reads only the years whose entries changed, so each
+//! year keeps a [`YearDigest`] of its entries (kinds, authors, files, milestones) on the page
+//! item, and the overview is made from the digests of all years plus the page's newest entries.
+
+use std::collections::BTreeMap;
+
+use time::{Duration, OffsetDateTime};
+
+use super::blocks::title_spans;
+use super::wording::{count_of, date};
+use super::{Block, Span};
+use chronicle_domain::{parse_rfc3339, ModuleEntry, YearStats};
+pub use chronicle_domain::{AuthorActivity, Candidates, FileActivity, Milestone, YearDigest};
+use chronicle_summary::kind;
+
+/// Authors kept per year (a bounded top list: "Who knows it" weighs them over the years).
+const YEAR_AUTHORS: usize = 24;
+pub const EXPERTS_SHOWN: usize = 5;
+/// Files kept per year (a bounded top list, for "Start here").
+const YEAR_FILES: usize = 24;
+pub const START_FILES: usize = 5;
+/// An expert's weight halves every this many days without a change.
+const EXPERT_HALF_LIFE_DAYS: f64 = 180.0;
+/// A file's weight halves every this many days without a change.
+const FILE_HALF_LIFE_DAYS: f64 = 365.0;
+/// "Recently" looks back this far.
+pub const RECENT_DAYS: i64 = 90;
+/// A module without a change for this long is quiet.
+pub const QUIET_DAYS: i64 = 365;
+/// A milestone's title as kept (the overview shows 90 characters of it).
+const MILESTONE_TITLE_CHARS: usize = 200;
+/// Breaking changes kept per year as milestones.
+const YEAR_BREAKING: usize = 2;
+/// Renames and moves kept per year as milestones, and the renamed files that make one.
+const YEAR_MOVES: usize = 2;
+const MOVE_MIN_FILES: usize = 3;
+
+fn milestone_order(m: &Milestone) -> String {
+    chronicle_domain::order_key(&m.merged_at, m.number)
+}
+
+/// A year's milestones: its first PR; its largest feature (else its largest change) other than
+/// the first; its first breaking changes; its biggest moves.
+pub fn year_milestones(digest: &YearDigest) -> Vec<Milestone> {
+    milestones(&digest.candidates)
+}
+
+/// Lockfiles, generated and vendored files: never where a newcomer starts reading.
+pub fn is_incidental(path: &str) -> bool {
+    let lower = path.to_ascii_lowercase();
+    let name = lower.rsplit('/').next().unwrap_or(&lower);
+    const NAMES: &[&str] = &[
+        "cargo.lock",
+        "package-lock.json",
+        "npm-shrinkwrap.json",
+        "yarn.lock",
+        "pnpm-lock.yaml",
+        "go.sum",
+        "poetry.lock",
+        "pipfile.lock",
+        "uv.lock",
+        "gemfile.lock",
+        "composer.lock",
+        "flake.lock",
+        "changelog.md",
+        "changes.md",
+    ];
+    NAMES.contains(&name)
+        || name.ends_with(".lock")
+        || name.ends_with(".min.js")
+        || name.ends_with(".snap")
+        || name.ends_with(".pb.go")
+        || name.contains("_generated.")
+        || name.contains(".generated.")
+        || lower.split('/').any(|s| {
+            matches!(
+                s,
+                "vendor" | "node_modules" | "dist" | "generated" | "__snapshots__"
+            )
+        })
+}
+
+/// The digest of a year's entries (any order).
+pub fn digest(entries: &[ModuleEntry]) -> YearDigest {
+    let mut kinds: BTreeMap<String, u64> = BTreeMap::new();
+    let mut authors: BTreeMap<&str, AuthorActivity> = BTreeMap::new();
+    let mut files: BTreeMap<&str, FileActivity> = BTreeMap::new();
+    let mut candidates = Candidates::default();
+    for e in entries {
+        *kinds
+            .entry(kind::family(e.kind.as_deref()).to_string())
+            .or_default() += 1;
+        let churn_here: u64 = e.files.iter().map(|f| f.additions + f.deletions).sum();
+        if !kind::is_bot(&e.author) && !kind::is_folded(e.kind.as_deref()) {
+            let a = authors
+                .entry(e.author.as_str())
+                .or_insert_with(|| AuthorActivity {
+                    login: e.author.clone(),
+                    ..Default::default()
+                });
+            a.count += 1;
+            a.churn += churn_here;
+            a.last = a.last.clone().max(e.merged_at.clone());
+        }
+        candidates = merge_candidates(candidates, candidates_of(e));
+        if kind::is_folded(e.kind.as_deref()) {
+            continue;
+        }
+        for f in e.files.iter().filter(|f| !is_incidental(&f.path)) {
+            let a = files
+                .entry(f.path.as_str())
+                .or_insert_with(|| FileActivity {
+                    path: f.path.clone(),
+                    ..Default::default()
+                });
+            a.count += 1;
+            a.churn += f.additions + f.deletions;
+            a.last = a.last.clone().max(e.merged_at.clone());
+        }
+    }
+    finish(
+        kinds,
+        authors.into_values().collect(),
+        files.into_values().collect(),
+        candidates,
+    )
+}
+
+/// The digest of two disjoint sets of a year's entries, from theirs.
+pub fn merge(a: &YearDigest, b: &YearDigest) -> YearDigest {
+    let mut kinds = a.kinds.clone();
+    for (k, n) in &b.kinds {
+        *kinds.entry(k.clone()).or_default() += n;
+    }
+    let mut authors: BTreeMap<String, AuthorActivity> = BTreeMap::new();
+    for x in a.authors.iter().chain(&b.authors) {
+        let e = authors
+            .entry(x.login.clone())
+            .or_insert_with(|| AuthorActivity {
+                login: x.login.clone(),
+                ..Default::default()
+            });
+        e.count += x.count;
+        e.churn += x.churn;
+        e.last = e.last.clone().max(x.last.clone());
+    }
+    let mut files: BTreeMap<String, FileActivity> = BTreeMap::new();
+    for x in a.files.iter().chain(&b.files) {
+        let e = files.entry(x.path.clone()).or_insert_with(|| FileActivity {
+            path: x.path.clone(),
+            ..Default::default()
+        });
+        e.count += x.count;
+        e.churn += x.churn;
+        e.last = e.last.clone().max(x.last.clone());
+    }
+    finish(
+        kinds,
+        authors.into_values().collect(),
+        files.into_values().collect(),
+        merge_candidates(a.candidates.clone(), b.candidates.clone()),
+    )
+}
+
+fn finish(
+    kinds: BTreeMap<String, u64>,
+    mut authors: Vec<AuthorActivity>,
+    mut files: Vec<FileActivity>,
+    candidates: Candidates,
+) -> YearDigest {
+    authors.sort_by(|a, b| {
+        b.count
+            .cmp(&a.count)
+            .then(b.churn.cmp(&a.churn))
+            .then(a.login.cmp(&b.login))
+    });
+    authors.truncate(YEAR_AUTHORS);
+    files.sort_by(|a, b| {
+        b.count
+            .cmp(&a.count)
+            .then(b.churn.cmp(&a.churn))
+            .then(a.path.cmp(&b.path))
+    });
+    files.truncate(YEAR_FILES);
+    YearDigest {
+        kinds,
+        authors,
+        files,
+        candidates,
+    }
+}
+
+fn milestone(what: &str, e: &ModuleEntry) -> Milestone {
+    Milestone {
+        what: what.into(),
+        number: e.number,
+        // Bounded: the page item holds a few of these a year.
+        title: chronicle_domain::cap(&e.title, MILESTONE_TITLE_CHARS),
+        url: e.url.clone(),
+        merged_at: e.merged_at.clone(),
+        ..Default::default()
+    }
+}
+
+/// One entry as a candidate for each kind of milestone it can be.
+fn candidates_of(e: &ModuleEntry) -> Candidates {
+    let mut c = Candidates {
+        first: Some(milestone("first", e)),
+        ..Default::default()
+    };
+    if !kind::is_folded(e.kind.as_deref()) {
+        let churn = e
+            .files
+            .iter()
+            .map(|f| f.additions + f.deletions)
+            .sum::<u64>()
+            .max(e.additions + e.deletions);
+        c.largest.push(Milestone {
+            feature: e.kind.as_deref() == Some("feat"),
+            churn,
+            ..milestone("largest", e)
+        });
+    }
+    if e.breaking {
+        c.breaking.push(milestone("breaking", e));
+    }
+    // Renames and moves: PRs most of whose files here GitHub reports as renamed.
+    let renamed = e
+        .files
+        .iter()
+        .filter(|f| f.status.as_deref() == Some("renamed"))
+        .count();
+    if renamed >= MOVE_MIN_FILES && renamed * 2 >= e.files.len() {
+        c.moves.push(Milestone {
+            renamed: renamed as u64,
+            ..milestone("moved", e)
+        });
+    }
+    c
+}
+
+fn merge_candidates(a: Candidates, b: Candidates) -> Candidates {
+    let first = [a.first, b.first]
+        .into_iter()
+        .flatten()
+        .min_by_key(milestone_order);
+    let mut largest: Vec<Milestone> = a.largest.into_iter().chain(b.largest).collect();
+    // Features first, then the most changed lines; the lower number wins a tie.
+    largest.sort_by(|x, y| {
+        y.feature
+            .cmp(&x.feature)
+            .then(y.churn.cmp(&x.churn))
+            .then(x.number.cmp(&y.number))
+    });
+    largest.truncate(2);
+    let mut breaking: Vec<Milestone> = a.breaking.into_iter().chain(b.breaking).collect();
+    breaking.sort_by_key(milestone_order);
+    breaking.truncate(YEAR_BREAKING);
+    let mut moves: Vec<Milestone> = a.moves.into_iter().chain(b.moves).collect();
+    moves.sort_by(|x, y| y.renamed.cmp(&x.renamed).then(x.number.cmp(&y.number)));
+    moves.truncate(YEAR_MOVES);
+    Candidates {
+        first,
+        largest,
+        breaking,
+        moves,
+    }
+}
+
+/// The year's milestones, from its candidates: its first PR; its largest feature (else its
+/// largest change) other than the first; its first breaking changes; its biggest moves.
+fn milestones(c: &Candidates) -> Vec<Milestone> {
+    let mut out = Vec::new();
+    let first_number = c.first.as_ref().map(|f| f.number);
+    if let Some(first) = &c.first {
+        out.push(first.clone());
+    }
+    // The pool is the features if there is one, else every substantive change; the first PR
+    // is not its largest.
+    let largest = match c.largest.as_slice() {
+        [best, ..] if Some(best.number) != first_number => Some(best),
+        [best, next, ..] if next.feature == best.feature => Some(next),
+        _ => None,
+    };
+    if let Some(m) = largest {
+        out.push(m.clone());
+    }
+    for m in c.breaking.iter().chain(&c.moves) {
+        if !out.iter().any(|o| o.number == m.number) {
+            out.push(m.clone());
+        }
+    }
+    out
+}
+
+/// `#123` in a story's text.
+fn pr_refs() -> &'static regex::Regex {
+    static PR: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    PR.get_or_init(|| regex::Regex::new(r"#(\d+)\b").expect("a valid pattern"))
+}
+
+/// A module's own description and the file it comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Description {
+    pub text: String,
+    /// A repository path (`crates/x/Cargo.toml`); empty for the modules config's `description:`.
+    pub source: String,
+}
+
+/// What the overview is made from.
+pub struct OverviewInput<'a> {
+    pub repo: &'a str,
+    /// `https://github.com/owner/repo` (from an entry's URL; GitHub Enterprise keeps its host).
+    pub repo_url: Option<String>,
+    pub paths: &'a [String],
+    pub years: &'a BTreeMap<String, YearStats>,
+    /// The page's newest entries, newest first.
+    pub recent: &'a [ModuleEntry],
+    pub now: OffsetDateTime,
+    /// The module's own description (its README's lead or its manifest's), when it has one.
+    pub description: Option<&'a Description>,
+    /// The LLM-written story (grounded), when one is configured.
+    pub story: Option<&'a str>,
+    /// The directory it stands for, when that no longer exists on the default branch.
+    pub gone: Option<&'a str>,
+    /// Its CODEOWNERS owners (of its start-here files).
+    pub owners: &'a [String],
+}
+
+fn days_since(at: &str, now: OffsetDateTime) -> Option<f64> {
+    parse_rfc3339(at).map(|t| ((now - t).whole_seconds().max(0) as f64) / 86_400.0)
+}
+
+fn decay(at: &str, now: OffsetDateTime, half_life: f64) -> f64 {
+    days_since(at, now).map_or(0.0, |d| 0.5_f64.powf(d / half_life))
+}
+
+/// Recent experts: each year's changes weigh by how long ago the author last changed the module
+/// that year (half-life [`EXPERT_HALF_LIFE_DAYS`]), and by their size. Bots never count.
+pub fn experts(
+    years: &BTreeMap<String, YearStats>,
+    now: OffsetDateTime,
+) -> Vec<(String, f64, String)> {
+    let mut score: BTreeMap<&str, (f64, String)> = BTreeMap::new();
+    for y in years.values() {
+        for a in &y.digest.authors {
+            if kind::is_bot(&a.login) {
+                continue;
+            }
+            let size = 1.0 + ((1 + a.churn) as f64).ln() / 10.0;
+            let w = a.count as f64 * size * decay(&a.last, now, EXPERT_HALF_LIFE_DAYS);
+            let s = score.entry(a.login.as_str()).or_default();
+            s.0 += w;
+            s.1 = s.1.clone().max(a.last.clone());
+        }
+    }
+    let mut out: Vec<(String, f64, String)> = score
+        .into_iter()
+        .map(|(l, (w, last))| (l.to_string(), w, last))
+        .collect();
+    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    out.truncate(EXPERTS_SHOWN);
+    out
+}
+
+/// Where to start reading: the module's own files, by churn weighted by recency.
+pub fn start_files(years: &BTreeMap<String, YearStats>, now: OffsetDateTime) -> Vec<String> {
+    let mut score: BTreeMap<&str, f64> = BTreeMap::new();
+    for y in years.values() {
+        for f in &y.digest.files {
+            *score.entry(f.path.as_str()).or_default() += (f.count as f64
+                + ((1 + f.churn) as f64).ln())
+                * decay(&f.last, now, FILE_HALF_LIFE_DAYS);
+        }
+    }
+    let mut out: Vec<(&str, f64)> = score.into_iter().collect();
+    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+    out.into_iter()
+        .take(START_FILES)
+        .map(|(p, _)| p.to_string())
+        .collect()
+}
+
+fn pr_link(number: u64, url: &str) -> Span {
+    Span::link(format!("#{number}"), url)
+}
+
+fn short_title(title: &str) -> String {
+    chronicle_domain::cap(&title.replace(['\n', '\r', '\t'], " "), 90)
+}
+
+/// The overview's blocks: a heading and its sections.
+pub fn overview(input: &OverviewInput) -> Vec<Block> {
+    let years = input.years;
+    let latest = years
+        .values()
+        .map(|y| y.last.clone())
+        .max()
+        .filter(|s| !s.is_empty());
+    let created = years.values().next().and_then(|y| {
+        year_milestones(&y.digest)
+            .into_iter()
+            .find(|m| m.what == "first")
+    });
+    let mut blocks = vec![
+        Block::Heading {
+            level: 2,
+            spans: vec![Span::text("Overview")],
+        },
+        what_it_is(input, created.as_ref()),
+        status(input, latest.as_deref()),
+    ];
+    start_here(input, &mut blocks);
+    who_knows_it(input, &mut blocks);
+    story_so_far(input, created.as_ref(), &mut blocks);
+    blocks.push(recently(input));
+    blocks
+}
+
+/// "What it is:": the module's own words (a README's lead or a manifest's description) and
+/// where it lives, and its first pull request.
+fn what_it_is(input: &OverviewInput, created: Option<&Milestone>) -> Block {
+    let mut what = vec![Span::bold("What it is:"), Span::text(" ")];
+    // The globs that say where it lives: not exclusions, not lockfiles.
+    let paths: Vec<&String> = input
+        .paths
+        .iter()
+        .filter(|p| !p.starts_with('!') && !is_incidental(p))
+        .collect();
+    if let Some(d) = input.description {
+        // Its own words first, with where they come from, then where it lives.
+        // A README's lead is inline Markdown (code spans, links); a manifest's is text.
+        what.extend(super::blocks::inline_spans(d.text.trim_end_matches('.')));
+        if d.source.is_empty() {
+            what.push(Span::text(" (modules config)"));
+        } else {
+            what.push(Span::text(" ("));
+            let source = Span::code(d.source.clone());
+            what.push(match &input.repo_url {
+                Some(base) => Span {
+                    link: Some(super::Link::Url(format!("{base}/blob/HEAD/{}", d.source))),
+                    ..source
+                },
+                None => source,
+            });
+            what.push(Span::text(")"));
+        }
+        what.push(Span::text(if paths.is_empty() {
+            ""
+        } else {
+            "; it lives under "
+        }));
+        for (i, p) in paths.iter().take(4).enumerate() {
+            if i > 0 {
+                what.push(Span::text(", "));
+            }
+            what.push(Span::code((*p).clone()));
+        }
+    } else if paths.is_empty() {
+        what.push(Span::text("the files tagged with this module"));
+    } else if paths.len() == 1 && paths[0] == "*" {
+        what.push(Span::text("the files at the root of the repository"));
+    } else {
+        what.push(Span::text("the code under "));
+        for (i, p) in paths.iter().take(4).enumerate() {
+            if i > 0 {
+                what.push(Span::text(", "));
+            }
+            what.push(Span::code((*p).clone()));
+        }
+        if paths.len() > 4 {
+            what.push(Span::text(format!(" and {} more", paths.len() - 4)));
+        }
+    }
+    if let Some(m) = created {
+        what.push(Span::text("; its first pull request here was “"));
+        what.extend(title_spans(&short_title(&m.title), None));
+        what.push(Span::text("” ("));
+        what.push(pr_link(m.number, &m.url));
+        what.push(Span::text(format!(", {})", date(&m.merged_at))));
+    }
+    what.push(Span::text("."));
+    Block::Paragraph(what)
+}
+
+/// "Status:": active, quiet (no change for a year) or gone (its directory removed).
+fn status(input: &OverviewInput, latest: Option<&str>) -> Block {
+    let status = match latest {
+        Some(at) if input.gone.is_some() => format!(
+            "gone — its directory no longer exists on the default branch; the last change was on {}.",
+            date(at)
+        ),
+        None => "no merged pull requests yet.".to_string(),
+        Some(at) => match days_since(at, input.now) {
+            Some(d) if d as i64 > QUIET_DAYS => {
+                format!(
+                    "quiet — no change for over a year; the last was on {}.",
+                    date(at)
+                )
+            }
+            _ => format!("active — last changed on {}.", date(at)),
+        },
+    };
+    let mut spans = vec![Span::bold("Status:"), Span::text(format!(" {status}"))];
+    if let Some(dir) = input.gone {
+        // Name the directory: "gone — its directory (`core/`) no longer exists …".
+        spans = vec![
+            Span::bold("Status:"),
+            Span::text(" gone — its directory "),
+            Span::code(format!("{dir}/")),
+            Span::text(
+                status
+                    .trim_start_matches("gone — its directory")
+                    .to_string(),
+            ),
+        ];
+    }
+    Block::Paragraph(spans)
+}
+
+/// "Start here:": the files most changed, recently weighted.
+fn start_here(input: &OverviewInput, blocks: &mut Vec<Block>) {
+    let years = input.years;
+    let files = start_files(years, input.now);
+    if !files.is_empty() {
+        let mut spans = vec![Span::bold("Start here:"), Span::text(" ")];
+        for (i, f) in files.iter().enumerate() {
+            if i > 0 {
+                spans.push(Span::text(", "));
+            }
+            match &input.repo_url {
+                Some(base) => spans.push(Span {
+                    code: true,
+                    ..Span::link(
+                        chronicle_domain::cap(f, 120),
+                        &format!("{base}/blob/HEAD/{f}"),
+                    )
+                }),
+                None => spans.push(Span::code(chronicle_domain::cap(f, 120))),
+            }
+        }
+        spans.push(Span::text(" (most changed, recently weighted)."));
+        blocks.push(Block::Paragraph(spans));
+    }
+}
+
+/// "Who knows it:": who changed it most, recently weighted, and its CODEOWNERS.
+fn who_knows_it(input: &OverviewInput, blocks: &mut Vec<Block>) {
+    let years = input.years;
+    let experts = experts(years, input.now);
+    if !experts.is_empty() || !input.owners.is_empty() {
+        let list: Vec<String> = experts
+            .iter()
+            .map(|(login, _, last)| format!("@{login} (last active {})", date(last)))
+            .collect();
+        let mut text = list.join(", ");
+        if !input.owners.is_empty() {
+            if !text.is_empty() {
+                text.push_str("; ");
+            }
+            text.push_str(&format!(
+                "owners in CODEOWNERS: {}",
+                input.owners.join(", ")
+            ));
+        }
+        blocks.push(Block::Paragraph(vec![
+            Span::bold("Who knows it:"),
+            Span::text(" "),
+            Span::text(format!("{text}.")),
+        ]));
+    }
+}
+
+/// "The story so far:": the LLM's paragraphs (grounded: every #N is one of the module's PRs,
+/// linked here), then a line per year.
+fn story_so_far(input: &OverviewInput, created: Option<&Milestone>, blocks: &mut Vec<Block>) {
+    let years = input.years;
+    if !years.is_empty() {
+        blocks.push(Block::Paragraph(vec![Span::bold("The story so far:")]));
+        for paragraph in input
+            .story
+            .unwrap_or_default()
+            .split("\n\n")
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+        {
+            let linked = match &input.repo_url {
+                Some(base) => pr_refs().replace_all(paragraph, |c: &regex::Captures| {
+                    format!("[#{n}]({base}/pull/{n})", n = &c[1])
+                }),
+                None => std::borrow::Cow::Borrowed(paragraph),
+            };
+            blocks.push(Block::Paragraph(super::blocks::inline_spans(&linked)));
+        }
+        for (year, stats) in years {
+            blocks.push(Block::Bullet(story_line(year, stats, created)));
+        }
+    }
+}
+
+/// "Recently:": what was merged in the last [`RECENT_DAYS`] days, by whom, and the latest.
+fn recently(input: &OverviewInput) -> Block {
+    let cutoff = input.now - Duration::days(RECENT_DAYS);
+    let recent: Vec<&ModuleEntry> = input
+        .recent
+        .iter()
+        .filter(|e| parse_rfc3339(&e.merged_at).is_some_and(|t| t >= cutoff))
+        .collect();
+    let mut spans = vec![Span::bold("Recently:"), Span::text(" ")];
+    if recent.is_empty() {
+        spans.push(Span::text(format!(
+            "nothing merged in the last {RECENT_DAYS} days."
+        )));
+    } else {
+        let substantive: Vec<&&ModuleEntry> = recent
+            .iter()
+            .filter(|e| !kind::is_folded(e.kind.as_deref()))
+            .collect();
+        let folded = recent.len() - substantive.len();
+        let mut people: Vec<&str> = substantive
+            .iter()
+            .map(|e| e.author.as_str())
+            .filter(|a| !kind::is_bot(a))
+            .collect();
+        people.sort();
+        people.dedup();
+        let mut text = format!(
+            "{} in the last {RECENT_DAYS} days",
+            count_of(recent.len() as u64, "pull request")
+        );
+        if !people.is_empty() {
+            let named: Vec<String> = people.iter().take(4).map(|p| format!("@{p}")).collect();
+            text.push_str(&format!(" by {}", named.join(", ")));
+            if people.len() > 4 {
+                text.push_str(&format!(" and {} more", people.len() - 4));
+            }
+        }
+        if folded > 0 {
+            text.push_str(&format!(
+                " ({folded} dependency or release updates among them)"
+            ));
+        }
+        spans.push(Span::text(text));
+        if let Some(e) = substantive.first() {
+            spans.push(Span::text("; the latest: “"));
+            spans.extend(title_spans(&short_title(&e.title), None));
+            spans.push(Span::text("” ("));
+            spans.push(pr_link(e.number, &e.url));
+            spans.push(Span::text(format!(", {})", date(&e.merged_at))));
+        }
+        spans.push(Span::text("."));
+    }
+    Block::Paragraph(spans)
+}
+
+/// One year of the story: "2019: 34 pull requests — 12 features, 8 fixes; 9 dependency updates
+/// folded. Milestones: …".
+fn story_line(year: &str, stats: &YearStats, created: Option<&Milestone>) -> Vec<Span> {
+    let d = &stats.digest;
+    let mut spans = vec![Span::bold(format!("{year}:")), Span::text(" ")];
+    let order = [
+        "features",
+        "fixes",
+        "refactors",
+        "docs",
+        "maintenance",
+        "other changes",
+    ];
+    let parts: Vec<String> = order
+        .iter()
+        .filter_map(|f| {
+            d.kinds
+                .get(*f)
+                .filter(|n| **n > 0)
+                .map(|n| format!("{n} {}", singular(f, *n)))
+        })
+        .collect();
+    let folded: Vec<String> = ["dependency updates", "releases"]
+        .iter()
+        .filter_map(|f| {
+            d.kinds
+                .get(*f)
+                .filter(|n| **n > 0)
+                .map(|n| format!("{n} {}", singular(f, *n)))
+        })
+        .collect();
+    let mut text = count_of(stats.count, "pull request");
+    if !parts.is_empty() {
+        text.push_str(&format!(": {}", parts.join(", ")));
+    }
+    if !folded.is_empty() {
+        text.push_str(&format!("; {} folded", folded.join(" and ")));
+    }
+    text.push('.');
+    spans.push(Span::text(text));
+    let mut named = 0;
+    for m in &year_milestones(d) {
+        let label = match m.what.as_str() {
+            "first" if created.is_some_and(|c| c.number == m.number) => "created in",
+            "first" => continue,
+            "largest" => "largest change",
+            "breaking" => "breaking",
+            "moved" => "files moved or renamed in",
+            _ => continue,
+        };
+        spans.push(Span::text(if named == 0 { " Milestones: " } else { "; " }));
+        spans.push(Span::text(format!("{label} “")));
+        spans.extend(title_spans(&short_title(&m.title), None));
+        spans.push(Span::text("” ("));
+        spans.push(pr_link(m.number, &m.url));
+        spans.push(Span::text(")"));
+        named += 1;
+    }
+    if named > 0 {
+        spans.push(Span::text("."));
+    }
+    spans
+}
+
+fn singular(family: &str, n: u64) -> String {
+    if n != 1 {
+        return family.to_string();
+    }
+    match family {
+        "features" => "feature",
+        "fixes" => "fix",
+        "refactors" => "refactor",
+        "dependency updates" => "dependency update",
+        "releases" => "release",
+        "other changes" => "other change",
+        other => other,
+    }
+    .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::content::sample::entry;
+    use chronicle_domain::FileChange;
+
+    fn with_files(number: u64, statuses: &[&str]) -> ModuleEntry {
+        let mut e = entry(number, &format!("2024-0{number}-01T00:00:00Z"), "alice");
+        e.files = statuses
+            .iter()
+            .enumerate()
+            .map(|(i, s)| FileChange {
+                path: format!("src/f{i}.rs"),
+                additions: 1,
+                deletions: 1,
+                status: Some(s.to_string()),
+            })
+            .collect();
+        e
+    }
+
+    /// A PR most of whose files here were renamed (at least three) is a "moved" milestone; a
+    /// couple of renames among many edits is not.
+    #[test]
+    fn renames_and_moves_are_milestones() {
+        let entries = vec![
+            with_files(1, &["added", "added"]),
+            with_files(2, &["renamed", "renamed", "renamed", "modified"]),
+            with_files(
+                3,
+                &["renamed", "renamed", "modified", "modified", "modified"],
+            ),
+            with_files(4, &["renamed", "renamed"]),
+        ];
+        let moved: Vec<u64> = year_milestones(&digest(&entries))
+            .iter()
+            .filter(|m| m.what == "moved")
+            .map(|m| m.number)
+            .collect();
+        assert_eq!(moved, vec![2]);
+    }
+
+    /// A year's digest is the merge of its parts' digests, wherever it is cut: counts and
+    /// milestones exactly, and authors and files while they fit the kept top lists.
+    #[test]
+    fn digests_merge_as_if_read_at_once() {
+        let kinds = ["feat", "fix", "refactor", "chore(deps)", "feat"];
+        let entries: Vec<ModuleEntry> = (1..=60u64)
+            .map(|n| {
+                let day = 1 + (n % 28);
+                let month = 1 + (n / 28);
+                let mut e = entry(
+                    n,
+                    &format!("2024-{month:02}-{day:02}T{:02}:00:00Z", n % 24),
+                    &format!("dev{}", n % 7),
+                );
+                e.kind = Some(kinds[(n % 5) as usize].to_string());
+                e.breaking = n % 17 == 0;
+                e.additions = (n * 37) % 500;
+                e.files = (0..(n % 4 + 1))
+                    .map(|i| FileChange {
+                        path: format!("src/m{}.rs", (n + i) % 9),
+                        additions: (n * i) % 50,
+                        deletions: i,
+                        status: Some(if n % 11 == 0 { "renamed" } else { "modified" }.into()),
+                    })
+                    .collect();
+                e
+            })
+            .collect();
+        let mut sorted = entries.clone();
+        sorted.sort_by_key(ModuleEntry::order_key);
+        let whole = digest(&sorted);
+        assert!(year_milestones(&whole).iter().any(|m| m.what == "breaking"));
+        for cut in [0, 1, 7, 30, 59, 60] {
+            let merged = merge(&digest(&sorted[..cut]), &digest(&sorted[cut..]));
+            assert_eq!(merged, whole, "cut at {cut}");
+        }
+        // Merged in many small steps, as builds append.
+        let mut stepwise = YearDigest::default();
+        for chunk in sorted.chunks(3) {
+            stepwise = merge(&stepwise, &digest(chunk));
+        }
+        assert_eq!(stepwise, whole);
+    }
+
+    /// The first PR is never its own year's largest: with it the only feature, there is none;
+    /// without features, the next largest change is.
+    #[test]
+    fn the_largest_is_chosen_from_the_candidates_as_from_all_entries() {
+        let mut first = entry(1, "2024-01-01T00:00:00Z", "alice");
+        first.kind = Some("feat".into());
+        first.additions = 900;
+        let mut second = entry(2, "2024-01-02T00:00:00Z", "bob");
+        second.kind = Some("fix".into());
+        second.additions = 50;
+        let only_feature = digest(&[first.clone(), second.clone()]);
+        assert!(!year_milestones(&only_feature)
+            .iter()
+            .any(|m| m.what == "largest"));
+        first.kind = Some("fix".into());
+        let no_feature = digest(&[first, second]);
+        let largest: Vec<u64> = year_milestones(&no_feature)
+            .iter()
+            .filter(|m| m.what == "largest")
+            .map(|m| m.number)
+            .collect();
+        assert_eq!(largest, [2]);
+    }
+}
