@@ -5,6 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use infra::github_standin::rest::Fault;
+use infra::github_standin::GitHubStandIn;
 use stages::context::{refresh, RepoContext};
 use stages::domain::RepoName;
 use stages::enrich::{EnrichHandler, GitHubApis};
@@ -12,15 +14,14 @@ use stages::github::graphql::GraphQlClient;
 use stages::github::GitHubClient;
 use stages::secret::Secret;
 use stages::store::ContextStore;
-use support::github_stub::{Fault, GitHubStub};
 use support::*;
 use time::OffsetDateTime;
 
 const TOKEN: &str = "ghp_context_test_token";
 const REPO: &str = "acme/monorepo";
 
-fn client(stub: &GitHubStub) -> GitHubClient {
-    GitHubClient::new(&stub.url(), &Secret::new(TOKEN), Duration::from_secs(2), 1).unwrap()
+fn client(stub: &GitHubStandIn) -> GitHubClient {
+    GitHubClient::new(stub.url(), &Secret::new(TOKEN), Duration::from_secs(2), 1).unwrap()
 }
 
 fn repo() -> RepoName {
@@ -29,8 +30,8 @@ fn repo() -> RepoName {
 
 /// A Cargo workspace (a wildcard and a literal member, one excluded), an npm workspace beside
 /// it, CODEOWNERS in `.github/`, no pnpm or Go workspace.
-async fn monorepo() -> GitHubStub {
-    let stub = GitHubStub::start(TOKEN).await;
+async fn monorepo() -> GitHubStandIn {
+    let stub = GitHubStandIn::start(TOKEN).await.unwrap();
     let files = [
         (".github/CODEOWNERS", "# owners\n/infra/ @acme/platform\n"),
         (
@@ -200,7 +201,7 @@ async fn a_workspace_is_read_once_then_asked_again_conditionally() {
 
 #[tokio::test]
 async fn a_repository_without_any_of_it_has_an_empty_context_and_failures_keep_the_old_one() {
-    let stub = GitHubStub::start(TOKEN).await;
+    let stub = GitHubStandIn::start(TOKEN).await.unwrap();
     stub.add_file(REPO, "src/main.rs", "fn main() {}\n");
     let github = client(&stub);
     let now = OffsetDateTime::now_utc();
@@ -248,7 +249,7 @@ async fn enrichment_stores_the_context_once_a_day_and_concurrent_refreshes_store
     let contexts = t.pages.contexts();
     let token = Secret::new(TOKEN);
     let apis = GitHubApis {
-        graphql: GraphQlClient::new(&stub.url(), &token, Duration::from_secs(2)).unwrap(),
+        graphql: GraphQlClient::new(stub.url(), &token, Duration::from_secs(2)).unwrap(),
         rest: client(&stub),
         max_retries: 1,
         issue_scope: Default::default(),
@@ -501,7 +502,7 @@ async fn a_changed_layout_marks_the_repository_module_pages_for_a_rebuild() {
 /// packages, skips what it cannot read, and finishes well inside its deadline.
 #[tokio::test]
 async fn a_huge_or_hostile_manifest_neither_stalls_nor_aborts_the_refresh() {
-    let stub = GitHubStub::start(TOKEN).await;
+    let stub = GitHubStandIn::start(TOKEN).await.unwrap();
     let mut members: Vec<String> = (0..18_000).map(|i| format!("c/mod{i}")).collect();
     members.insert(0, "crates/*".into());
     members.insert(1, "crates/../x".into());

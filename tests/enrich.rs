@@ -1,7 +1,7 @@
-//! The enrich stage against the emulator. GitHub is played by two strict stand-ins: the GraphQL
-//! one (`infra::github_standin`, every query validated against GitHub's published schema) that
-//! enrichment uses, and the REST one (`support::github_stub`, recorded responses) it falls back
-//! to where GraphQL cannot serve.
+//! The enrich stage against the emulator. GitHub is played by the strict stand-in
+//! (`infra::github_standin`): its GraphQL half (every query validated against GitHub's published
+//! schema) that enrichment uses, and its REST half (recorded responses) it falls back to where
+//! GraphQL cannot serve. A test may start two, one per half, to count each side's requests.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use aws_lambda_events::event::dynamodb::{Event, EventRecord};
 use aws_sdk_dynamodb::types::AttributeValue;
+use infra::github_standin::PullSpec;
 use infra::github_standin::{pull_json, Fault, GitHubStandIn};
 use infra::synthetic::SyntheticPr;
 use serde_json::json;
@@ -18,7 +19,6 @@ use stages::github::graphql::GraphQlClient;
 use stages::github::GitHubClient;
 use stages::secret::Secret;
 use stages::store::{attr, Item, PrStore, DEFERRED_SHARD};
-use support::github_stub::{GitHubStub, PullSpec};
 use support::*;
 
 const TOKEN: &str = "ghp_test_token_for_the_stand_in";
@@ -42,14 +42,14 @@ async fn stored_pr(store: &PrStore, number: u64, body: Option<&str>) {
 /// GitHub: GraphQL (the stand-in) and REST (the stub), as one token sees them.
 struct GitHub {
     graphql: GitHubStandIn,
-    rest: GitHubStub,
+    rest: GitHubStandIn,
 }
 
 impl GitHub {
     async fn start() -> Self {
         GitHub {
             graphql: GitHubStandIn::start(TOKEN).await.unwrap(),
-            rest: GitHubStub::start(TOKEN).await,
+            rest: GitHubStandIn::start(TOKEN).await.unwrap(),
         }
     }
 
@@ -58,7 +58,7 @@ impl GitHub {
         GitHubApis {
             graphql: GraphQlClient::new(self.graphql.url(), &token, Duration::from_secs(2))
                 .unwrap(),
-            rest: GitHubClient::new(&self.rest.url(), &token, Duration::from_secs(2), retries)
+            rest: GitHubClient::new(self.rest.url(), &token, Duration::from_secs(2), retries)
                 .unwrap(),
             max_retries: retries,
             issue_scope: Default::default(),
@@ -836,7 +836,7 @@ fn with_failing_context(t: &Tables, github: &GitHub) -> Arc<EnrichHandler> {
     for _ in 0..2 {
         github.rest.fail_next(
             &format!("/repos/{REPO}/contents/.github"),
-            support::github_stub::Fault::ServerError,
+            infra::github_standin::rest::Fault::ServerError,
         );
     }
     Arc::new(

@@ -22,10 +22,10 @@ use bytes::Bytes;
 use http::{Request, Response};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
+use infra::github_standin::GitHubStandIn;
 use serde_json::json;
 use stages::domain::{FileChange, RepoName};
 use stages::store::attr;
-use support::github_stub::GitHubStub;
 use support::*;
 use tokio::net::TcpListener;
 
@@ -297,7 +297,7 @@ async fn a_hostile_repository_cannot_stall_misfile_leak_or_inject() {
     let graphql = infra::github_standin::GitHubStandIn::start(TOKEN)
         .await
         .unwrap();
-    let rest = GitHubStub::start(TOKEN).await;
+    let rest = GitHubStandIn::start(TOKEN).await.unwrap();
     for (path, text) in history.files() {
         rest.add_file(REPO, &path, &text);
     }
@@ -334,7 +334,7 @@ async fn a_hostile_repository_cannot_stall_misfile_leak_or_inject() {
         }
         graphql.put_pull(REPO, pull);
     }
-    let front = front(graphql.url().to_string(), rest.url()).await;
+    let front = front(graphql.url().to_string(), rest.url().to_string()).await;
 
     let out = std::env::temp_dir().join(format!(
         "chronicle-hostile-out-{}",

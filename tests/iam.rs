@@ -563,10 +563,12 @@ async fn every_function_calls_exactly_what_its_role_grants() {
 
     // A context refresh a day later finds the repository's layout changed (it has CODEOWNERS
     // now): the enrich function marks its index page for a rebuild.
-    let files = support::github_stub::GitHubStub::start(GITHUB_TOKEN).await;
+    let files = infra::github_standin::GitHubStandIn::start(GITHUB_TOKEN)
+        .await
+        .unwrap();
     files.add_file(&repo, ".github/CODEOWNERS", "* @octo-org/everyone\n");
     let rest = stages::github::GitHubClient::new(
-        &files.url(),
+        files.url(),
         &stages::secret::Secret::new(GITHUB_TOKEN),
         Duration::from_secs(10),
         1,
@@ -689,13 +691,15 @@ async fn every_function_calls_exactly_what_its_role_grants() {
     assert!(report.built >= 1, "{report:?}");
 
     // Redeliver: the recorded hook's failed delivery of a PR never stored is asked again.
-    let hooks_github = support::github_stub::GitHubStub::start(GITHUB_TOKEN).await;
+    let hooks_github = infra::github_standin::GitHubStandIn::start(GITHUB_TOKEN)
+        .await
+        .unwrap();
     hooks_github.add_hook(&repo, HOOK_ID, None);
     let lost = delivery(&payload, 903, "2024-06-01T12:00:00Z");
     hooks_github.add_delivery(
         &repo,
         HOOK_ID,
-        support::github_stub::DeliverySpec {
+        infra::github_standin::rest::DeliverySpec {
             guid: "lost-903".into(),
             age_secs: 3600,
             status_code: 502,
@@ -720,7 +724,7 @@ async fn every_function_calls_exactly_what_its_role_grants() {
         &stages::config::RedeliverConfig {
             table: table.clone(),
             pages_table: pages_table.clone(),
-            api_url: hooks_github.url(),
+            api_url: hooks_github.url().to_string(),
             token: SecretSource::SecretsManager(redeliver_secret.clone()),
             app_id: Some("424242".into()),
             app_key: SecretSource::SecretsManager(app_key_secret.clone()),

@@ -7,13 +7,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use infra::github_standin::{DeliverySpec, GitHubStandIn};
 use serde_json::{json, Value};
 use stages::config::RedeliverConfig;
 use stages::github::GitHubClient;
 use stages::redeliver::{RedeliverError, Redeliverer};
 use stages::secret::{Secret, SecretSource};
 use stages::store::{attr, HookStore, PrStore};
-use support::github_stub::{DeliverySpec, GitHubStub};
 use support::*;
 
 const TOKEN: &str = "ghp_redeliver_token";
@@ -42,7 +42,7 @@ fn spec(guid: &str, age_secs: u64, status: u16, action: &str, payload: Value) ->
 struct World {
     prs: PrStore,
     hooks: HookStore,
-    stub: GitHubStub,
+    stub: GitHubStandIn,
     server: infra::http_server::ServerHandle,
 }
 
@@ -56,7 +56,7 @@ impl World {
         let server = infra::http_server::serve(webhook, "127.0.0.1:0".parse().unwrap())
             .await
             .unwrap();
-        let stub = GitHubStub::start(TOKEN).await;
+        let stub = GitHubStandIn::start(TOKEN).await.unwrap();
         let url = server.webhook_url();
         stub.add_hook(REPO, HOOK, target.then_some((url.as_str(), SECRET)));
         World {
@@ -80,7 +80,7 @@ impl World {
 
     fn redeliverer(&self, max_per_run: usize) -> Redeliverer {
         let github = GitHubClient::new(
-            &self.stub.url(),
+            self.stub.url(),
             &Secret::new(TOKEN),
             Duration::from_secs(10),
             1,
@@ -146,7 +146,7 @@ impl World {
     }
 
     /// Waits (up to 10 s) until the stand-in recorded a redelivery attempt of `guid`.
-    async fn redelivery_attempt(&self, guid: &str) -> support::github_stub::StubAttempt {
+    async fn redelivery_attempt(&self, guid: &str) -> infra::github_standin::rest::StubAttempt {
         for _ in 0..200 {
             if let Some(a) = self
                 .stub
@@ -586,7 +586,7 @@ async fn a_pr_stored_in_a_newer_state_is_not_redelivered() {
 
 #[tokio::test]
 async fn github_failures_on_the_request_release_or_keep_the_claim_as_they_must() {
-    use support::github_stub::Fault;
+    use infra::github_standin::rest::Fault;
     let w = World::recorded(true, 70).await;
     let five_hundred = w.stub.add_delivery(
         REPO,
@@ -700,7 +700,7 @@ async fn a_claim_never_confirmed_is_reported_and_asked_again_once_the_log_settle
 /// did not act; a newer failed attempt means it acted and failed. Both are asked again.
 #[tokio::test]
 async fn an_unknown_redelivery_is_settled_by_the_delivery_log_and_asked_again() {
-    use support::github_stub::Fault;
+    use infra::github_standin::rest::Fault;
     let attempts = |id: u64| format!("/repos/{REPO}/hooks/{HOOK}/deliveries/{id}/attempts");
     // GitHub did not act on the 502.
     let w = World::recorded(true, 90).await;
@@ -814,7 +814,7 @@ async fn a_github_app_hook_is_healed_with_the_apps_jwt() {
             &Secret::new(app_key("app-test-key.pem")),
         )
         .unwrap(),
-        api_url: w.stub.url(),
+        api_url: w.stub.url().to_string(),
         timeout: Duration::from_secs(10),
         max_retries: 1,
     };

@@ -2,5 +2,5 @@
 //!
 //! One test binary per group, not per file: each binary links the AWS SDKs once.
 
-mod github_stub;
+mod github_rest;
 mod notion_stub;

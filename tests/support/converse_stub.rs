@@ -218,7 +218,7 @@ async fn handle(
     let model_id = path
         .strip_prefix("/model/")
         .and_then(|p| p.strip_suffix("/converse"))
-        .map(crate::github_stub::percent_decode)
+        .map(infra::github_standin::rest::percent_decode)
         .unwrap_or_default();
     let (answer, slow) = {
         let mut st = state.lock().unwrap();

@@ -18,7 +18,6 @@ use stages::webhook::{Verifier, WebhookHandler, WebhookRequest};
 pub mod audit_proxy;
 pub mod converse_stub;
 pub mod dynamo_proxy;
-pub mod github_stub;
 pub mod messages_stub;
 /// The Notion stand-in lives in `infra` (the benches use it too).
 pub use infra::notion_standin as notion_stub;

@@ -1,4 +1,6 @@
-//! A local stand-in for GitHub's GraphQL API (`POST /graphql`), stricter than GitHub:
+//! The local stand-in for GitHub, one server with one token, shared by the tests and `chronicle
+//! standin`: its REST half (every other path) is [`rest`]; its GraphQL half (`POST /graphql`),
+//! here, is stricter than GitHub:
 //!
 //! - every query is parsed and validated against GitHub's published schema
 //!   (`tests/fixtures/github/graphql/schema.graphql`) with apollo-compiler, and its variables
@@ -12,8 +14,9 @@
 //! - faults can be injected: a secondary-limit 403 with `Retry-After`, a 502, a hang (the client
 //!   times out), a partial answer (`errors` next to `data`).
 //!
-//! It answers from generated data shaped like GitHub's (see [`history_pulls`]). Any request that
-//! is not GraphQL is counted as a REST call and answered 404: tests assert none was made.
+//! It answers from generated data shaped like GitHub's (see [`history_pulls`]). Every request
+//! that is not GraphQL is counted as a REST call ([`Stats::rest_requests`]; tests of GraphQL-only
+//! paths assert none was made) and answered by [`rest`] from what was registered there.
 
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
@@ -38,7 +41,9 @@ use crate::http_server::Serving;
 use crate::synthetic::{history, HistorySpec, Rng, SyntheticPr};
 
 mod resolve;
+pub mod rest;
 use resolve::*;
+pub use rest::{DeliverySpec, FileSpec, PullSpec, RecordedRequest, StubAttempt};
 
 /// GitHub's published schema, with one duplicate declaration removed (see tests/fixtures).
 const SCHEMA_SDL: &str = include_str!("../../../tests/fixtures/github/graphql/schema.graphql");
@@ -126,6 +131,8 @@ struct RepoData {
 pub struct GitHubStandIn {
     url: String,
     state: Arc<Mutex<State>>,
+    /// The REST half (`rest.rs`): every path but `/graphql`.
+    rest: Arc<Mutex<rest::State>>,
     serving: Serving,
 }
 
@@ -148,14 +155,29 @@ impl GitHubStandIn {
             stats: Stats::default(),
             missing: Vec::new(),
         }));
-        let shared = state.clone();
+        let rest = Arc::new(Mutex::new(rest::State::new(token, &url)));
+        let fixtures = Arc::new(rest::Fixtures::load());
+        let (graphql, rest_state) = (state.clone(), rest.clone());
         let serving = Serving::spawn(listener, move |request| {
-            let state = shared.clone();
-            async move { Ok::<_, Infallible>(handle(state, request).await) }
+            let (graphql, rest_state, fixtures) =
+                (graphql.clone(), rest_state.clone(), fixtures.clone());
+            async move {
+                if request.uri().path() == "/graphql" {
+                    Ok::<_, Infallible>(handle(graphql, request).await)
+                } else {
+                    graphql
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .stats
+                        .rest_requests += 1;
+                    rest::handle(rest_state, fixtures, request).await
+                }
+            }
         });
         Ok(GitHubStandIn {
             url,
             state,
+            rest,
             serving,
         })
     }
@@ -254,10 +276,6 @@ fn graphql_errors(messages: impl IntoIterator<Item = String>) -> Value {
 
 async fn handle(state: Arc<Mutex<State>>, request: Request<Incoming>) -> Response<Full<Bytes>> {
     let lock = || state.lock().unwrap_or_else(|e| e.into_inner());
-    if request.uri().path() != "/graphql" {
-        lock().stats.rest_requests += 1;
-        return answer(StatusCode::NOT_FOUND, &json!({ "message": "Not Found" }));
-    }
     if request.method() != http::Method::POST {
         return answer(
             StatusCode::NOT_FOUND,

@@ -1,12 +1,14 @@
-//! Self-tests of the GitHub stand-in (`support::github_stub`), with a plain reqwest client:
+//! Self-tests of the GitHub stand-in's REST half (`infra::github_standin::rest`), with a plain
+//! reqwest client:
 //! that it refuses what GitHub refuses (and more), paginates like GitHub and plays its faults.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use infra::github_standin::rest::*;
+use infra::github_standin::GitHubStandIn;
 use reqwest::{Client, RequestBuilder, Response, StatusCode};
 use serde_json::Value;
-use support::github_stub::*;
 
 const TOKEN: &str = "ghp_stubtoken";
 const REPO: &str = "octo/chronicle";
@@ -19,7 +21,7 @@ fn client() -> Client {
 }
 
 /// A request as a well-behaved client sends it.
-fn get(stub: &GitHubStub, path_and_query: &str) -> RequestBuilder {
+fn get(stub: &GitHubStandIn, path_and_query: &str) -> RequestBuilder {
     get_url(&format!("{}{path_and_query}", stub.url()))
 }
 
@@ -80,15 +82,15 @@ fn assert_common_headers(r: &Response) {
         .is_ok());
 }
 
-async fn stub_with_pull(files: usize) -> GitHubStub {
-    let stub = GitHubStub::start(TOKEN).await;
+async fn stub_with_pull(files: usize) -> GitHubStandIn {
+    let stub = GitHubStandIn::start(TOKEN).await.unwrap();
     stub.add_pull(REPO, 7, PullSpec::with_files(files));
     stub
 }
 
 #[tokio::test]
 async fn pull_is_the_fixture_with_the_spec_values() {
-    let stub = GitHubStub::start(TOKEN).await;
+    let stub = GitHubStandIn::start(TOKEN).await.unwrap();
     let spec = PullSpec {
         title: "Add the enrich stage".into(),
         body: Some("Fixes #12".into()),
@@ -701,7 +703,7 @@ async fn requests_are_counted_and_the_rate_limit_counts_down() {
 
 #[tokio::test]
 async fn prefixes_match_whole_path_segments() {
-    let stub = GitHubStub::start(TOKEN).await;
+    let stub = GitHubStandIn::start(TOKEN).await.unwrap();
     stub.add_pull(REPO, 2, PullSpec::with_files(1));
     stub.add_pull(REPO, 20, PullSpec::with_files(1));
     stub.fail_next("/repos/octo/chronicle/pulls/2", Fault::ServerError);

@@ -9,7 +9,7 @@
 //!   not wait for it), and the answer recorded as a new attempt (`redelivery: true`); a delivery older than [`REDELIVERY_WINDOW_SECS`] is refused
 //!   with 422. The method must match (GET on `/attempts`, POST elsewhere → 404, as GitHub).
 //!
-//! A token without access to a hook (see [`GitHubStub::forbid_hooks`]) gets 404, as GitHub
+//! A token without access to a hook (see [`GitHubStandIn::forbid_hooks`]) gets 404, as GitHub
 //! answers for a hook the token may not administer. Unknown hooks and deliveries → 404.
 
 use std::collections::HashMap;
@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use http::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use super::{epoch_secs, not_found, validation_failed, Answer, GitHubStub, State, MAX_PER_PAGE};
+use super::{epoch_secs, not_found, validation_failed, Answer, GitHubStandIn, State, MAX_PER_PAGE};
 
 /// GitHub redelivers deliveries of the last three days only.
 pub const REDELIVERY_WINDOW_SECS: u64 = 3 * 24 * 3600;
@@ -92,12 +92,12 @@ impl Hooks {
     }
 }
 
-impl GitHubStub {
+impl GitHubStandIn {
     /// Registers hook `id` of `repo`; with a `target`, redeliveries are POSTed to that URL,
     /// signed with the secret.
     pub fn add_hook(&self, repo: &str, id: u64, target: Option<(&str, &str)>) {
         super::check_repo(repo);
-        let mut st = self.lock();
+        let mut st = self.rest();
         let hook = st.hooks.hooks.entry((repo.to_string(), id)).or_default();
         hook.target = target.map(|(url, secret)| (url.to_string(), secret.to_string()));
     }
@@ -112,7 +112,7 @@ impl GitHubStub {
         hook_id: u64,
         target: Option<(&str, &str)>,
     ) {
-        let mut st = self.lock();
+        let mut st = self.rest();
         st.hooks.app = Some(App {
             id: app_id.to_string(),
             public_key_pem: public_key_pem.to_string(),
@@ -129,7 +129,7 @@ impl GitHubStub {
     /// Records an attempt of the app's hook; returns its delivery id.
     pub fn add_app_delivery(&self, spec: DeliverySpec) -> u64 {
         let hook_id = self
-            .lock()
+            .rest()
             .hooks
             .app
             .as_ref()
@@ -140,7 +140,7 @@ impl GitHubStub {
 
     /// The token loses access to the repository's hooks (no `admin:repo_hook`): 404s.
     pub fn forbid_hooks(&self, repo: &str, id: u64) {
-        let mut st = self.lock();
+        let mut st = self.rest();
         if let Some(hook) = st.hooks.hooks.get_mut(&(repo.to_string(), id)) {
             hook.forbidden = true;
         }
@@ -151,7 +151,7 @@ impl GitHubStub {
         if repo != APP {
             super::check_repo(repo);
         }
-        let mut st = self.lock();
+        let mut st = self.rest();
         let delivery_id = st.hooks.next_id();
         let attempt = Attempt {
             seen: StubAttempt {
@@ -176,7 +176,7 @@ impl GitHubStub {
 
     /// Every attempt of hook `id`, oldest first.
     pub fn attempts(&self, repo: &str, id: u64) -> Vec<StubAttempt> {
-        let st = self.lock();
+        let st = self.rest();
         st.hooks
             .hooks
             .get(&(repo.to_string(), id))
@@ -186,7 +186,7 @@ impl GitHubStub {
 
     /// How many redeliveries of `guid` GitHub accepted.
     pub fn redeliveries_asked(&self, guid: &str) -> usize {
-        self.lock().hooks.asked.get(guid).copied().unwrap_or(0)
+        self.rest().hooks.asked.get(guid).copied().unwrap_or(0)
     }
 }
 

@@ -1,5 +1,5 @@
-//! A GitHub REST stand-in: a real HTTP/1.1 server on 127.0.0.1 that answers with the recorded
-//! GitHub responses in `tests/fixtures/github/rest`, and is stricter than GitHub, never looser.
+//! The stand-in's REST half: every path but `/graphql`, answered with the recorded GitHub
+//! responses in `tests/fixtures/github/rest` (compiled in), stricter than GitHub, never looser.
 //!
 //! Every request is recorded, then checked in this order, the first violation answering the way
 //! GitHub would:
@@ -20,7 +20,7 @@
 //! [`Fault::TooManyRequests`] every request is refused with 429 until `retry-after` seconds have
 //! passed, and after a [`Fault::RateLimitExhausted`] every request is refused with 403 until the
 //! epoch second in `x-ratelimit-reset` (a client that retries early is refused again; the
-//! refusal is recorded and does not consume a scripted fault). [`GitHubStub::lift_rate_limit`]
+//! refusal is recorded and does not consume a scripted fault). [`GitHubStandIn::lift_rate_limit`]
 //! closes the window at once, for tests that model the passing of time themselves. The primary
 //! counter starts at 5000 and drops by one per authenticated request; at 0 every request is
 //! refused until the hour's reset.
@@ -30,7 +30,6 @@
 
 use std::collections::HashMap;
 use std::convert::Infallible;
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -39,7 +38,8 @@ use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use serde_json::{json, Value};
-use tokio::net::TcpListener;
+
+use super::GitHubStandIn;
 
 mod answer;
 mod contents;
@@ -65,7 +65,7 @@ pub const MAX_PER_PAGE: u64 = 100;
 const DOCS: &str = "https://docs.github.com/rest";
 const RATE_LIMIT_DOCS: &str = "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api";
 
-/// A pull request as registered with [`GitHubStub::add_pull`].
+/// A pull request as registered with [`GitHubStandIn::add_pull`].
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PullSpec {
     pub title: String,
@@ -155,7 +155,7 @@ enum Window {
     Reset(u64),
 }
 
-struct State {
+pub(super) struct State {
     token: String,
     base_url: String,
     pulls: HashMap<(String, u64), PullSpec>,
@@ -174,34 +174,18 @@ struct State {
     hooks: hooks::Hooks,
 }
 
-struct Fixtures {
+pub(super) struct Fixtures {
     pull: Value,
     file: Value,
     commit: Value,
     issue: Value,
 }
 
-/// The running stand-in. Clones share the same server and state.
-#[derive(Clone)]
-pub struct GitHubStub {
-    addr: SocketAddr,
-    state: Arc<Mutex<State>>,
-    server: infra::http_server::Serving,
-}
-
-impl GitHubStub {
-    /// Starts on 127.0.0.1:0, expecting `token` (`Authorization: Bearer <token>` or
-    /// `token <token>`).
-    pub async fn start(token: &str) -> GitHubStub {
-        assert!(!token.is_empty(), "the stub needs a non-empty token");
-        let fixtures = Arc::new(Fixtures::load());
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind 127.0.0.1:0");
-        let addr = listener.local_addr().unwrap();
-        let state = Arc::new(Mutex::new(State {
+impl State {
+    pub(super) fn new(token: &str, base_url: &str) -> State {
+        State {
             token: token.to_string(),
-            base_url: format!("http://{addr}"),
+            base_url: base_url.to_string(),
             pulls: HashMap::new(),
             issues: HashMap::new(),
             transfers: HashMap::new(),
@@ -213,27 +197,16 @@ impl GitHubStub {
             window: None,
             served: 0,
             hooks: Default::default(),
-        }));
-        let shared = state.clone();
-        let server = infra::http_server::Serving::spawn(listener, move |req| {
-            handle(shared.clone(), fixtures.clone(), req)
-        });
-        GitHubStub {
-            addr,
-            state,
-            server,
         }
     }
+}
 
-    /// `http://127.0.0.1:PORT`, no trailing slash.
-    pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-
+/// The REST side of the one stand-in: what a test registers and what it can read back.
+impl GitHubStandIn {
     /// Registers (or replaces) PR `number` of `repo` ("owner/name", matched case-sensitively).
     pub fn add_pull(&self, repo: &str, number: u64, spec: PullSpec) {
         check_repo(repo);
-        self.lock().pulls.insert((repo.to_string(), number), spec);
+        self.rest().pulls.insert((repo.to_string(), number), spec);
     }
 
     /// Issue `number` of `from` was transferred to `to` as `to_number`: asking the old place
@@ -241,7 +214,7 @@ impl GitHubStub {
     pub fn transfer_issue(&self, from: &str, number: u64, to: &str, to_number: u64) {
         check_repo(from);
         check_repo(to);
-        self.lock()
+        self.rest()
             .transfers
             .insert((from.to_string(), number), (to.to_string(), to_number));
     }
@@ -253,7 +226,7 @@ impl GitHubStub {
             state == "open" || state == "closed",
             "GitHub issue states are open or closed, not {state:?}"
         );
-        self.lock().issues.insert(
+        self.rest().issues.insert(
             (repo.to_string(), number),
             (title.to_string(), state.to_string()),
         );
@@ -263,14 +236,14 @@ impl GitHubStub {
     /// directories exist as long as a file is under them.
     pub fn add_file(&self, repo: &str, path: &str, text: &str) {
         check_repo(repo);
-        self.lock()
+        self.rest()
             .files
             .insert((repo.to_string(), path.to_string()), text.to_string());
     }
 
     /// Removes a file (its directory goes with its last file).
     pub fn remove_file(&self, repo: &str, path: &str) {
-        self.lock()
+        self.rest()
             .files
             .remove(&(repo.to_string(), path.to_string()));
     }
@@ -284,31 +257,31 @@ impl GitHubStub {
             path_prefix.starts_with('/'),
             "path prefixes start with '/', got {path_prefix:?}"
         );
-        self.lock().faults.push((path_prefix.to_string(), fault));
+        self.rest().faults.push((path_prefix.to_string(), fault));
     }
 
     /// Faults scripted and not yet consumed.
     pub fn pending_faults(&self) -> usize {
-        self.lock().faults.len()
+        self.rest().faults.len()
     }
 
     /// Ends an open rate-limit window now (as if its `retry-after` / reset had passed).
     pub fn lift_rate_limit(&self) {
-        self.lock().window = None;
+        self.rest().window = None;
     }
 
     /// Every request received, in order, including refused ones.
     pub fn requests(&self) -> Vec<RecordedRequest> {
-        self.lock().requests.clone()
+        self.rest().requests.clone()
     }
 
     pub fn request_count(&self) -> usize {
-        self.lock().requests.len()
+        self.rest().requests.len()
     }
 
     /// Requests whose path (without the query) starts with `path_prefix`, by whole segments.
     pub fn count_matching(&self, path_prefix: &str) -> usize {
-        self.lock()
+        self.rest()
             .requests
             .iter()
             .filter(|r| under(&r.path, path_prefix))
@@ -317,17 +290,12 @@ impl GitHubStub {
 
     /// Requests answered 2xx with a resource (not refused, not faulted).
     pub fn served_count(&self) -> u64 {
-        self.lock().served
+        self.rest().served
     }
 
-    /// Stops accepting and drops open connections (a hanging request is cut).
-    pub async fn stop(self) {
-        self.server.stop().await;
-    }
-
-    fn lock(&self) -> MutexGuard<'_, State> {
+    fn rest(&self) -> MutexGuard<'_, State> {
         // A panicking test thread must not hide the stub's record from the others.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.rest.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -347,15 +315,9 @@ fn check_repo(repo: &str) {
 }
 
 impl Fixtures {
-    fn load() -> Fixtures {
-        let read = |name: &str| -> Value {
-            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("fixtures/github/rest")
-                .join(name);
-            let text = std::fs::read_to_string(&path)
-                .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
-            serde_json::from_str(&text)
-                .unwrap_or_else(|e| panic!("parsing {}: {e}", path.display()))
+    pub(super) fn load() -> Fixtures {
+        let read = |name: &str, text: &str| -> Value {
+            serde_json::from_str(text).unwrap_or_else(|e| panic!("parsing {name}: {e}"))
         };
         let first = |v: Value, name: &str| -> Value {
             v.as_array()
@@ -363,10 +325,28 @@ impl Fixtures {
                 .unwrap_or_else(|| panic!("{name} is not a non-empty array"))
         };
         Fixtures {
-            pull: read("pulls.get.json"),
-            file: first(read("pulls.list-files.json"), "pulls.list-files.json"),
-            commit: first(read("pulls.list-commits.json"), "pulls.list-commits.json"),
-            issue: read("issues.get.json"),
+            pull: read(
+                "pulls.get.json",
+                include_str!("../../../tests/fixtures/github/rest/pulls.get.json"),
+            ),
+            file: first(
+                read(
+                    "pulls.list-files.json",
+                    include_str!("../../../tests/fixtures/github/rest/pulls.list-files.json"),
+                ),
+                "pulls.list-files.json",
+            ),
+            commit: first(
+                read(
+                    "pulls.list-commits.json",
+                    include_str!("../../../tests/fixtures/github/rest/pulls.list-commits.json"),
+                ),
+                "pulls.list-commits.json",
+            ),
+            issue: read(
+                "issues.get.json",
+                include_str!("../../../tests/fixtures/github/rest/issues.get.json"),
+            ),
         }
     }
 }
@@ -378,7 +358,7 @@ fn epoch_secs() -> u64 {
         .as_secs()
 }
 
-async fn handle(
+pub(super) async fn handle(
     state: Arc<Mutex<State>>,
     fixtures: Arc<Fixtures>,
     req: Request<Incoming>,
@@ -672,7 +652,7 @@ fn decide(
 }
 
 /// `%20` → ` ` in one path segment (UTF-8 sequences included).
-pub(crate) fn percent_decode(segment: &str) -> String {
+pub fn percent_decode(segment: &str) -> String {
     let bytes = segment.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
