@@ -440,6 +440,48 @@ impl GraphQlClient {
         Ok(rate)
     }
 
+    /// Sends the query once, within `left` (or the client's timeout): GitHub's status, headers
+    /// and body, or a transient error when no answer came.
+    async fn send<B: serde::Serialize>(
+        &self,
+        body: &B,
+        left: Option<Duration>,
+        what: &str,
+    ) -> Result<(StatusCode, reqwest::header::HeaderMap, bytes::Bytes), GraphQlError> {
+        self.requests
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let sent = self
+            .http
+            .post(&self.url)
+            .timeout(left.map_or(self.timeout, |l| l.min(self.timeout)))
+            .json(body)
+            .send()
+            .await;
+        let response = match sent {
+            Ok(r) => r,
+            Err(e) => {
+                return Err(GraphQlError::Transient {
+                    what: what.to_string(),
+                    message: if e.is_timeout() {
+                        "timed out".to_string()
+                    } else {
+                        chronicle_domain::error::error_chain(&e)
+                    },
+                })
+            }
+        };
+        let status = response.status();
+        let headers = response.headers().clone();
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|e| GraphQlError::Transient {
+                what: what.to_string(),
+                message: chronicle_domain::error::error_chain(&e),
+            })?;
+        Ok((status, headers, bytes))
+    }
+
     /// One query: waits out secondary limits that fit the deadline (no deadline: any wait).
     async fn post<Q: GraphQLQuery>(
         &self,
@@ -460,95 +502,10 @@ impl GraphQlClient {
                     what: what.to_string(),
                 });
             }
-            self.requests
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let sent = self
-                .http
-                .post(&self.url)
-                .timeout(left.map_or(self.timeout, |l| l.min(self.timeout)))
-                .json(&body)
-                .send()
-                .await;
-            let response = match sent {
-                Ok(r) => r,
-                Err(e) => {
-                    return Err(GraphQlError::Transient {
-                        what: what.to_string(),
-                        message: if e.is_timeout() {
-                            "timed out".to_string()
-                        } else {
-                            chronicle_domain::error::error_chain(&e)
-                        },
-                    })
-                }
-            };
-            let status = response.status();
-            let headers = response.headers().clone();
-            let bytes = response
-                .bytes()
-                .await
-                .map_err(|e| GraphQlError::Transient {
-                    what: what.to_string(),
-                    message: chronicle_domain::error::error_chain(&e),
-                })?;
-            let wait = if status == StatusCode::UNAUTHORIZED {
-                return Err(GraphQlError::Unauthorized {
-                    status: status.as_u16(),
-                });
-            } else if let Some(wait) = rate_limit_wait(status, &headers)
-                .or_else(|| secondary_limit(status, &bytes).then_some(Duration::from_secs(60)))
-            {
-                wait
-            } else if matches!(
-                status,
-                StatusCode::BAD_GATEWAY
-                    | StatusCode::SERVICE_UNAVAILABLE
-                    | StatusCode::GATEWAY_TIMEOUT
-                    | StatusCode::INTERNAL_SERVER_ERROR
-            ) {
-                return Err(GraphQlError::Transient {
-                    what: what.to_string(),
-                    message: format!("GitHub answered {status}"),
-                });
-            } else if !status.is_success() {
-                return Err(GraphQlError::Refused {
-                    status: status.as_u16(),
-                    what: what.to_string(),
-                    message: message_of(&bytes),
-                });
-            } else {
-                let envelope: Envelope<Q::ResponseData> =
-                    serde_json::from_slice(&bytes).map_err(|e| GraphQlError::Decode {
-                        what: what.to_string(),
-                        message: e.to_string(),
-                    })?;
-                let limited = envelope
-                    .errors
-                    .iter()
-                    .any(|e| e.kind.as_deref() == Some("RATE_LIMITED"));
-                match envelope.data {
-                    _ if limited => primary_reset_wait(&headers),
-                    Some(data) => return Ok((data, envelope.errors)),
-                    // GitHub's own timeouts come as `data: null` with an error saying so.
-                    None if envelope.errors.iter().any(|e| {
-                        let m = e.message.to_ascii_lowercase();
-                        m.contains("timeout")
-                            || m.contains("timedout")
-                            || m.contains("something went wrong")
-                    }) =>
-                    {
-                        return Err(GraphQlError::Transient {
-                            what: what.to_string(),
-                            message: joined(&envelope.errors),
-                        })
-                    }
-                    None => {
-                        return Err(GraphQlError::Query {
-                            what: what.to_string(),
-                            messages: joined(&envelope.errors),
-                        })
-                    }
-                }
+            let (status, headers, bytes) = self.send(&body, left, what).await?;
+            let wait = match judge::<Q::ResponseData>(status, &headers, &bytes, what)? {
+                Judged::Answer(data, errors) => return Ok((data, errors)),
+                Judged::Wait(wait) => wait,
             };
             let reset_at = OffsetDateTime::now_utc() + wait;
             waits += 1;
@@ -581,6 +538,75 @@ impl GraphQlClient {
     }
 }
 
+/// What one answer means: the data (with any partial errors), or a rate limit to wait out.
+enum Judged<T> {
+    Answer(T, Vec<ErrorEntry>),
+    Wait(Duration),
+}
+
+/// Reads one answer of GitHub's: unauthorized, rate limited (primary or secondary), a server
+/// error worth retrying, a refusal, or data (GitHub's own timeouts come as `data: null`).
+fn judge<T: serde::de::DeserializeOwned>(
+    status: StatusCode,
+    headers: &reqwest::header::HeaderMap,
+    bytes: &[u8],
+    what: &str,
+) -> Result<Judged<T>, GraphQlError> {
+    if status == StatusCode::UNAUTHORIZED {
+        return Err(GraphQlError::Unauthorized {
+            status: status.as_u16(),
+        });
+    }
+    if let Some(wait) = rate_limit_wait(status, headers)
+        .or_else(|| secondary_limit(status, bytes).then_some(Duration::from_secs(60)))
+    {
+        return Ok(Judged::Wait(wait));
+    }
+    if matches!(
+        status,
+        StatusCode::BAD_GATEWAY
+            | StatusCode::SERVICE_UNAVAILABLE
+            | StatusCode::GATEWAY_TIMEOUT
+            | StatusCode::INTERNAL_SERVER_ERROR
+    ) {
+        return Err(GraphQlError::Transient {
+            what: what.to_string(),
+            message: format!("GitHub answered {status}"),
+        });
+    }
+    if !status.is_success() {
+        return Err(GraphQlError::Refused {
+            status: status.as_u16(),
+            what: what.to_string(),
+            message: message_of(bytes),
+        });
+    }
+    let envelope: Envelope<T> =
+        serde_json::from_slice(bytes).map_err(|e| GraphQlError::Decode {
+            what: what.to_string(),
+            message: e.to_string(),
+        })?;
+    let limited = envelope
+        .errors
+        .iter()
+        .any(|e| e.kind.as_deref() == Some("RATE_LIMITED"));
+    let timed_out = envelope.errors.iter().any(|e| {
+        let m = e.message.to_ascii_lowercase();
+        m.contains("timeout") || m.contains("timedout") || m.contains("something went wrong")
+    });
+    match envelope.data {
+        _ if limited => Ok(Judged::Wait(primary_reset_wait(headers))),
+        Some(data) => Ok(Judged::Answer(data, envelope.errors)),
+        None if timed_out => Err(GraphQlError::Transient {
+            what: what.to_string(),
+            message: joined(&envelope.errors),
+        }),
+        None => Err(GraphQlError::Query {
+            what: what.to_string(),
+            messages: joined(&envelope.errors),
+        }),
+    }
+}
 /// GitHub's secondary limits sometimes come as a plain 403 naming themselves in the message.
 fn secondary_limit(status: StatusCode, body: &[u8]) -> bool {
     (status == StatusCode::FORBIDDEN || status == StatusCode::TOO_MANY_REQUESTS)

@@ -139,64 +139,9 @@ impl Writer {
         timeout: Duration,
     ) -> Result<Answer, WriteError> {
         let provider = self.provider();
-        let failed = |message: String| WriteError::Failed { provider, message };
         match self {
             Writer::Bedrock { client, model_id } => {
-                use aws_sdk_bedrockruntime::types::{
-                    ContentBlock, ConversationRole, InferenceConfiguration, Message,
-                    SystemContentBlock,
-                };
-                let message = Message::builder()
-                    .role(ConversationRole::User)
-                    .content(ContentBlock::Text(user.to_string()))
-                    .build()
-                    .map_err(|e| failed(e.to_string()))?;
-                let answer = client
-                    .converse()
-                    .model_id(model_id)
-                    .system(SystemContentBlock::Text(system.to_string()))
-                    .messages(message)
-                    .inference_config(
-                        InferenceConfiguration::builder()
-                            .max_tokens(max_tokens)
-                            .temperature(0.2)
-                            .build(),
-                    )
-                    .send()
-                    .await;
-                let output = match answer {
-                    Ok(o) => o,
-                    Err(e) => {
-                        let code = e
-                            .as_service_error()
-                            .and_then(aws_sdk_bedrockruntime::error::ProvideErrorMetadata::code)
-                            .unwrap_or_default()
-                            .to_string();
-                        let message = chronicle_aws::error_message(&e);
-                        return Err(if code == "ThrottlingException" {
-                            WriteError::Throttled { provider, message }
-                        } else {
-                            failed(message)
-                        });
-                    }
-                };
-                let truncated =
-                    output.stop_reason == aws_sdk_bedrockruntime::types::StopReason::MaxTokens;
-                let text: Vec<String> = match output.output {
-                    Some(aws_sdk_bedrockruntime::types::ConverseOutput::Message(m)) => m
-                        .content
-                        .into_iter()
-                        .filter_map(|c| match c {
-                            ContentBlock::Text(t) => Some(t),
-                            _ => None,
-                        })
-                        .collect(),
-                    _ => Vec::new(),
-                };
-                Ok(Answer {
-                    text: text.join("\n"),
-                    truncated,
-                })
+                converse(client, model_id, system, user, max_tokens, provider).await
             }
             Writer::Anthropic {
                 http,
@@ -210,15 +155,11 @@ impl Writer {
                     "system": system,
                     "messages": [{"role": "user", "content": user}],
                 });
-                let answer = post_json(
-                    http.post(format!("{url}/v1/messages"))
-                        .header("x-api-key", key.expose())
-                        .header("anthropic-version", crate::summarizer::ANTHROPIC_VERSION),
-                    &body,
-                    timeout,
-                    provider,
-                )
-                .await?;
+                let request = http
+                    .post(format!("{url}/v1/messages"))
+                    .header("x-api-key", key.expose())
+                    .header("anthropic-version", crate::summarizer::ANTHROPIC_VERSION);
+                let answer = post_json(request, &body, timeout, provider).await?;
                 Ok(Answer {
                     text: answer["content"]
                         .as_array()
@@ -260,6 +201,71 @@ impl Writer {
             }
         }
     }
+}
+
+/// Bedrock's Converse API, once: its text blocks joined, and whether it stopped at its limit.
+async fn converse(
+    client: &aws_sdk_bedrockruntime::Client,
+    model_id: &str,
+    system: &str,
+    user: &str,
+    max_tokens: i32,
+    provider: &'static str,
+) -> Result<Answer, WriteError> {
+    let failed = |message: String| WriteError::Failed { provider, message };
+    use aws_sdk_bedrockruntime::types::{
+        ContentBlock, ConversationRole, InferenceConfiguration, Message, SystemContentBlock,
+    };
+    let message = Message::builder()
+        .role(ConversationRole::User)
+        .content(ContentBlock::Text(user.to_string()))
+        .build()
+        .map_err(|e| failed(e.to_string()))?;
+    let answer = client
+        .converse()
+        .model_id(model_id)
+        .system(SystemContentBlock::Text(system.to_string()))
+        .messages(message)
+        .inference_config(
+            InferenceConfiguration::builder()
+                .max_tokens(max_tokens)
+                .temperature(0.2)
+                .build(),
+        )
+        .send()
+        .await;
+    let output = match answer {
+        Ok(o) => o,
+        Err(e) => {
+            let code = e
+                .as_service_error()
+                .and_then(aws_sdk_bedrockruntime::error::ProvideErrorMetadata::code)
+                .unwrap_or_default()
+                .to_string();
+            let message = chronicle_aws::error_message(&e);
+            return Err(if code == "ThrottlingException" {
+                WriteError::Throttled { provider, message }
+            } else {
+                failed(message)
+            });
+        }
+    };
+    let truncated = output.stop_reason == aws_sdk_bedrockruntime::types::StopReason::MaxTokens;
+    let text: Vec<String> = match output.output {
+        Some(aws_sdk_bedrockruntime::types::ConverseOutput::Message(m)) => m
+            .content
+            .into_iter()
+            .filter_map(|c| match c {
+                ContentBlock::Text(t) => Some(t),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    Ok(Answer {
+        text: text.join("\n"),
+        truncated,
+    })
 }
 
 async fn post_json(

@@ -93,6 +93,91 @@ impl Publisher for NotionPublisher {
 /// Where the pages of one page item are, by label, as this build knows them.
 type Known = BTreeMap<String, NotionPage>;
 
+/// A page's expected children, compared with its live listing.
+struct Children {
+    /// The ids of the children recorded and listed.
+    expected_ids: BTreeSet<String>,
+    /// The children not listed, with their recorded id (`None`: never published).
+    missing: Vec<(DocKey, Option<String>)>,
+    /// For an index: each listed module page's URL, by module.
+    module_urls: BTreeMap<String, String>,
+}
+
+/// The document's child pages against the ids `live_ids` lists: an index's children are its
+/// modules' main pages (from the repository's items), a module page's its archive pages.
+fn children_against(
+    set: &PageSet<'_>,
+    doc: &Document,
+    known: &Known,
+    live_ids: &BTreeSet<String>,
+    is_index: bool,
+) -> Children {
+    let mut children = Children {
+        expected_ids: BTreeSet::new(),
+        missing: Vec::new(),
+        module_urls: BTreeMap::new(),
+    };
+    for child in doc.children() {
+        let (child_id, child_url) = if is_index {
+            let page = set
+                .repo_items
+                .iter()
+                .find(|i| i.module == child.item_module())
+                .and_then(|i| i.notion.get(MAIN_LABEL));
+            (
+                page.and_then(|p| p.id.clone()),
+                page.and_then(|p| p.url.clone()),
+            )
+        } else {
+            let page = known.get(child.label());
+            (page.and_then(|p| p.id.clone()), page.and_then(page_url))
+        };
+        let Some(child_id) = child_id else {
+            // Never published (or forgotten): an index names it once its module is built;
+            // a module page needs its archive page published first.
+            if !is_index {
+                children.missing.push((child.clone(), None));
+            }
+            continue;
+        };
+        if live_ids.contains(&normalize(&child_id)) {
+            children.expected_ids.insert(normalize(&child_id));
+            if let Some(url) = child_url {
+                children
+                    .module_urls
+                    .insert(child.item_module().to_string(), url);
+            }
+        } else {
+            children.missing.push((child.clone(), Some(child_id)));
+        }
+    }
+    children
+}
+
+/// An index's module page URLs, for the modules whose page was listed late.
+fn index_urls(
+    set: &PageSet<'_>,
+    doc: &Document,
+    listed_late: &BTreeSet<String>,
+) -> BTreeMap<String, String> {
+    let mut urls = BTreeMap::new();
+    for child in doc.children() {
+        let page = set
+            .repo_items
+            .iter()
+            .find(|i| i.module == child.item_module())
+            .and_then(|i| i.notion.get(MAIN_LABEL));
+        if let (Some(child_id), Some(url)) =
+            (page.and_then(|p| p.id.as_deref()), page.and_then(page_url))
+        {
+            if listed_late.contains(&normalize(child_id)) {
+                urls.insert(child.item_module().to_string(), url);
+            }
+        }
+    }
+    urls
+}
+
 fn id_of(known: &Known, label: &str) -> Option<String> {
     known.get(label).and_then(|p| p.id.clone())
 }
@@ -342,88 +427,22 @@ impl NotionPublisher {
         };
         let live_ids: BTreeSet<String> = live.iter().map(|c| normalize(&c.id)).collect();
         let is_index = module == INDEX_MODULE;
-        let mut expected_ids: BTreeSet<String> = BTreeSet::new();
-        let mut missing = Vec::new();
-        let mut module_urls: BTreeMap<String, String> = BTreeMap::new();
-        for child in doc.children() {
-            let (child_id, child_url) = if is_index {
-                let page = set
-                    .repo_items
-                    .iter()
-                    .find(|i| i.module == child.item_module())
-                    .and_then(|i| i.notion.get(MAIN_LABEL));
-                (
-                    page.and_then(|p| p.id.clone()),
-                    page.and_then(|p| p.url.clone()),
-                )
-            } else {
-                let page = known.get(child.label());
-                (page.and_then(|p| p.id.clone()), page.and_then(page_url))
-            };
-            let Some(child_id) = child_id else {
-                // Never published (or forgotten): an index names it once its module is built;
-                // a module page needs its archive page published first.
-                if !is_index {
-                    missing.push((child.clone(), None));
-                }
-                continue;
-            };
-            if live_ids.contains(&normalize(&child_id)) {
-                expected_ids.insert(normalize(&child_id));
-                if let Some(url) = child_url {
-                    module_urls.insert(child.item_module().to_string(), url);
-                }
-            } else {
-                missing.push((child.clone(), Some(child_id)));
-            }
-        }
+        let Children {
+            mut expected_ids,
+            mut missing,
+            mut module_urls,
+        } = children_against(set, doc, known, &live_ids, is_index);
         // Not in the listing of the page's top-level children: gone, or moved by a person (into a
         // toggle or a column, or under another page). Made sure of before anything is forgotten:
         // a moved page stays recorded, and is never published a second time.
-        let mut moved = Vec::new();
-        let mut listed_late = BTreeSet::new();
-        for (child, child_id) in &missing {
-            let Some(child_id) = child_id else {
-                continue;
-            };
-            match self.client.page_state(child_id, set.deadline).await? {
-                // Still a top-level child of this page (a listing that lags a create).
-                state @ PageState::Live(_)
-                    if state.parent_page().map(normalize) == Some(normalize(id)) =>
-                {
-                    listed_late.insert(normalize(child_id));
-                }
-                PageState::Live(_) => moved.push(
-                    if is_index {
-                        child.item_module()
-                    } else {
-                        child.label()
-                    }
-                    .to_string(),
-                ),
-                _ => self.ensure_reachable(set).await?,
-            }
-        }
+        let (moved, listed_late) = self.look_for(set, id, is_index, &missing).await?;
         missing.retain(|(_, child_id)| {
             child_id
                 .as_deref()
                 .is_none_or(|c| !listed_late.contains(&normalize(c)))
         });
         if is_index && !listed_late.is_empty() {
-            for child in doc.children() {
-                let page = set
-                    .repo_items
-                    .iter()
-                    .find(|i| i.module == child.item_module())
-                    .and_then(|i| i.notion.get(MAIN_LABEL));
-                if let (Some(child_id), Some(url)) =
-                    (page.and_then(|p| p.id.as_deref()), page.and_then(page_url))
-                {
-                    if listed_late.contains(&normalize(child_id)) {
-                        module_urls.insert(child.item_module().to_string(), url);
-                    }
-                }
-            }
+            module_urls.extend(index_urls(set, doc, &listed_late));
         }
         expected_ids.extend(listed_late);
         if !moved.is_empty() {
@@ -474,6 +493,43 @@ impl NotionPublisher {
                 .await?),
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// Where the children missing from page `id`'s listing are: moved by a person (their labels,
+    /// or modules for an index), or still top-level children the listing lagged behind (their
+    /// ids). One that is gone leaves both empty; a parent no longer shared is an error.
+    async fn look_for(
+        &self,
+        set: &PageSet<'_>,
+        id: &str,
+        is_index: bool,
+        missing: &[(DocKey, Option<String>)],
+    ) -> Result<(Vec<String>, BTreeSet<String>), PublishError> {
+        let mut moved = Vec::new();
+        let mut listed_late = BTreeSet::new();
+        for (child, child_id) in missing {
+            let Some(child_id) = child_id else {
+                continue;
+            };
+            match self.client.page_state(child_id, set.deadline).await? {
+                // Still a top-level child of this page (a listing that lags a create).
+                state @ PageState::Live(_)
+                    if state.parent_page().map(normalize) == Some(normalize(id)) =>
+                {
+                    listed_late.insert(normalize(child_id));
+                }
+                PageState::Live(_) => moved.push(
+                    if is_index {
+                        child.item_module()
+                    } else {
+                        child.label()
+                    }
+                    .to_string(),
+                ),
+                _ => self.ensure_reachable(set).await?,
+            }
+        }
+        Ok((moved, listed_late))
     }
 
     /// Replaces a page whose children were listed lately at once, naming the children it

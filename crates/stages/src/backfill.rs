@@ -192,22 +192,8 @@ impl Backfill<'_> {
                 report.elapsed = started.elapsed();
                 return Ok(report);
             }
-            if let Some(rate) = &report.last_rate {
-                let expected = expected_cost(size) + options.reserve_points;
-                let wait = rate.reset_at - OffsetDateTime::now_utc();
-                if rate.remaining < expected && wait.is_positive() {
-                    let wait =
-                        Duration::try_from(wait).unwrap_or_default() + Duration::from_secs(1);
-                    progress.waiting(
-                        wait,
-                        "GitHub's hourly points are spent: waiting for resetAt",
-                    );
-                    tracing::info!(%repo, remaining = rate.remaining, wait_s = wait.as_secs(), "waiting for GitHub's rate limit to reset");
-                    tokio::time::sleep(wait).await;
-                    report.waited += wait;
-                    report.last_rate = None;
-                }
-            }
+            self.wait_for_points(&mut report, size, options, progress)
+                .await;
             let requests_before = self.github.requests();
             // A page never reaches past --limit, so the cursor can always move to its end.
             let first = options
@@ -247,46 +233,9 @@ impl Backfill<'_> {
             // Back towards the configured size after a success.
             size = (size.saturating_mul(2)).min(options.page_size);
 
-            // Ordered by creation: nothing created after `until` can be merged before it.
-            let mut past_until = false;
-            let mut chosen = Vec::new();
-            for pull in page.pulls {
-                if options.until.is_some_and(|u| pull.created_at > u) {
-                    past_until = true;
-                    break;
-                }
-                let merged = pull.pr.merged_at;
-                if options.since.is_some_and(|s| merged < s)
-                    || options.until.is_some_and(|u| merged > u)
-                {
-                    report.outside_window += 1;
-                    continue;
-                }
-                taken += 1;
-                chosen.push(pull);
-            }
-            let results: Vec<Result<Imported, BackfillError>> = futures::stream::iter(chosen)
-                .map(|pull| self.import(pull, &delivery, options))
-                .buffer_unordered(WRITE_CONCURRENCY)
-                .collect()
-                .await;
-            for result in results {
-                let Imported {
-                    outcome,
-                    rate,
-                    requests,
-                } = result?;
-                report.requests += requests;
-                if rate.is_some() {
-                    self.spend(&mut report, rate);
-                }
-                match outcome.upsert {
-                    UpsertOutcome::Inserted => report.imported += 1,
-                    UpsertOutcome::Updated => report.updated += 1,
-                    UpsertOutcome::Unchanged { .. } => report.unchanged += 1,
-                }
-                report.enriched += u64::from(outcome.enriched);
-            }
+            let (chosen, past_until) = choose(page.pulls, options, &mut report, &mut taken);
+            self.import_all(chosen, &delivery, options, &mut report)
+                .await?;
             let finished = page.next.is_none() || past_until;
             if let Some(end) = page.end_cursor {
                 checkpoint.cursor = Some(end);
@@ -303,6 +252,65 @@ impl Backfill<'_> {
                 return Ok(report);
             }
         }
+    }
+
+    /// Waits for GitHub's `resetAt` when the points left would not pay for the next page.
+    async fn wait_for_points(
+        &self,
+        report: &mut BackfillReport,
+        size: u32,
+        options: &BackfillOptions,
+        progress: &dyn Progress,
+    ) {
+        let Some(rate) = &report.last_rate else {
+            return;
+        };
+        let expected = expected_cost(size) + options.reserve_points;
+        let wait = rate.reset_at - OffsetDateTime::now_utc();
+        if rate.remaining < expected && wait.is_positive() {
+            let wait = Duration::try_from(wait).unwrap_or_default() + Duration::from_secs(1);
+            progress.waiting(
+                wait,
+                "GitHub's hourly points are spent: waiting for resetAt",
+            );
+            tracing::info!(repo = %options.repo, remaining = rate.remaining, wait_s = wait.as_secs(), "waiting for GitHub's rate limit to reset");
+            tokio::time::sleep(wait).await;
+            report.waited += wait;
+            report.last_rate = None;
+        }
+    }
+
+    /// Imports a page's chosen pulls, a few at a time, and counts what each write did.
+    async fn import_all(
+        &self,
+        chosen: Vec<GraphPull>,
+        delivery: &Delivery,
+        options: &BackfillOptions,
+        report: &mut BackfillReport,
+    ) -> Result<(), BackfillError> {
+        let results: Vec<Result<Imported, BackfillError>> = futures::stream::iter(chosen)
+            .map(|pull| self.import(pull, delivery, options))
+            .buffer_unordered(WRITE_CONCURRENCY)
+            .collect()
+            .await;
+        for result in results {
+            let Imported {
+                outcome,
+                rate,
+                requests,
+            } = result?;
+            report.requests += requests;
+            if rate.is_some() {
+                self.spend(report, rate);
+            }
+            match outcome.upsert {
+                UpsertOutcome::Inserted => report.imported += 1,
+                UpsertOutcome::Updated => report.updated += 1,
+                UpsertOutcome::Unchanged { .. } => report.unchanged += 1,
+            }
+            report.enriched += u64::from(outcome.enriched);
+        }
+        Ok(())
     }
 
     fn spend(&self, report: &mut BackfillReport, rate: Option<RateLimit>) {
@@ -395,4 +403,28 @@ fn add_to(checkpoint: &mut Checkpoint, base: &Checkpoint, report: &BackfillRepor
     checkpoint.pages = base.pages + report.pages;
     checkpoint.total = report.total;
     checkpoint.updated_at = rfc3339_millis(OffsetDateTime::now_utc());
+}
+
+/// The page's pulls merged inside the window, counted into `taken`, and whether the page reached
+/// past `until` (ordered by creation: nothing created after `until` can be merged before it).
+fn choose(
+    pulls: Vec<GraphPull>,
+    options: &BackfillOptions,
+    report: &mut BackfillReport,
+    taken: &mut u64,
+) -> (Vec<GraphPull>, bool) {
+    let mut chosen = Vec::new();
+    for pull in pulls {
+        if options.until.is_some_and(|u| pull.created_at > u) {
+            return (chosen, true);
+        }
+        let merged = pull.pr.merged_at;
+        if options.since.is_some_and(|s| merged < s) || options.until.is_some_and(|u| merged > u) {
+            report.outside_window += 1;
+            continue;
+        }
+        *taken += 1;
+        chosen.push(pull);
+    }
+    (chosen, false)
 }

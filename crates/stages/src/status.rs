@@ -174,39 +174,7 @@ pub async fn gather(
         }
         report.pending_total += count;
         if count > 0 {
-            // The row waiting longest is the one received first; the index is sorted by merge
-            // time, so its rows are read (projected, at most OLDEST_ROWS_READ per shard).
-            let mut start = None;
-            let mut read = 0usize;
-            loop {
-                let page = sources.prs.pending_page(&shard, start, 500).await?;
-                read += page.rows.len();
-                for row in page.rows {
-                    let older = match (&report.oldest_pending, &row.received_at) {
-                        (None, _) => true,
-                        (Some(o), Some(r)) => o.received_at.as_ref().is_none_or(|or| r < or),
-                        (Some(_), None) => false,
-                    };
-                    if older {
-                        let age = row
-                            .received_at
-                            .as_deref()
-                            .and_then(parse_rfc3339)
-                            .map(|t| (now - t).whole_seconds());
-                        report.oldest_pending = Some(OldestPending {
-                            repo: row.repo.to_string(),
-                            number: row.number,
-                            merged_at: row.merged_at,
-                            received_at: row.received_at,
-                            age_seconds: age,
-                        });
-                    }
-                }
-                match page.next {
-                    Some(next) if read < OLDEST_ROWS_READ => start = Some(next),
-                    _ => break,
-                }
-            }
+            oldest_in(sources.prs, &shard, now, &mut report.oldest_pending).await?;
         }
         report.pending.insert(shard, count);
     }
@@ -214,44 +182,7 @@ pub async fn gather(
     report.failed = sources.prs.count_failed().await?;
 
     for q in sources.queues {
-        let out = sources
-            .sqs
-            .get_queue_attributes()
-            .queue_url(&q.url)
-            .attribute_names(aws_sdk_sqs::types::QueueAttributeName::All)
-            .send()
-            .await
-            .map_err(|e| StatusError::Queue {
-                queue: q.name.clone(),
-                message: crate::aws::error_message(&e),
-            })?;
-        let attribute = |name: aws_sdk_sqs::types::QueueAttributeName| {
-            out.attributes()
-                .and_then(|a| a.get(&name))
-                .and_then(|v| v.parse::<u64>().ok())
-                .unwrap_or(0)
-        };
-        use aws_sdk_sqs::types::QueueAttributeName as A;
-        let visible = attribute(A::ApproximateNumberOfMessages);
-        let oldest_age_seconds = if q.dead_letter && visible > 0 {
-            // Without sqs:ReceiveMessage (a read-only operator) the age is left out.
-            dlq_oldest_age(sources.sqs, &q.url, now)
-                .await
-                .unwrap_or_else(|message| {
-                    tracing::warn!(queue = %q.name, %message, "could not look at the DLQ's messages");
-                    None
-                })
-        } else {
-            None
-        };
-        report.queues.push(QueueDepth {
-            name: q.name.clone(),
-            dead_letter: q.dead_letter,
-            visible,
-            in_flight: attribute(A::ApproximateNumberOfMessagesNotVisible),
-            delayed: attribute(A::ApproximateNumberOfMessagesDelayed),
-            oldest_age_seconds,
-        });
+        report.queues.push(depth_of(sources.sqs, q, now).await?);
     }
 
     let stale = sources.pages.stale_pages().await?;
@@ -288,6 +219,92 @@ pub async fn gather(
 
     report.attention = attention(&report);
     Ok(report)
+}
+
+/// The row of `shard` received first, if older than `oldest`. The index is sorted by merge
+/// time, so its rows are read (projected, at most [`OLDEST_ROWS_READ`] per shard).
+async fn oldest_in(
+    prs: &PrStore,
+    shard: &str,
+    now: OffsetDateTime,
+    oldest: &mut Option<OldestPending>,
+) -> Result<(), StatusError> {
+    let mut start = None;
+    let mut read = 0usize;
+    loop {
+        let page = prs.pending_page(shard, start, 500).await?;
+        read += page.rows.len();
+        for row in page.rows {
+            let older = match (&*oldest, &row.received_at) {
+                (None, _) => true,
+                (Some(o), Some(r)) => o.received_at.as_ref().is_none_or(|or| r < or),
+                (Some(_), None) => false,
+            };
+            if older {
+                let age = row
+                    .received_at
+                    .as_deref()
+                    .and_then(parse_rfc3339)
+                    .map(|t| (now - t).whole_seconds());
+                *oldest = Some(OldestPending {
+                    repo: row.repo.to_string(),
+                    number: row.number,
+                    merged_at: row.merged_at,
+                    received_at: row.received_at,
+                    age_seconds: age,
+                });
+            }
+        }
+        match page.next {
+            Some(next) if read < OLDEST_ROWS_READ => start = Some(next),
+            _ => return Ok(()),
+        }
+    }
+}
+
+/// A queue's depth from `GetQueueAttributes`; for a DLQ with messages, its oldest one's age.
+async fn depth_of(
+    sqs: &aws_sdk_sqs::Client,
+    q: &QueueRef,
+    now: OffsetDateTime,
+) -> Result<QueueDepth, StatusError> {
+    use aws_sdk_sqs::types::QueueAttributeName as A;
+    let out = sqs
+        .get_queue_attributes()
+        .queue_url(&q.url)
+        .attribute_names(A::All)
+        .send()
+        .await
+        .map_err(|e| StatusError::Queue {
+            queue: q.name.clone(),
+            message: crate::aws::error_message(&e),
+        })?;
+    let attribute = |name: A| {
+        out.attributes()
+            .and_then(|a| a.get(&name))
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let visible = attribute(A::ApproximateNumberOfMessages);
+    let oldest_age_seconds = if q.dead_letter && visible > 0 {
+        // Without sqs:ReceiveMessage (a read-only operator) the age is left out.
+        dlq_oldest_age(sqs, &q.url, now)
+            .await
+            .unwrap_or_else(|message| {
+                tracing::warn!(queue = %q.name, %message, "could not look at the DLQ's messages");
+                None
+            })
+    } else {
+        None
+    };
+    Ok(QueueDepth {
+        name: q.name.clone(),
+        dead_letter: q.dead_letter,
+        visible,
+        in_flight: attribute(A::ApproximateNumberOfMessagesNotVisible),
+        delayed: attribute(A::ApproximateNumberOfMessagesDelayed),
+        oldest_age_seconds,
+    })
 }
 
 /// What needs a person: given-up rows, messages in a DLQ, pages whose build fails, a pending
