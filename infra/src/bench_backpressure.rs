@@ -99,29 +99,7 @@ pub async fn run(sdk: &SdkConfig, scenario: &Scenario) -> anyhow::Result<Outcome
     let prs = PrStore::new(client.clone(), table.clone());
 
     // The import: rows stored enriched (as backfill writes them), all pending.
-    let spec = HistorySpec {
-        prs: scenario.rows,
-        modules: 30,
-        per_day: 6.0,
-        seed: 4_242,
-        end: OffsetDateTime::now_utc() - time::Duration::days(1),
-    };
-    let now = OffsetDateTime::now_utc();
-    let repo = RepoName::parse(REPO)?;
-    for pr in history(&spec) {
-        let enrichment = crate::synthetic::enrichment(&pr).attributes(500);
-        let delivery = Delivery {
-            id: format!("import-{}", pr.number),
-            received_at: now,
-        };
-        prs.import(
-            &crate::synthetic::merged_pr(&repo, &pr),
-            &delivery,
-            enrichment,
-            now,
-        )
-        .await?;
-    }
+    import(&prs, scenario.rows).await?;
 
     let settings = QueueSettings {
         batch_size: 10,
@@ -195,8 +173,51 @@ pub async fn run(sdk: &SdkConfig, scenario: &Scenario) -> anyhow::Result<Outcome
     stop_tx.send(true)?;
     consumer.await?;
 
+    count_claims(&client, &table.table_name, &mut outcome).await?;
+    outcome.dlq_messages = queue_depth(&sqs, &dlq_url).await?;
+    outcome.summaries = calls.load(Ordering::Relaxed);
+    for (_, name) in &names {
+        client.delete_table().table_name(name).send().await.ok();
+    }
+    Ok(outcome)
+}
+
+/// Stores `rows` PRs enriched and pending, as a backfill leaves them.
+async fn import(prs: &PrStore, rows: usize) -> anyhow::Result<()> {
+    let spec = HistorySpec {
+        prs: rows,
+        modules: 30,
+        per_day: 6.0,
+        seed: 4_242,
+        end: OffsetDateTime::now_utc() - time::Duration::days(1),
+    };
+    let now = OffsetDateTime::now_utc();
+    let repo = RepoName::parse(REPO)?;
+    for pr in history(&spec) {
+        let enrichment = crate::synthetic::enrichment(&pr).attributes(500);
+        let delivery = Delivery {
+            id: format!("import-{}", pr.number),
+            received_at: now,
+        };
+        prs.import(
+            &crate::synthetic::merged_pr(&repo, &pr),
+            &delivery,
+            enrichment,
+            now,
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// Counts the rows summarized and the rows claimed more than once.
+async fn count_claims(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+    outcome: &mut Outcome,
+) -> anyhow::Result<()> {
     let mut claims: BTreeMap<u64, u64> = BTreeMap::new();
-    for item in scan(&client, &table.table_name).await? {
+    for item in scan(client, table).await? {
         let number: u64 = item
             .get(attr::PR_NUMBER)
             .and_then(|n| n.as_n().ok())
@@ -213,12 +234,7 @@ pub async fn run(sdk: &SdkConfig, scenario: &Scenario) -> anyhow::Result<Outcome
         claims.insert(number, attempts);
     }
     outcome.claimed_twice = claims.values().filter(|&&a| a > 1).count();
-    outcome.dlq_messages = queue_depth(&sqs, &dlq_url).await?;
-    outcome.summaries = calls.load(Ordering::Relaxed);
-    for (_, name) in &names {
-        client.delete_table().table_name(name).send().await.ok();
-    }
-    Ok(outcome)
+    Ok(())
 }
 
 /// Every row (a measurement after the run, not product code).

@@ -196,10 +196,112 @@ async fn one_size(
     let split = size.saturating_sub(options.measured);
 
     // The history before: summarized rows and their entries, written in bulk.
-    let mut rows: Vec<Item> = Vec::with_capacity(split);
+    let years = load_before(&client, &names, &entries, &history[..split], &modules).await?;
+    let scratch = std::env::temp_dir().join(format!("chronicle-bench-history-{id}"));
+    let counting = Arc::new(Counting {
+        inner: MarkdownPublisher::new(&scratch),
+        builds: Mutex::default(),
+    });
+    // The pages of the history, built once (what a backfill ends with).
+    build_all(&entries, &pages, counting.clone(), &modules, &years).await?;
+    let load_seconds = started.elapsed().as_secs_f64();
+    counting.builds.lock().unwrap().clear();
+
+    // The last PRs: stored and enriched as the pipeline does, summarized one message at a time
+    // while the builder ticks.
+    store_merged(&prs, &repo, &history[split..]).await?;
+    let handler = Arc::new(SummarizeHandler::new(
+        prs.clone(),
+        entries.clone(),
+        pages.clone(),
+        modules.clone(),
+        5,
+    ));
+    let builder = Arc::new(
+        PageBuilder::new(
+            entries.clone(),
+            pages.clone(),
+            counting.clone(),
+            modules.clone(),
+            options.rebuild,
+        )
+        .with_concurrency(2),
+    );
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let ticking = tick_until(builder.clone(), stop.clone(), options.tick);
+    let burst = Instant::now();
+    let (per_message, reads, writes) = summarize_each(&handler, &meter, &history[split..]).await?;
+    let burst_seconds = burst.elapsed().as_secs_f64();
+    // Let the builder finish the burst's pages, then stop it.
+    let drain = Instant::now() + options.rebuild * 3 + Duration::from_secs(120);
+    while Instant::now() < drain && !pages.stale_pages().await?.is_empty() {
+        tokio::time::sleep(options.tick).await;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let reports = ticking.await?;
+    let builds: usize = reports.iter().map(|(r, _)| r.built).sum();
+    let build_reads: u64 = reports.iter().map(|(r, _)| r.items_read).sum();
+    let build_ms: f64 = reports
+        .iter()
+        .filter(|(r, _)| r.built > 0)
+        .map(|(_, d)| d.as_secs_f64() * 1000.0)
+        .sum();
+    let max_builds_per_module = counting
+        .builds
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(m, _)| m.as_str() != stages::store::INDEX_MODULE)
+        .map(|(_, n)| *n)
+        .max()
+        .unwrap_or(0);
+    // The builder's peak heap: one tick rebuilding the three busiest modules' current year.
+    let builder_peak_bytes = builder_peak(
+        &entries,
+        &pages,
+        counting.clone(),
+        &modules,
+        years.keys(),
+        spec.end.year(),
+    )
+    .await?;
+    let _ = std::fs::remove_dir_all(&scratch);
+    for (_, name) in &names {
+        let _ = client.delete_table().table_name(name).send().await;
+    }
+    let measured = per_message.len();
+    Ok(HistoryFigures {
+        prs: size,
+        measured,
+        load_seconds,
+        items_read_per_pr: reads as f64 / measured.max(1) as f64,
+        writes_per_pr: writes as f64 / measured.max(1) as f64,
+        ms_per_message: crate::bench::figures(per_message).median,
+        builds,
+        items_read_per_build: build_reads as f64 / builds.max(1) as f64,
+        ms_per_build: build_ms / builds.max(1) as f64,
+        max_builds_per_module,
+        burst_seconds,
+        build_bound: (burst_seconds / options.rebuild.as_secs_f64().max(0.001)).floor() as usize
+            + 1,
+        builder_peak_bytes,
+    })
+}
+
+/// Writes `before` as summarized rows with their entries, in bulk (what a backfill and its
+/// summaries leave); the years each module has entries in.
+async fn load_before(
+    client: &aws_sdk_dynamodb::Client,
+    names: &[(&str, String); 3],
+    entries: &EntryStore,
+    before: &[SyntheticPr],
+    modules: &ModulesConfig,
+) -> anyhow::Result<BTreeMap<String, std::collections::BTreeSet<i32>>> {
+    let repo = RepoName::parse(REPO)?;
+    let mut rows: Vec<Item> = Vec::with_capacity(before.len());
     let mut entry_items: Vec<Item> = Vec::new();
     let mut years: BTreeMap<String, std::collections::BTreeSet<i32>> = BTreeMap::new();
-    for pr in &history[..split] {
+    for pr in before {
         let mut item = stored_row(&repo, pr);
         let row = PrRow::from_item(&item)?;
         let paths: Vec<&str> = pr.files.iter().map(|f| f.path.as_str()).collect();
@@ -248,23 +350,28 @@ async fn one_size(
         );
         rows.push(item);
     }
-    crate::bench::write_items(&client, &names[0].1, rows.into_iter()).await?;
-    crate::bench::write_items(&client, &names[1].1, entry_items.into_iter()).await?;
+    crate::bench::write_items(client, &names[0].1, rows.into_iter()).await?;
+    crate::bench::write_items(client, &names[1].1, entry_items.into_iter()).await?;
+    Ok(years)
+}
+
+/// Marks every module's years stale and builds their pages until none is left stale.
+async fn build_all(
+    entries: &EntryStore,
+    pages: &PageStore,
+    counting: Arc<Counting>,
+    modules: &ModulesConfig,
+    years: &BTreeMap<String, std::collections::BTreeSet<i32>>,
+) -> anyhow::Result<()> {
     let now = OffsetDateTime::now_utc();
-    for (module, ys) in &years {
+    for (module, ys) in years {
         let ys: Vec<i32> = ys.iter().copied().collect();
         pages.mark_stale(REPO, module, &ys, now).await?;
     }
-    let scratch = std::env::temp_dir().join(format!("chronicle-bench-history-{id}"));
-    let counting = Arc::new(Counting {
-        inner: MarkdownPublisher::new(&scratch),
-        builds: Mutex::default(),
-    });
-    // The pages of the history, built once (what a backfill ends with).
     let initial = PageBuilder::new(
         entries.clone(),
         pages.clone(),
-        counting.clone(),
+        counting,
         modules.clone(),
         Duration::ZERO,
     )
@@ -275,72 +382,41 @@ async fn one_size(
             .tick(OffsetDateTime::now_utc(), deadline, "bench-initial")
             .await?;
         if pages.stale_pages().await?.is_empty() {
-            break;
+            return Ok(());
         }
     }
-    let load_seconds = started.elapsed().as_secs_f64();
-    counting.builds.lock().unwrap().clear();
+}
 
-    // The last PRs: stored and enriched as the pipeline does, summarized one message at a time
-    // while the builder ticks.
-    for pr in &history[split..] {
-        let merged = crate::synthetic::merged_pr(&repo, pr);
+/// Stores and enriches each PR as the webhook and the enrich stage would.
+async fn store_merged(
+    prs: &PrStore,
+    repo: &RepoName,
+    merged: &[SyntheticPr],
+) -> anyhow::Result<()> {
+    for pr in merged {
         prs.upsert(
-            &merged,
+            &crate::synthetic::merged_pr(repo, pr),
             &Delivery {
                 id: format!("bench-{}", pr.number),
                 received_at: pr.merged_at,
             },
         )
         .await?;
-        crate::synthetic::enrich(&prs, &repo, pr).await?;
+        crate::synthetic::enrich(prs, repo, pr).await?;
     }
-    let handler = Arc::new(SummarizeHandler::new(
-        prs.clone(),
-        entries.clone(),
-        pages.clone(),
-        modules.clone(),
-        5,
-    ));
-    let builder = Arc::new(
-        PageBuilder::new(
-            entries.clone(),
-            pages.clone(),
-            counting.clone(),
-            modules.clone(),
-            options.rebuild,
-        )
-        .with_concurrency(2),
-    );
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let ticking = {
-        let (builder, stop, tick) = (builder.clone(), stop.clone(), options.tick);
-        tokio::spawn(async move {
-            let mut reports = Vec::new();
-            let mut tick_no = 0u64;
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                tick_no += 1;
-                let t0 = Instant::now();
-                let report = builder
-                    .tick(
-                        OffsetDateTime::now_utc(),
-                        Instant::now() + Duration::from_secs(300),
-                        &format!("bench-{tick_no}"),
-                    )
-                    .await;
-                if let Ok(r) = report {
-                    reports.push((r, t0.elapsed()));
-                }
-                tokio::time::sleep(tick).await;
-            }
-            reports
-        })
-    };
-    let burst = Instant::now();
+    Ok(())
+}
+
+/// Summarizes each PR as one queue message would, in order: each message's milliseconds, and
+/// the items read and write requests they all made.
+async fn summarize_each(
+    handler: &SummarizeHandler,
+    meter: &Meter,
+    prs: &[SyntheticPr],
+) -> anyhow::Result<(Vec<f64>, u64, u64)> {
     let mut per_message = Vec::new();
-    let mut reads = 0u64;
-    let mut writes = 0u64;
-    for pr in &history[split..] {
+    let (mut reads, mut writes) = (0u64, 0u64);
+    for pr in prs {
         let mut message = SqsMessage::default();
         message.message_id = Some(format!("bench-{}", pr.number));
         message.body = Some(format!(r#"{{"repo":"{REPO}","prNumber":{}}}"#, pr.number));
@@ -358,45 +434,60 @@ async fn one_size(
         reads += used.items_read;
         writes += used.write_requests;
     }
-    let burst_seconds = burst.elapsed().as_secs_f64();
-    // Let the builder finish the burst's pages, then stop it.
-    let drain = Instant::now() + options.rebuild * 3 + Duration::from_secs(120);
-    while Instant::now() < drain && !pages.stale_pages().await?.is_empty() {
-        tokio::time::sleep(options.tick).await;
-    }
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let reports = ticking.await?;
-    let builds: usize = reports.iter().map(|(r, _)| r.built).sum();
-    let build_reads: u64 = reports.iter().map(|(r, _)| r.items_read).sum();
-    let build_ms: f64 = reports
-        .iter()
-        .filter(|(r, _)| r.built > 0)
-        .map(|(_, d)| d.as_secs_f64() * 1000.0)
-        .sum();
-    let max_builds_per_module = counting
-        .builds
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|(m, _)| m.as_str() != stages::store::INDEX_MODULE)
-        .map(|(_, n)| *n)
-        .max()
-        .unwrap_or(0);
-    // The builder's peak heap: one tick rebuilding the three busiest modules' current year.
-    let mut busiest: Vec<(String, usize)> = years.keys().map(|m| (m.clone(), 0)).collect();
+    Ok((per_message, reads, writes))
+}
+
+/// Ticks the builder every `tick` until `stop`: each tick's report and how long it took.
+fn tick_until(
+    builder: Arc<PageBuilder>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    tick: Duration,
+) -> tokio::task::JoinHandle<Vec<(stages::builder::BuildReport, Duration)>> {
+    tokio::spawn(async move {
+        let mut reports = Vec::new();
+        let mut tick_no = 0u64;
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            tick_no += 1;
+            let t0 = Instant::now();
+            let report = builder
+                .tick(
+                    OffsetDateTime::now_utc(),
+                    Instant::now() + Duration::from_secs(300),
+                    &format!("bench-{tick_no}"),
+                )
+                .await;
+            if let Ok(r) = report {
+                reports.push((r, t0.elapsed()));
+            }
+            tokio::time::sleep(tick).await;
+        }
+        reports
+    })
+}
+
+/// The builder's peak heap over one tick rebuilding the three busiest modules' `year`.
+async fn builder_peak(
+    entries: &EntryStore,
+    pages: &PageStore,
+    counting: Arc<Counting>,
+    modules: &ModulesConfig,
+    modules_built: impl Iterator<Item = &String>,
+    year: i32,
+) -> anyhow::Result<usize> {
+    let mut busiest: Vec<(String, usize)> = modules_built.map(|m| (m.clone(), 0)).collect();
     for (module, count) in busiest.iter_mut() {
-        *count = entries.year(REPO, module, spec.end.year()).await?.len();
+        *count = entries.year(REPO, module, year).await?.len();
     }
     busiest.sort_by_key(|b| std::cmp::Reverse(b.1));
     for (module, _) in busiest.iter().take(3) {
         pages
-            .mark_stale(REPO, module, &[spec.end.year()], OffsetDateTime::now_utc())
+            .mark_stale(REPO, module, &[year], OffsetDateTime::now_utc())
             .await?;
     }
     let peak_builder = PageBuilder::new(
         entries.clone(),
         pages.clone(),
-        counting.clone(),
+        counting,
         modules.clone(),
         Duration::ZERO,
     )
@@ -410,28 +501,7 @@ async fn one_size(
             "bench-peak",
         )
         .await?;
-    let builder_peak_bytes = crate::alloc::peak().saturating_sub(base);
-    let _ = std::fs::remove_dir_all(&scratch);
-    for (_, name) in &names {
-        let _ = client.delete_table().table_name(name).send().await;
-    }
-    let measured = per_message.len();
-    Ok(HistoryFigures {
-        prs: size,
-        measured,
-        load_seconds,
-        items_read_per_pr: reads as f64 / measured.max(1) as f64,
-        writes_per_pr: writes as f64 / measured.max(1) as f64,
-        ms_per_message: crate::bench::figures(per_message).median,
-        builds,
-        items_read_per_build: build_reads as f64 / builds.max(1) as f64,
-        ms_per_build: build_ms / builds.max(1) as f64,
-        max_builds_per_module,
-        burst_seconds,
-        build_bound: (burst_seconds / options.rebuild.as_secs_f64().max(0.001)).floor() as usize
-            + 1,
-        builder_peak_bytes,
-    })
+    Ok(crate::alloc::peak().saturating_sub(base))
 }
 
 /// The row as the webhook and the enrich stage leave it.

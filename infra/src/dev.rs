@@ -114,34 +114,14 @@ impl DevStack {
     /// Starts everything. Configuration is the functions' own (`WebhookConfig`), with local
     /// defaults for the table name and the secret.
     pub async fn start(options: DevOptions) -> anyhow::Result<Self> {
-        let overridden = |k: &str| {
-            options
-                .overrides
-                .iter()
-                .find(|(name, _)| name == k)
-                .map(|(_, v)| v.clone())
-        };
-        let lookup = |k: &str| match (k, &options.table_name) {
-            _ if overridden(k).is_some() => overridden(k),
-            (TABLE_NAME, Some(name)) => Some(name.clone()),
-            (TABLE_NAME, None) => {
-                Some(std::env::var(k).unwrap_or_else(|_| crate::stack::DEFAULT_TABLE.to_string()))
-            }
-            _ => std::env::var(k).ok(),
-        };
+        let lookup = |k: &str| options.lookup(k);
         let mut config = WebhookConfig::from_lookup(&lookup)?;
         if config.secret == SecretSource::Unset && !config.insecure_no_signature {
             config.secret = SecretSource::Plain(Secret::new(DEV_SECRET));
         }
 
-        let (emulator, endpoint) = match options.endpoint {
-            Some(endpoint) => (None, endpoint),
-            None => {
-                let emulator = Emulator::start(options.emulator_port).await?;
-                let endpoint = emulator.endpoint().to_string();
-                (Some(emulator), endpoint)
-            }
-        };
+        let (emulator, endpoint) =
+            emulator_for(options.endpoint.clone(), options.emulator_port).await?;
         let sdk = emulator::sdk_config(&endpoint).await;
         let client = aws_sdk_dynamodb::Client::new(&sdk);
         let entries_table =
@@ -156,45 +136,23 @@ impl DevStack {
         )
         .await?;
 
-        let secret = config.secret.resolve(&sdk).await?;
-        let verifier = match &secret {
-            Some(s) => Verifier::Secret(s.clone()),
-            None => Verifier::InsecureNoSignature,
-        };
-        let store = PrStore::new(client.clone(), config.table.clone());
-        // The hooks that deliver go to the pages table, as in AWS (`chronicle redeliver` reads
-        // them).
-        let handler = Arc::new(
-            WebhookHandler::new(store, verifier, config.max_body_bytes).with_hooks(
-                stages::store::HookStore::new(client.clone(), pages_table.clone()),
-            ),
-        );
+        let (handler, secret) = webhook(&config, &sdk, &client, &pages_table).await?;
 
         // The stream event source moto lacks, emulated with the template's settings.
-        let mut enrich_config = EnrichConfig::from_lookup(&lookup)?;
-        enrich_config.table = config.table.clone();
-        // Repository contexts live in the pages table.
-        enrich_config.pages_table = Some(pages_table.clone());
-        let enrich = Arc::new(EnrichHandler::from_config(&enrich_config, &sdk).await?);
         let template = Template::bundled()?;
-        let settings = EventSourceSettings::from_template(&template, "EnrichFunction", "PrStream")?;
         let sqs = aws_sdk_sqs::Client::new(&sdk);
-        let dlq_name = format!("{}-enrich-stream-dlq", config.table.table_name);
-        let stream_dlq_url = streams::ensure_queue(&sqs, &dlq_name).await?;
-        let source = StreamEventSource::new(
+        let (stop_workers, stop) = tokio::sync::watch::channel(false);
+        let (enrich, stream_dlq_url, stream_worker) = start_stream(
             &sdk,
-            &config.table.table_name,
-            stream_dlq_url.clone(),
-            settings,
+            &lookup,
+            &config.table,
+            &pages_table,
+            &template,
+            &sqs,
+            stop.clone(),
         )
         .await?;
-        let (stop_workers, stop) = tokio::sync::watch::channel(false);
-        let handler_fn = enrich_batch_handler(enrich.clone());
-        let mut workers = vec![tokio::spawn(source.run(
-            handler_fn,
-            STREAM_POLL_INTERVAL,
-            stop.clone(),
-        ))];
+        let mut workers = vec![stream_worker];
 
         // The summarize queue with its redrive policy, as the template declares them.
         let queue_settings = QueueSettings::from_template(
@@ -209,18 +167,15 @@ impl DevStack {
         let queue_arn = queues::queue_arn(&sqs, &summarize_queue_url).await?;
 
         // The schedule moto lacks: the sweeper, ticked.
-        let enabled = enrich.enabled().to_string();
-        let sweeper_config = SweeperConfig::from_lookup(&|k: &str| match k {
-            SUMMARIZE_QUEUE_URL => Some(summarize_queue_url.clone()),
-            ENRICH_ENABLED => Some(enabled.clone()),
-            _ => lookup(k),
-        })?;
-        let sweeper = Arc::new(Sweeper::new(
-            store_for(&sdk, &config.table),
-            sqs.clone(),
-            &sweeper_config,
-        ));
         let sweeps_paused = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let sweeper = sweeper(
+            &lookup,
+            &sdk,
+            &config.table,
+            &sqs,
+            &enrich,
+            &summarize_queue_url,
+        )?;
         workers.push(tokio::spawn(tick_sweeper(
             sweeper,
             options.sweep_interval,
@@ -254,21 +209,18 @@ impl DevStack {
             options.sweep_interval,
             stop.clone(),
         )));
-        let summarize = SummarizeHandler::from_config(&summarize_config, &sdk).await?;
-        let summarize =
-            Arc::new(summarize.with_dead_letter_queue(sqs.clone(), summarize_dlq_url.clone()));
-        let queue_source = SqsEventSource::new(
-            sqs.clone(),
-            summarize_queue_url.clone(),
-            queue_arn,
-            queue_settings,
+        workers.push(
+            start_summarize(
+                &summarize_config,
+                &sdk,
+                &sqs,
+                (&summarize_queue_url, &summarize_dlq_url),
+                queue_arn,
+                queue_settings,
+                stop,
+            )
+            .await?,
         );
-        let summarize_fn = summarize_batch_handler(summarize);
-        workers.push(tokio::spawn(queue_source.run(
-            summarize_fn,
-            QUEUE_POLL_INTERVAL,
-            stop,
-        )));
         // Served last: every table, queue and event source is there before the first delivery.
         let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, options.port));
         let server = http_server::serve(handler.clone(), addr).await?;
@@ -565,4 +517,128 @@ async fn output_dir(config: &BuilderConfig, sdk: &aws_config::SdkConfig) -> anyh
         }
         None => config.output_dir.clone(),
     })
+}
+
+impl DevOptions {
+    /// A variable as the stack reads it: an override, else the table name given, else the
+    /// environment (the table name defaulting to the local one).
+    fn lookup(&self, k: &str) -> Option<String> {
+        if let Some((_, v)) = self.overrides.iter().find(|(name, _)| name == k) {
+            return Some(v.clone());
+        }
+        match (k, &self.table_name) {
+            (TABLE_NAME, Some(name)) => Some(name.clone()),
+            (TABLE_NAME, None) => {
+                Some(std::env::var(k).unwrap_or_else(|_| crate::stack::DEFAULT_TABLE.to_string()))
+            }
+            _ => std::env::var(k).ok(),
+        }
+    }
+}
+
+/// The emulator at `endpoint`, or one started on `port`: the one started (to stop with the
+/// stack) and its endpoint.
+async fn emulator_for(
+    endpoint: Option<String>,
+    port: Option<u16>,
+) -> anyhow::Result<(Option<Emulator>, String)> {
+    Ok(match endpoint {
+        Some(endpoint) => (None, endpoint),
+        None => {
+            let emulator = Emulator::start(port).await?;
+            let endpoint = emulator.endpoint().to_string();
+            (Some(emulator), endpoint)
+        }
+    })
+}
+
+/// The webhook handler as the function builds it (its secret resolved), its hooks recorded in
+/// the pages table as in AWS (`chronicle redeliver` reads them); and the secret.
+async fn webhook(
+    config: &WebhookConfig,
+    sdk: &aws_config::SdkConfig,
+    client: &aws_sdk_dynamodb::Client,
+    pages_table: &str,
+) -> anyhow::Result<(Arc<WebhookHandler>, Option<Secret>)> {
+    let secret = config.secret.resolve(sdk).await?;
+    let verifier = match &secret {
+        Some(s) => Verifier::Secret(s.clone()),
+        None => Verifier::InsecureNoSignature,
+    };
+    let store = PrStore::new(client.clone(), config.table.clone());
+    let handler = WebhookHandler::new(store, verifier, config.max_body_bytes).with_hooks(
+        stages::store::HookStore::new(client.clone(), pages_table.to_string()),
+    );
+    Ok((Arc::new(handler), secret))
+}
+
+/// The sweeper as the template configures it, sending to this stack's summarize queue.
+fn sweeper(
+    lookup: &dyn Fn(&str) -> Option<String>,
+    sdk: &aws_config::SdkConfig,
+    table: &stages::config::TableConfig,
+    sqs: &aws_sdk_sqs::Client,
+    enrich: &EnrichHandler,
+    summarize_queue_url: &str,
+) -> anyhow::Result<Arc<Sweeper>> {
+    let enabled = enrich.enabled().to_string();
+    let config = SweeperConfig::from_lookup(&|k: &str| match k {
+        SUMMARIZE_QUEUE_URL => Some(summarize_queue_url.to_string()),
+        ENRICH_ENABLED => Some(enabled.clone()),
+        _ => lookup(k),
+    })?;
+    Ok(Arc::new(Sweeper::new(
+        store_for(sdk, table),
+        sqs.clone(),
+        &config,
+    )))
+}
+
+/// The enrich handler on the table's stream (the event source moto lacks, emulated with the
+/// template's settings): the handler, the stream's DLQ URL and the polling worker.
+async fn start_stream(
+    sdk: &aws_config::SdkConfig,
+    lookup: &dyn Fn(&str) -> Option<String>,
+    table: &stages::config::TableConfig,
+    pages_table: &str,
+    template: &Template,
+    sqs: &aws_sdk_sqs::Client,
+    stop: tokio::sync::watch::Receiver<bool>,
+) -> anyhow::Result<(Arc<EnrichHandler>, String, tokio::task::JoinHandle<()>)> {
+    let mut enrich_config = EnrichConfig::from_lookup(&lookup)?;
+    enrich_config.table = table.clone();
+    // Repository contexts live in the pages table.
+    enrich_config.pages_table = Some(pages_table.to_string());
+    let enrich = Arc::new(EnrichHandler::from_config(&enrich_config, sdk).await?);
+    let settings = EventSourceSettings::from_template(template, "EnrichFunction", "PrStream")?;
+    let dlq_name = format!("{}-enrich-stream-dlq", table.table_name);
+    let stream_dlq_url = streams::ensure_queue(sqs, &dlq_name).await?;
+    let source =
+        StreamEventSource::new(sdk, &table.table_name, stream_dlq_url.clone(), settings).await?;
+    let worker = tokio::spawn(source.run(
+        enrich_batch_handler(enrich.clone()),
+        STREAM_POLL_INTERVAL,
+        stop,
+    ));
+    Ok((enrich, stream_dlq_url, worker))
+}
+
+/// The summarize handler on its queue (the event source moto lacks), failures to its DLQ.
+async fn start_summarize(
+    config: &SummarizeConfig,
+    sdk: &aws_config::SdkConfig,
+    sqs: &aws_sdk_sqs::Client,
+    (queue_url, dlq_url): (&str, &str),
+    queue_arn: String,
+    settings: QueueSettings,
+    stop: tokio::sync::watch::Receiver<bool>,
+) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    let summarize = SummarizeHandler::from_config(config, sdk).await?;
+    let summarize = Arc::new(summarize.with_dead_letter_queue(sqs.clone(), dlq_url.to_string()));
+    let source = SqsEventSource::new(sqs.clone(), queue_url.to_string(), queue_arn, settings);
+    Ok(tokio::spawn(source.run(
+        summarize_batch_handler(summarize),
+        QUEUE_POLL_INTERVAL,
+        stop,
+    )))
 }

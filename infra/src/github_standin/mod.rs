@@ -282,23 +282,18 @@ async fn handle(state: Arc<Mutex<State>>, request: Request<Incoming>) -> Respons
             &json!({ "message": "GraphQL only accepts POST" }),
         );
     }
-    let authorized = {
-        let expected = format!("Bearer {}", lock().token);
-        request
-            .headers()
-            .get(http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            == Some(expected.as_str())
-    };
+    let expected = format!("Bearer {}", lock().token);
+    let authorized = request
+        .headers()
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        == Some(expected.as_str());
     let has_agent = request.headers().contains_key(http::header::USER_AGENT);
-    let body = match request.into_body().collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(_) => {
-            return answer(
-                StatusCode::BAD_REQUEST,
-                &json!({ "message": "Body unreadable" }),
-            )
-        }
+    let Ok(body) = request.into_body().collect().await.map(|b| b.to_bytes()) else {
+        return answer(
+            StatusCode::BAD_REQUEST,
+            &json!({ "message": "Body unreadable" }),
+        );
     };
     lock().stats.graphql_requests += 1;
     if !authorized {
@@ -314,67 +309,14 @@ async fn handle(state: Arc<Mutex<State>>, request: Request<Incoming>) -> Respons
             &json!({ "message": "Request forbidden by administrative rules. Please make sure your request has a User-Agent header" }),
         );
     }
-    let request: Value = match serde_json::from_slice(&body) {
-        Ok(v) => v,
-        Err(e) => {
-            return answer(
-                StatusCode::BAD_REQUEST,
-                &json!({ "message": format!("Problems parsing JSON: {e}") }),
-            )
-        }
+    let Parsed {
+        document,
+        operation,
+        variables,
+    } = match parse(&state, &body) {
+        Ok(parsed) => parsed,
+        Err(refusal) => return refusal,
     };
-    let query = request["query"].as_str().unwrap_or_default().to_string();
-    let operation_name = request["operationName"].as_str().map(str::to_string);
-    let variables: JsonMap = match request.get("variables") {
-        None | Some(Value::Null) => JsonMap::new(),
-        Some(v) => match serde_json::from_value(v.clone()) {
-            Ok(m) => m,
-            Err(e) => {
-                lock().stats.rejected += 1;
-                return answer(StatusCode::OK, &graphql_errors([format!("variables: {e}")]));
-            }
-        },
-    };
-
-    let schema = schema();
-    let document = match ExecutableDocument::parse_and_validate(schema, query, "query.graphql") {
-        Ok(d) => d,
-        Err(with_errors) => {
-            lock().stats.rejected += 1;
-            let messages: Vec<String> = with_errors
-                .errors
-                .iter()
-                .map(|d| d.error.to_string())
-                .collect();
-            return answer(StatusCode::OK, &graphql_errors(messages));
-        }
-    };
-    let missing = lock().missing.clone();
-    if let Some((type_name, field)) = missing.iter().find(|(t, f)| selects(&document, t, f)) {
-        lock().stats.rejected += 1;
-        return answer(
-            StatusCode::OK,
-            &json!({ "errors": [{
-                "message": format!("Field '{field}' doesn't exist on type '{type_name}'"),
-                "extensions": { "code": "undefinedField", "typeName": type_name, "fieldName": field },
-            }] }),
-        );
-    }
-    let operation = match document.operations.get(operation_name.as_deref()) {
-        Ok(op) => op.clone(),
-        Err(e) => {
-            lock().stats.rejected += 1;
-            return answer(StatusCode::OK, &graphql_errors([e.message().to_string()]));
-        }
-    };
-    let variables =
-        match apollo_compiler::request::coerce_variable_values(schema, &operation, &variables) {
-            Ok(v) => v.into_inner(),
-            Err(e) => {
-                lock().stats.rejected += 1;
-                return answer(StatusCode::OK, &graphql_errors([e.message().to_string()]));
-            }
-        };
     let context = Context {
         document: &document,
         variables: &variables,
@@ -399,74 +341,15 @@ async fn handle(state: Arc<Mutex<State>>, request: Request<Incoming>) -> Respons
     let cost = ((requests + 50) / 100).max(1);
 
     // Faults, in the order they were asked for.
-    let fault = {
-        let mut s = lock();
-        let op_name = operation.name.as_ref().map(|n| n.to_string());
-        let at = s
-            .faults
-            .iter()
-            .position(|(only, _)| only.is_none() || *only == op_name);
-        let fault = at.and_then(|i| s.faults.remove(i)).map(|(_, f)| f);
-        if fault.is_some() {
-            s.stats.faults_served += 1;
-        }
-        fault
-    };
-    match &fault {
-        Some(Fault::SecondaryLimit { retry_after_secs }) => {
-            let mut response = answer(
-                StatusCode::FORBIDDEN,
-                &json!({ "message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.", "documentation_url": "https://docs.github.com/graphql/overview/rate-limits-and-node-limits-for-the-graphql-api#secondary-rate-limits" }),
-            );
-            response.headers_mut().insert(
-                "retry-after",
-                retry_after_secs.to_string().parse().expect("digits"),
-            );
-            return response;
-        }
-        Some(Fault::BadGateway) => {
-            return answer(
-                StatusCode::BAD_GATEWAY,
-                &json!({ "message": "We couldn't respond to your request in time. Sorry about that. Please try resubmitting your request and contact us if the problem persists." }),
-            )
-        }
-        Some(Fault::Hang(d)) => {
-            tokio::time::sleep(*d).await;
-            return answer(StatusCode::BAD_GATEWAY, &json!({ "message": "too late" }));
-        }
-        _ => {}
+    let fault = take_fault(&state, &operation);
+    if let Some(response) = fault_answer(fault.as_ref()).await {
+        return response;
     }
 
     // The primary budget.
-    let (remaining, reset_at, limit, used) = {
-        let mut s = lock();
-        s.budget.roll();
-        let remaining = s.budget.limit.saturating_sub(s.budget.used);
-        if cost > remaining {
-            s.stats.rate_limited += 1;
-            let reset = s.budget.reset_at().unix_timestamp();
-            drop(s);
-            let mut response = answer(
-                StatusCode::OK,
-                &json!({ "errors": [{ "type": "RATE_LIMITED", "message": "API rate limit exceeded for user ID 1." }] }),
-            );
-            let h = response.headers_mut();
-            h.insert("x-ratelimit-remaining", "0".parse().expect("digits"));
-            h.insert(
-                "x-ratelimit-reset",
-                reset.to_string().parse().expect("digits"),
-            );
-            h.insert("x-ratelimit-resource", "graphql".parse().expect("ascii"));
-            return response;
-        }
-        s.budget.used += cost;
-        s.stats.points += cost;
-        (
-            s.budget.limit - s.budget.used,
-            s.budget.reset_at(),
-            s.budget.limit,
-            s.budget.used,
-        )
+    let (remaining, reset_at, limit, used) = match charge(&state, cost) {
+        Ok(charged) => charged,
+        Err(refusal) => return refusal,
     };
     let rate = json!({
         "__typename": "RateLimit",
@@ -497,6 +380,7 @@ async fn handle(state: Arc<Mutex<State>>, request: Request<Incoming>) -> Respons
     };
     let mut errors: Vec<Value> = std::mem::take(&mut data.errors);
     if matches!(fault, Some(Fault::Partial)) {
+        // The first pull request lost, as when GitHub's own resolvers time out.
         if let Some(first) = data.value.pointer_mut("/repository/pullRequests/nodes/0") {
             *first = Value::Null;
         }
@@ -509,32 +393,208 @@ async fn handle(state: Arc<Mutex<State>>, request: Request<Incoming>) -> Respons
     if !errors.is_empty() {
         body["errors"] = Value::Array(errors);
     }
-    let mut response = answer(StatusCode::OK, &body);
+    with_rate_headers(
+        answer(StatusCode::OK, &body),
+        limit,
+        remaining,
+        used,
+        reset_at,
+    )
+}
+
+/// GitHub's `x-ratelimit-*` headers on an answer.
+fn with_rate_headers(
+    mut response: Response<Full<Bytes>>,
+    limit: u64,
+    remaining: u64,
+    used: u64,
+    reset_at: OffsetDateTime,
+) -> Response<Full<Bytes>> {
     let h = response.headers_mut();
-    h.insert(
-        "x-ratelimit-limit",
-        limit.to_string().parse().expect("digits"),
-    );
-    h.insert(
-        "x-ratelimit-remaining",
-        remaining.to_string().parse().expect("digits"),
-    );
-    h.insert(
-        "x-ratelimit-used",
-        used.to_string().parse().expect("digits"),
-    );
-    h.insert(
-        "x-ratelimit-reset",
-        reset_at
-            .unix_timestamp()
-            .to_string()
-            .parse()
-            .expect("digits"),
-    );
-    h.insert("x-ratelimit-resource", "graphql".parse().expect("ascii"));
+    for (name, value) in [
+        ("x-ratelimit-limit", limit.to_string()),
+        ("x-ratelimit-remaining", remaining.to_string()),
+        ("x-ratelimit-used", used.to_string()),
+        ("x-ratelimit-reset", reset_at.unix_timestamp().to_string()),
+        ("x-ratelimit-resource", "graphql".to_string()),
+    ] {
+        h.insert(name, value.parse().expect("ascii"));
+    }
     response
 }
 
+/// A GraphQL request, validated against the schema, its operation chosen and its variables
+/// coerced.
+struct Parsed {
+    document: Valid<ExecutableDocument>,
+    operation: apollo_compiler::Node<apollo_compiler::executable::Operation>,
+    variables: JsonMap,
+}
+
+/// Parses and validates the request as GitHub would; `Err` is the answer refusing it.
+#[allow(clippy::result_large_err)]
+fn parse(state: &Mutex<State>, body: &[u8]) -> Result<Parsed, Response<Full<Bytes>>> {
+    let lock = || state.lock().unwrap_or_else(|e| e.into_inner());
+    let request: Value = match serde_json::from_slice(body) {
+        Ok(v) => v,
+        Err(e) => {
+            return Err(answer(
+                StatusCode::BAD_REQUEST,
+                &json!({ "message": format!("Problems parsing JSON: {e}") }),
+            ))
+        }
+    };
+    let query = request["query"].as_str().unwrap_or_default().to_string();
+    let operation_name = request["operationName"].as_str().map(str::to_string);
+    let variables: JsonMap = match request.get("variables") {
+        None | Some(Value::Null) => JsonMap::new(),
+        Some(v) => match serde_json::from_value(v.clone()) {
+            Ok(m) => m,
+            Err(e) => {
+                lock().stats.rejected += 1;
+                return Err(answer(
+                    StatusCode::OK,
+                    &graphql_errors([format!("variables: {e}")]),
+                ));
+            }
+        },
+    };
+
+    let schema = schema();
+    let document = match ExecutableDocument::parse_and_validate(schema, query, "query.graphql") {
+        Ok(d) => d,
+        Err(with_errors) => {
+            lock().stats.rejected += 1;
+            let messages: Vec<String> = with_errors
+                .errors
+                .iter()
+                .map(|d| d.error.to_string())
+                .collect();
+            return Err(answer(StatusCode::OK, &graphql_errors(messages)));
+        }
+    };
+    let missing = lock().missing.clone();
+    if let Some((type_name, field)) = missing.iter().find(|(t, f)| selects(&document, t, f)) {
+        lock().stats.rejected += 1;
+        return Err(answer(
+            StatusCode::OK,
+            &json!({ "errors": [{
+                "message": format!("Field '{field}' doesn't exist on type '{type_name}'"),
+                "extensions": { "code": "undefinedField", "typeName": type_name, "fieldName": field },
+            }] }),
+        ));
+    }
+    let operation = match document.operations.get(operation_name.as_deref()) {
+        Ok(op) => op.clone(),
+        Err(e) => {
+            lock().stats.rejected += 1;
+            return Err(answer(
+                StatusCode::OK,
+                &graphql_errors([e.message().to_string()]),
+            ));
+        }
+    };
+    let variables =
+        match apollo_compiler::request::coerce_variable_values(schema, &operation, &variables) {
+            Ok(v) => v.into_inner(),
+            Err(e) => {
+                lock().stats.rejected += 1;
+                return Err(answer(
+                    StatusCode::OK,
+                    &graphql_errors([e.message().to_string()]),
+                ));
+            }
+        };
+    Ok(Parsed {
+        document,
+        operation,
+        variables,
+    })
+}
+
+/// The first scripted fault for this operation (or any), taken.
+fn take_fault(
+    state: &Mutex<State>,
+    operation: &apollo_compiler::executable::Operation,
+) -> Option<Fault> {
+    let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+    let op_name = operation.name.as_ref().map(|n| n.to_string());
+    let at = s
+        .faults
+        .iter()
+        .position(|(only, _)| only.is_none() || *only == op_name);
+    let fault = at.and_then(|i| s.faults.remove(i)).map(|(_, f)| f);
+    if fault.is_some() {
+        s.stats.faults_served += 1;
+    }
+    fault
+}
+
+/// The answer a fault gives instead of data (`None`: the query is answered, maybe partly).
+async fn fault_answer(fault: Option<&Fault>) -> Option<Response<Full<Bytes>>> {
+    match fault? {
+        Fault::SecondaryLimit { retry_after_secs } => {
+            let mut response = answer(
+                StatusCode::FORBIDDEN,
+                &json!({ "message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.", "documentation_url": "https://docs.github.com/graphql/overview/rate-limits-and-node-limits-for-the-graphql-api#secondary-rate-limits" }),
+            );
+            response.headers_mut().insert(
+                "retry-after",
+                retry_after_secs.to_string().parse().expect("digits"),
+            );
+            Some(response)
+        }
+        Fault::BadGateway => Some(answer(
+            StatusCode::BAD_GATEWAY,
+            &json!({ "message": "We couldn't respond to your request in time. Sorry about that. Please try resubmitting your request and contact us if the problem persists." }),
+        )),
+        Fault::Hang(d) => {
+            tokio::time::sleep(*d).await;
+            Some(answer(
+                StatusCode::BAD_GATEWAY,
+                &json!({ "message": "too late" }),
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// Charges `cost` points to the primary budget: what is left, when it resets, the limit and
+/// what was used; `Err` is GitHub's `RATE_LIMITED` answer when the points do not cover it.
+#[allow(clippy::result_large_err)]
+fn charge(
+    state: &Mutex<State>,
+    cost: u64,
+) -> Result<(u64, OffsetDateTime, u64, u64), Response<Full<Bytes>>> {
+    let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+    s.budget.roll();
+    let remaining = s.budget.limit.saturating_sub(s.budget.used);
+    if cost > remaining {
+        s.stats.rate_limited += 1;
+        let reset = s.budget.reset_at().unix_timestamp();
+        drop(s);
+        let mut response = answer(
+            StatusCode::OK,
+            &json!({ "errors": [{ "type": "RATE_LIMITED", "message": "API rate limit exceeded for user ID 1." }] }),
+        );
+        let h = response.headers_mut();
+        h.insert("x-ratelimit-remaining", "0".parse().expect("digits"));
+        h.insert(
+            "x-ratelimit-reset",
+            reset.to_string().parse().expect("digits"),
+        );
+        h.insert("x-ratelimit-resource", "graphql".parse().expect("ascii"));
+        return Err(response);
+    }
+    s.budget.used += cost;
+    s.stats.points += cost;
+    Ok((
+        s.budget.limit - s.budget.used,
+        s.budget.reset_at(),
+        s.budget.limit,
+        s.budget.used,
+    ))
+}
 /// One merged pull request as the GitHub stand-in serves it: `files` changed files over seven
 /// directories of `src/`, merged 2019-05-15 (the date of the recorded webhook samples).
 pub fn standin_pull(repo: &str, number: u64, files: usize) -> serde_json::Value {

@@ -410,133 +410,16 @@ fn decide(
     path: &str,
     query: Option<&str>,
 ) -> (Answer, Option<Duration>) {
-    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-
-    if header("user-agent").is_none_or(|ua| ua.trim().is_empty()) {
-        return (
-            Answer::error(
-                StatusCode::FORBIDDEN,
-                "Request forbidden by administrative rules. Please make sure your request has \
-                 a User-Agent header (https://docs.github.com/en/rest/overview/resources-in-the-\
-                 rest-api#user-agent-required). Check https://developer.github.com for other \
-                 possible causes.",
-            ),
-            None,
-        );
-    }
-    // A GitHub App's own routes take its JWT, not a token.
-    if path.starts_with("/app/") {
-        if let Err(answer) = hooks::check_app_jwt(st, header("authorization")) {
-            return (answer, None);
-        }
-        return match hooks::HookRoute::parse(path) {
-            Some(route) => (hooks::answer(st, method, &route, query), None),
-            None => (not_found(), None),
-        };
-    }
-    match header("authorization") {
-        None => {
-            return (
-                Answer::error(StatusCode::UNAUTHORIZED, "Requires authentication"),
-                None,
-            )
-        }
-        Some(value) if !token_matches(value, &st.token) => {
-            return (
-                Answer::error(StatusCode::UNAUTHORIZED, "Bad credentials"),
-                None,
-            )
-        }
-        Some(_) => {}
-    }
-    // Several values (or one that is not exactly the version) are refused.
-    let versions: Vec<&HeaderValue> = headers.get_all("x-github-api-version").iter().collect();
-    if versions.len() != 1 || versions[0] != API_VERSION {
-        let message = if versions.is_empty() {
-            "The X-GitHub-Api-Version header is required by this stand-in (2022-11-28)."
-        } else {
-            "Invalid API version provided."
-        };
-        let mut answer = Answer::error(StatusCode::BAD_REQUEST, message);
-        answer.body["documentation_url"] =
-            json!("https://docs.github.com/rest/overview/api-versions");
+    if let Some(answer) = gate(st, method, headers, path, query) {
         return (answer, None);
     }
-
-    // An authenticated request: it counts against the primary limit (the request that uses
-    // the last unit is served, the next one is refused until the reset).
-    let now = epoch_secs();
-    if now >= st.reset_epoch {
-        st.remaining = RATE_LIMIT;
-        st.reset_epoch = now + 3600;
+    if let Some(refusal) = charge(st) {
+        return (refusal, None);
     }
-    if st.remaining == 0 {
-        return (primary_limit(st.reset_epoch), None);
-    }
-    st.remaining -= 1;
-    match st.window.clone() {
-        Some(Window::RetryAfter(until)) => {
-            let now = Instant::now();
-            if now < until {
-                let left = (until - now).as_secs_f64().ceil() as u64;
-                return (secondary_limit(left.max(1)), None);
-            }
-            st.window = None;
-        }
-        Some(Window::Reset(reset)) => {
-            if epoch_secs() < reset {
-                return (primary_limit(reset), None);
-            }
-            st.window = None;
-        }
-        None => {}
-    }
-
     if let Some(i) = st.faults.iter().position(|(p, _)| under(path, p)) {
         let (_, fault) = st.faults.remove(i);
-        return match fault {
-            Fault::TooManyRequests { retry_after_secs } => {
-                st.window = Some(Window::RetryAfter(
-                    Instant::now() + Duration::from_secs(retry_after_secs),
-                ));
-                (secondary_limit(retry_after_secs), None)
-            }
-            Fault::RateLimitExhausted { reset_in_secs } => {
-                let reset = epoch_secs() + reset_in_secs;
-                st.window = Some(Window::Reset(reset));
-                (primary_limit(reset), None)
-            }
-            Fault::ServerError => (
-                Answer::error(StatusCode::INTERNAL_SERVER_ERROR, "Server Error"),
-                None,
-            ),
-            Fault::BadGateway => (Answer::error(StatusCode::BAD_GATEWAY, "Bad Gateway"), None),
-            Fault::AppliedThenBadGateway => {
-                if let Some(route) = hooks::HookRoute::parse(path) {
-                    let _ = hooks::answer(st, method, &route, query);
-                }
-                (Answer::error(StatusCode::BAD_GATEWAY, "Bad Gateway"), None)
-            }
-            Fault::NotFound => (not_found(), None),
-            Fault::Gone => (Answer::error(StatusCode::GONE, "Gone"), None),
-            Fault::Forbidden => (
-                Answer::error(
-                    StatusCode::FORBIDDEN,
-                    "Resource not accessible by integration",
-                ),
-                None,
-            ),
-            Fault::Hang(d) => (
-                Answer::error(
-                    StatusCode::GATEWAY_TIMEOUT,
-                    "We couldn't respond to your request in time. Sorry about that. Please try \
-                     resubmitting your request and contact us if the problem persists.",
-                ),
-                Some(d),
-            ),
-        };
+        return play(st, fault, method, path, query);
     }
-
     if let Some(route) = hooks::HookRoute::parse(path) {
         return (hooks::answer(st, method, &route, query), None);
     }
@@ -553,8 +436,188 @@ fn decide(
         Ok(p) => p,
         Err(field) => return (validation_failed(&field, route.resource()), None),
     };
+    let answer = resource(st, fixtures, headers, &route, &params, path);
+    // GitHub does not count a 304 against the primary limit.
+    if answer.status == StatusCode::NOT_MODIFIED {
+        st.remaining += 1;
+    }
+    (answer, None)
+}
+
+/// `%20` → ` ` in one path segment (UTF-8 sequences included).
+pub fn percent_decode(segment: &str) -> String {
+    let bytes = segment.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("");
+            if let Ok(b) = u8::from_str_radix(hex, 16) {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// What is answered before any resource: the refusal of a request GitHub would not serve (no
+/// User-Agent, no or a wrong token, not exactly one API version), and the App's own routes,
+/// which take its JWT.
+fn gate(
+    st: &mut State,
+    method: &Method,
+    headers: &HeaderMap,
+    path: &str,
+    query: Option<&str>,
+) -> Option<Answer> {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    if header("user-agent").is_none_or(|ua| ua.trim().is_empty()) {
+        return Some(Answer::error(
+            StatusCode::FORBIDDEN,
+            "Request forbidden by administrative rules. Please make sure your request has \
+                 a User-Agent header (https://docs.github.com/en/rest/overview/resources-in-the-\
+                 rest-api#user-agent-required). Check https://developer.github.com for other \
+                 possible causes.",
+        ));
+    }
+    // A GitHub App's own routes take its JWT, not a token.
+    if path.starts_with("/app/") {
+        if let Err(answer) = hooks::check_app_jwt(st, header("authorization")) {
+            return Some(answer);
+        }
+        return Some(match hooks::HookRoute::parse(path) {
+            Some(route) => hooks::answer(st, method, &route, query),
+            None => not_found(),
+        });
+    }
+    match header("authorization") {
+        None => {
+            return Some(Answer::error(
+                StatusCode::UNAUTHORIZED,
+                "Requires authentication",
+            ))
+        }
+        Some(value) if !token_matches(value, &st.token) => {
+            return Some(Answer::error(StatusCode::UNAUTHORIZED, "Bad credentials"))
+        }
+        Some(_) => {}
+    }
+    // Several values (or one that is not exactly the version) are refused.
+    let versions: Vec<&HeaderValue> = headers.get_all("x-github-api-version").iter().collect();
+    if versions.len() != 1 || versions[0] != API_VERSION {
+        let message = if versions.is_empty() {
+            "The X-GitHub-Api-Version header is required by this stand-in (2022-11-28)."
+        } else {
+            "Invalid API version provided."
+        };
+        let mut answer = Answer::error(StatusCode::BAD_REQUEST, message);
+        answer.body["documentation_url"] =
+            json!("https://docs.github.com/rest/overview/api-versions");
+        return Some(answer);
+    }
+
+    None
+}
+
+/// Counts an authenticated request against the primary limit (the request that uses the last
+/// unit is served, the next one is refused until the reset) and any open rate-limit window.
+fn charge(st: &mut State) -> Option<Answer> {
+    let now = epoch_secs();
+    if now >= st.reset_epoch {
+        st.remaining = RATE_LIMIT;
+        st.reset_epoch = now + 3600;
+    }
+    if st.remaining == 0 {
+        return Some(primary_limit(st.reset_epoch));
+    }
+    st.remaining -= 1;
+    match st.window.clone() {
+        Some(Window::RetryAfter(until)) => {
+            let now = Instant::now();
+            if now < until {
+                let left = (until - now).as_secs_f64().ceil() as u64;
+                return Some(secondary_limit(left.max(1)));
+            }
+            st.window = None;
+        }
+        Some(Window::Reset(reset)) => {
+            if epoch_secs() < reset {
+                return Some(primary_limit(reset));
+            }
+            st.window = None;
+        }
+        None => {}
+    }
+
+    None
+}
+
+/// A scripted fault played: its answer, and how long to wait before giving it.
+fn play(
+    st: &mut State,
+    fault: Fault,
+    method: &Method,
+    path: &str,
+    query: Option<&str>,
+) -> (Answer, Option<Duration>) {
+    match fault {
+        Fault::TooManyRequests { retry_after_secs } => {
+            st.window = Some(Window::RetryAfter(
+                Instant::now() + Duration::from_secs(retry_after_secs),
+            ));
+            (secondary_limit(retry_after_secs), None)
+        }
+        Fault::RateLimitExhausted { reset_in_secs } => {
+            let reset = epoch_secs() + reset_in_secs;
+            st.window = Some(Window::Reset(reset));
+            (primary_limit(reset), None)
+        }
+        Fault::ServerError => (
+            Answer::error(StatusCode::INTERNAL_SERVER_ERROR, "Server Error"),
+            None,
+        ),
+        Fault::BadGateway => (Answer::error(StatusCode::BAD_GATEWAY, "Bad Gateway"), None),
+        Fault::AppliedThenBadGateway => {
+            if let Some(route) = hooks::HookRoute::parse(path) {
+                let _ = hooks::answer(st, method, &route, query);
+            }
+            (Answer::error(StatusCode::BAD_GATEWAY, "Bad Gateway"), None)
+        }
+        Fault::NotFound => (not_found(), None),
+        Fault::Gone => (Answer::error(StatusCode::GONE, "Gone"), None),
+        Fault::Forbidden => (
+            Answer::error(
+                StatusCode::FORBIDDEN,
+                "Resource not accessible by integration",
+            ),
+            None,
+        ),
+        Fault::Hang(d) => (
+            Answer::error(
+                StatusCode::GATEWAY_TIMEOUT,
+                "We couldn't respond to your request in time. Sorry about that. Please try \
+                 resubmitting your request and contact us if the problem persists.",
+            ),
+            Some(d),
+        ),
+    }
+}
+
+/// A known resource's answer (its route and parameters already checked).
+fn resource(
+    st: &State,
+    fixtures: &Fixtures,
+    headers: &HeaderMap,
+    route: &Route,
+    params: &Params,
+    path: &str,
+) -> Answer {
     let base = st.base_url.clone();
-    let answer = match &route {
+    match route {
         Route::Contents { repo, path } => contents(st, headers, repo, path),
         Route::Readme { repo, dir } => {
             // GitHub's choice: a file directly in the directory whose name starts with
@@ -628,7 +691,7 @@ fn decide(
         Route::PullFiles { repo, number } => match st.pulls.get(&(repo.clone(), *number)) {
             Some(spec) => {
                 let total = spec.files.len().min(MAX_PULL_FILES);
-                page(&base, path, &params, total, |i| {
+                page(&base, path, params, total, |i| {
                     file_json(fixtures, repo, &spec.files[i])
                 })
             }
@@ -637,40 +700,14 @@ fn decide(
         Route::PullCommits { repo, number } => match st.pulls.get(&(repo.clone(), *number)) {
             Some(spec) => {
                 let total = (spec.commits as usize).min(MAX_PULL_COMMITS);
-                page(&base, path, &params, total, |i| {
+                page(&base, path, params, total, |i| {
                     commit_json(fixtures, repo, *number, i)
                 })
             }
             None => not_found(),
         },
-    };
-    // GitHub does not count a 304 against the primary limit.
-    if answer.status == StatusCode::NOT_MODIFIED {
-        st.remaining += 1;
     }
-    (answer, None)
 }
-
-/// `%20` → ` ` in one path segment (UTF-8 sequences included).
-pub fn percent_decode(segment: &str) -> String {
-    let bytes = segment.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("");
-            if let Ok(b) = u8::from_str_radix(hex, 16) {
-                out.push(b);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 fn token_matches(value: &str, token: &str) -> bool {
     let Some((scheme, credential)) = value.split_once(' ') else {
         return false;

@@ -195,6 +195,75 @@ const MAX_MESSAGES: u64 = 10_000;
 /// How long a message being worked on stays hidden (renewed before each PR it names).
 const VISIBILITY_SECS: i32 = 300;
 
+/// One message of the DLQ, hidden while it is worked on and its visibility extended before each
+/// PR: never seen again mid-work.
+async fn receive_one(
+    sqs: &aws_sdk_sqs::Client,
+    url: &str,
+) -> Result<aws_sdk_sqs::operation::receive_message::ReceiveMessageOutput, String> {
+    sqs.receive_message()
+        .queue_url(url)
+        .max_number_of_messages(1)
+        .visibility_timeout(VISIBILITY_SECS)
+        .wait_time_seconds(1)
+        .send()
+        .await
+        .map_err(|e| stages::aws::error_message(&e))
+}
+
+/// Makes the messages left visible again at once (best effort: else they reappear after
+/// [`VISIBILITY_SECS`]).
+async fn show_again(sqs: &aws_sdk_sqs::Client, url: &str, receipts: Vec<String>) {
+    for receipt in receipts {
+        let _ = sqs
+            .change_message_visibility()
+            .queue_url(url)
+            .receipt_handle(receipt)
+            .visibility_timeout(0)
+            .send()
+            .await;
+    }
+}
+
+/// Enriches one PR a failed batch named again, and puts back the edits it did not pass on (as
+/// the enrich function does), after extending the message's visibility for it: its outcome,
+/// and whether it is done.
+#[allow(clippy::too_many_arguments)]
+async fn redo(
+    sqs: &aws_sdk_sqs::Client,
+    dlq_url: &str,
+    receipt: &str,
+    enrich: &EnrichHandler,
+    prs: &PrStore,
+    (repo, number): (&RepoName, u64),
+    edits: &[aws_lambda_events::event::dynamodb::EventRecord],
+    id: &str,
+) -> Result<(String, bool), (u8, String)> {
+    let failed = |e: String| (EXIT_FAILED, e);
+    // Enough time for this PR, whatever came before it.
+    sqs.change_message_visibility()
+        .queue_url(dlq_url)
+        .receipt_handle(receipt)
+        .visibility_timeout(VISIBILITY_SECS)
+        .send()
+        .await
+        .map_err(|e| failed(stages::aws::error_message(&e)))?;
+    let (mut outcome, mut done) = enrich_one(enrich, prs, repo, number, id).await?;
+    for edit in edits {
+        match stages::edits::requeue_if_edited(prs, repo, number, edit).await {
+            Ok(stages::edits::EditOutcome::Requeued) => {
+                outcome.push_str("; edited: to be summarized again");
+            }
+            Ok(_) => {}
+            Err(e) => {
+                outcome.push_str(&format!("; edit failed: {e}"));
+                done = false;
+            }
+        }
+    }
+    Ok((outcome, done))
+}
+
 /// `redrive enrich`. `enrich` is `None` only for a dry run (no token needed to list).
 pub async fn redrive_enrich(
     target: &OpsTarget,
@@ -232,16 +301,7 @@ pub async fn redrive_enrich(
     let mut handled: HashSet<String> = HashSet::new();
     let mut to_show_again: Vec<String> = Vec::new();
     while report.messages < MAX_MESSAGES {
-        let received = sqs
-            .receive_message()
-            .queue_url(&dlq.url)
-            // One at a time, its visibility extended before each PR: never seen again mid-work.
-            .max_number_of_messages(1)
-            .visibility_timeout(VISIBILITY_SECS)
-            .wait_time_seconds(1)
-            .send()
-            .await
-            .map_err(|e| failed(stages::aws::error_message(&e)))?;
+        let received = receive_one(&sqs, &dlq.url).await.map_err(failed)?;
         let messages = received.messages.unwrap_or_default();
         if messages.is_empty() {
             break;
@@ -279,32 +339,18 @@ pub async fn redrive_enrich(
                 let outcome = match (dry_run, enrich) {
                     (true, _) | (_, None) => "wouldEnrich".to_string(),
                     (false, Some(enrich)) => {
-                        // Enough time for this PR, whatever came before it.
-                        sqs.change_message_visibility()
-                            .queue_url(&dlq.url)
-                            .receipt_handle(&receipt)
-                            .visibility_timeout(VISIBILITY_SECS)
-                            .send()
-                            .await
-                            .map_err(|e| failed(stages::aws::error_message(&e)))?;
-                        let (mut outcome, finished) =
-                            enrich_one(enrich, &prs, &repo, number, &id).await?;
+                        let (outcome, finished) = redo(
+                            &sqs,
+                            &dlq.url,
+                            &receipt,
+                            enrich,
+                            &prs,
+                            (&repo, number),
+                            &edits,
+                            &id,
+                        )
+                        .await?;
                         done &= finished;
-                        // Edits the failed batch did not pass on (their row put back to be
-                        // summarized, as the enrich function does).
-                        for edit in &edits {
-                            match stages::edits::requeue_if_edited(&prs, &repo, number, edit).await
-                            {
-                                Ok(stages::edits::EditOutcome::Requeued) => {
-                                    outcome.push_str("; edited: to be summarized again");
-                                }
-                                Ok(_) => {}
-                                Err(e) => {
-                                    outcome.push_str(&format!("; edit failed: {e}"));
-                                    done = false;
-                                }
-                            }
-                        }
                         outcome
                     }
                 };
@@ -336,15 +382,7 @@ pub async fn redrive_enrich(
     }
     bar.finish();
     // What stays is visible again at once, for the next run or another tool.
-    for receipt in to_show_again {
-        let _ = sqs
-            .change_message_visibility()
-            .queue_url(&dlq.url)
-            .receipt_handle(receipt)
-            .visibility_timeout(0)
-            .send()
-            .await;
-    }
+    show_again(&sqs, &dlq.url, to_show_again).await;
     Ok(report)
 }
 
