@@ -152,7 +152,7 @@ async fn target_with(stack: Option<&str>, token_parameters: &[&str]) -> Result<T
 async fn target_of(stack: Option<&str>, token_parameters: &[&str]) -> Result<Target, UsageError> {
     match stack {
         Some(name) => {
-            let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+            let sdk = stages::aws::sdk_config().await;
             let stack = Stack::load(&sdk, name).await?;
             let (table, pages_table) = stack.tables()?;
             let mut target = Target::from_env(sdk, table, pages_table);

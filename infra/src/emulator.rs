@@ -148,6 +148,7 @@ pub async fn sdk_config(endpoint: &str) -> SdkConfig {
         .or_else(|_| std::env::var("AWS_DEFAULT_REGION"))
         .unwrap_or_else(|_| "us-east-1".into());
     let mut loader = aws_config::defaults(BehaviorVersion::latest())
+        .http_client(stages::aws::http_client())
         .endpoint_url(endpoint)
         .region(Region::new(region));
     if std::env::var("AWS_ACCESS_KEY_ID").is_err() {

@@ -38,7 +38,7 @@ impl OpsTarget {
 pub async fn target(stack: Option<&str>) -> Result<OpsTarget, UsageError> {
     match stack {
         Some(name) => {
-            let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+            let sdk = stages::aws::sdk_config().await;
             let stack = Stack::load(&sdk, name).await?;
             let (table, pages_table) = stack.tables()?;
             let mut queues = Vec::new();

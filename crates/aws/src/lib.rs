@@ -14,7 +14,19 @@ pub mod telemetry;
 
 /// The SDK configuration from the environment, as every function loads it at cold start.
 pub async fn sdk_config() -> SdkConfig {
-    aws_config::defaults(BehaviorVersion::latest()).load().await
+    aws_config::defaults(BehaviorVersion::latest())
+        .http_client(http_client())
+        .load()
+        .await
+}
+
+/// The HTTPS client every AWS SDK client of ours uses: the SDK's own (hyper 1, rustls, the
+/// system's roots) on ring rather than aws-lc, so a function links one crypto library.
+pub fn http_client() -> aws_sdk_dynamodb::config::SharedHttpClient {
+    use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
+    aws_smithy_http_client::Builder::new()
+        .tls_provider(Provider::Rustls(CryptoMode::Ring))
+        .build_https()
 }
 
 /// A one-line description of an SDK error, including the service's own message and code,
