@@ -15,17 +15,9 @@ use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-/// The variable whose presence turns LLM summaries on.
-pub const ANTHROPIC_API_KEY: &str = "ANTHROPIC_API_KEY";
-
-/// The model (default [`DEFAULT_MODEL`]).
-pub const ANTHROPIC_MODEL: &str = "ANTHROPIC_MODEL";
-
-/// Environment variable: a Secrets Manager secret holding the key (in AWS, instead of the key).
-pub const ANTHROPIC_API_KEY_ARN: &str = "ANTHROPIC_API_KEY_ARN";
-
-/// The API's base URL (default [`DEFAULT_API_URL`]); tests point it at a local stand-in.
-pub const ANTHROPIC_API_URL: &str = "ANTHROPIC_API_URL";
+pub use chronicle_config::{
+    ANTHROPIC_API_KEY, ANTHROPIC_API_KEY_ARN, ANTHROPIC_API_URL, ANTHROPIC_MODEL,
+};
 
 pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
 
