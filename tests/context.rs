@@ -426,6 +426,7 @@ async fn a_changed_layout_marks_the_repository_module_pages_for_a_rebuild() {
                 status: None,
             }],
             files_here: 1,
+            lines_here: 0,
             elsewhere: vec![],
             files_elsewhere: 0,
         })

@@ -485,6 +485,7 @@ fn generated_history() -> Vec<ModuleEntry> {
             additions: files.iter().map(|f| f.additions).sum(),
             deletions: files.iter().map(|f| f.deletions).sum(),
             files_here: files.len() as u64,
+            lines_here: files.iter().map(|f| f.additions + f.deletions).sum(),
             files,
             elsewhere: vec![],
             files_elsewhere: 0,

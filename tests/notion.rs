@@ -39,6 +39,7 @@ fn entry(module: &str, number: u64, merged_at: &str) -> ModuleEntry {
         deletions: 1,
         files: vec![],
         files_here: 0,
+        lines_here: 0,
         elsewhere: vec![],
         files_elsewhere: 0,
     }

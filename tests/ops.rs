@@ -552,6 +552,7 @@ async fn rebuild_of_one_module_marks_only_that_module() {
                 status: None,
             }],
             files_here: 1,
+            lines_here: 0,
             elsewhere: vec![],
             files_elsewhere: 0,
         };

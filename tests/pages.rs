@@ -49,6 +49,7 @@ fn entry(module: &str, number: u64, merged_at: &str) -> ModuleEntry {
             status: None,
         }],
         files_here: 1,
+        lines_here: 0,
         elsewhere: vec![],
         files_elsewhere: 0,
     }

@@ -32,6 +32,7 @@ fn entry(number: u64, merged_at: &str, author: &str, title: &str) -> ModuleEntry
         deletions: number,
         files: vec![],
         files_here: 1,
+        lines_here: 0,
         elsewhere: vec![],
         files_elsewhere: 0,
     }

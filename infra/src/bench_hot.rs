@@ -123,6 +123,7 @@ fn entry(number: u64, at: OffsetDateTime) -> ModuleEntry {
             })
             .collect(),
         files_here: 3,
+        lines_here: 0,
         elsewhere: vec![],
         files_elsewhere: 0,
     }

@@ -5,8 +5,10 @@
 //!
 //! Figures: the share of entries whose summary is the title again or a trailer, the share whose
 //! key files lie outside their module, the share of entries in `docs` (with the bundled default
-//! config and with the old `**/*.md` one), folded dependency/release entries, modules shown as
-//! quiet, and the largest module page.
+//! config and with the old `**/*.md` one), folded dependency/release entries, entries left as
+//! "other changes", significant-PR milestones that mostly happened in another module, modules
+//! shown as quiet, and the largest module page. `--git DIR` measures a real clone's history
+//! ([`crate::git_history`]) instead.
 
 use std::collections::BTreeMap;
 
@@ -24,6 +26,9 @@ use crate::synthetic::{history, HistorySpec, SyntheticPr};
 /// The default config before the module-story issue: every Markdown file in `docs`.
 const OLD_DEFAULT: &str =
     "\"*\":\n  docs: [\"**/*.md\", \"docs/**\"]\n  ci: [\".github/workflows/**\"]\n";
+
+/// Unclassified titles printed as examples.
+const OTHER_TITLES_SHOWN: usize = 12;
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct QualityFigures {
@@ -48,6 +53,14 @@ pub struct QualityFigures {
     pub described_modules: usize,
     /// The largest module page, in bytes, and its module.
     pub largest_page: (usize, String),
+    /// Entries the story counts as "other changes" (no kind from type, label, verb or files).
+    pub other_entries: usize,
+    /// Titles of a few of them, to see what the classifier misses.
+    pub other_titles: Vec<String>,
+    /// Significant-PR milestones, and those with under a quarter of their PR's changed lines
+    /// in the module whose page shows them.
+    pub notable_milestones: usize,
+    pub misplaced_milestones: usize,
 }
 
 fn comparable(s: &str) -> String {
@@ -203,10 +216,21 @@ pub fn module_page(
 
 /// The figures for one history under one config.
 pub fn measure(spec: &HistorySpec, config: &ModulesConfig) -> QualityFigures {
-    let repo = RepoName::parse("acme/platform").expect("a repo name");
     let prs = history(spec);
+    let now = spec.end + time::Duration::days(1);
+    measure_prs(&prs, config, &crate::synthetic::context(spec), now)
+}
+
+/// The figures for these PRs (oldest first) of a repository with this context.
+pub fn measure_prs(
+    prs: &[SyntheticPr],
+    config: &ModulesConfig,
+    context: &stages::context::RepoContext,
+    now: OffsetDateTime,
+) -> QualityFigures {
+    let repo = RepoName::parse("acme/platform").expect("a repo name");
     let repo_config = config.for_repo(&repo);
-    let all = entries(&repo, &prs, repo_config);
+    let all = entries(&repo, prs, repo_config);
     let mut figures = QualityFigures {
         prs: prs.len(),
         entries: all.len(),
@@ -235,16 +259,21 @@ pub fn measure(spec: &HistorySpec, config: &ModulesConfig) -> QualityFigures {
         if stages::kind::is_folded(e.kind.as_deref()) {
             figures.folded_entries += 1;
         }
+        if stages::kind::family(e.kind.as_deref()) == "other changes" {
+            figures.other_entries += 1;
+            if figures.other_titles.len() < OTHER_TITLES_SHOWN && e.number % 7 == 0 {
+                figures.other_titles.push(e.title.clone());
+            }
+        }
     }
     let mut by_module: BTreeMap<&str, Vec<&ModuleEntry>> = BTreeMap::new();
     for e in &all {
         by_module.entry(e.module.as_str()).or_default().push(e);
     }
     figures.modules = by_module.len();
-    let now = spec.end + time::Duration::days(1);
-    let context = crate::synthetic::context(spec);
     for (module, entries) in &by_module {
-        let page = module_page(&repo, module, entries, repo_config, Some(&context), now);
+        count_milestones(&mut figures, entries);
+        let page = module_page(&repo, module, entries, repo_config, Some(context), now);
         if page.contains("**Status:** quiet") {
             figures.quiet_modules.push(module.to_string());
         }
@@ -259,6 +288,24 @@ pub fn measure(spec: &HistorySpec, config: &ModulesConfig) -> QualityFigures {
         }
     }
     figures
+}
+
+/// Counts the module's significant-PR milestones, and those whose PR changed under a quarter
+/// of its lines here.
+fn count_milestones(figures: &mut QualityFigures, entries: &[&ModuleEntry]) {
+    let by_number: BTreeMap<u64, &ModuleEntry> = entries.iter().map(|e| (e.number, *e)).collect();
+    for stats in years_of(entries).values() {
+        for m in stages::pages::overview::year_milestones(&stats.digest) {
+            if !stages::pages::milestones::is_notable(&m) {
+                continue;
+            }
+            figures.notable_milestones += 1;
+            let e = by_number[&m.number];
+            if stages::pages::milestones::mostly_elsewhere(e) {
+                figures.misplaced_milestones += 1;
+            }
+        }
+    }
 }
 
 fn percent(n: usize, of: usize) -> String {
@@ -287,6 +334,38 @@ pub fn run_bench(prs: usize, modules: usize, seed: u64) -> anyhow::Result<()> {
         modules,
         started.elapsed().as_secs_f64()
     );
+    print_figures(&new, Some(&before));
+    Ok(())
+}
+
+/// Prints the figures for the merged PRs of the git clone at `dir` (its last `limit`), tagged
+/// with the bundled default config and the directories at the root of its HEAD.
+pub fn run_bench_git(dir: &std::path::Path, limit: Option<usize>) -> anyhow::Result<()> {
+    let started = std::time::Instant::now();
+    let history = crate::git_history::read(dir, limit)?;
+    let context = stages::context::RepoContext {
+        checked_at: stages::domain::rfc3339_seconds(history.end),
+        top_level: Some(history.top_level.clone()),
+        ..Default::default()
+    };
+    let bundled = ModulesConfig::from_yaml(tagging::BUNDLED_MODULES_YAML)?;
+    let figures = measure_prs(
+        &history.prs,
+        &bundled,
+        &context,
+        history.end + time::Duration::days(1),
+    );
+    println!(
+        "quality of the pages of {}: {} merged PRs, {:.1} s",
+        dir.display(),
+        figures.prs,
+        started.elapsed().as_secs_f64()
+    );
+    print_figures(&figures, None);
+    Ok(())
+}
+
+fn print_figures(new: &QualityFigures, before: Option<&QualityFigures>) {
     println!("  entries                                 {}", new.entries);
     println!(
         "  summary = the title or a trailer        {} ({})",
@@ -303,17 +382,37 @@ pub fn run_bench(prs: usize, modules: usize, seed: u64) -> anyhow::Result<()> {
         new.key_files_outside,
         percent(new.key_files_outside, new.entries)
     );
-    println!(
-        "  entries in docs                         {} ({}); with the old **/*.md default: {} ({})",
+    print!(
+        "  entries in docs                         {} ({})",
         new.docs_entries,
         percent(new.docs_entries, new.entries),
-        before.docs_entries,
-        percent(before.docs_entries, before.entries)
     );
+    match before {
+        Some(before) => println!(
+            "; with the old **/*.md default: {} ({})",
+            before.docs_entries,
+            percent(before.docs_entries, before.entries)
+        ),
+        None => println!(),
+    }
     println!(
         "  dependency and release entries folded   {} ({})",
         new.folded_entries,
         percent(new.folded_entries, new.entries)
+    );
+    println!(
+        "  entries counted as \"other changes\"      {} ({})",
+        new.other_entries,
+        percent(new.other_entries, new.entries)
+    );
+    for title in &new.other_titles {
+        println!("      e.g. {title}");
+    }
+    println!(
+        "  milestones mostly elsewhere             {} of {} ({})",
+        new.misplaced_milestones,
+        new.notable_milestones,
+        percent(new.misplaced_milestones, new.notable_milestones)
     );
     println!("  modules                                 {}", new.modules);
     println!(
@@ -334,7 +433,6 @@ pub fn run_bench(prs: usize, modules: usize, seed: u64) -> anyhow::Result<()> {
         new.largest_page.1,
         layout::MAX_PAGE_BYTES
     );
-    Ok(())
 }
 
 #[cfg(test)]
@@ -365,5 +463,9 @@ mod tests {
         assert!(f.quiet_modules.is_empty(), "{f:?}");
         assert_eq!(f.described_modules, 11, "{f:?}");
         assert!(f.largest_page.0 <= layout::MAX_PAGE_BYTES, "{f:?}");
+        // Every PR has a kind, and no year's significant PR mostly happened in another module.
+        assert!(f.other_entries * 100 <= f.entries * 15, "{f:?}");
+        assert!(f.notable_milestones > 0, "{f:?}");
+        assert_eq!(f.misplaced_milestones, 0, "{f:?}");
     }
 }

@@ -14,6 +14,7 @@ pub mod confirm;
 pub mod demo;
 pub mod dev;
 pub mod emulator;
+pub mod git_history;
 pub mod github_standin;
 pub mod http_server;
 pub mod notion_standin;

@@ -216,6 +216,13 @@ enum BenchTarget {
         modules: usize,
         #[arg(long, default_value_t = 7)]
         seed: u64,
+        /// Measure a real repository's history instead: the merged PRs of this git clone
+        /// (squash and merge commits that name their PR), tagged with the bundled config.
+        #[arg(long)]
+        git: Option<PathBuf>,
+        /// With --git: only its last this many PRs.
+        #[arg(long)]
+        limit: Option<usize>,
     },
     /// Sweep time and DynamoDB items read for backlogs of pending rows in a large table.
     Sweep {
@@ -464,9 +471,14 @@ async fn standin(token: String, pulls: Vec<String>, files: usize) -> anyhow::Res
 /// `chronicle bench …`.
 async fn bench(target: BenchTarget) -> anyhow::Result<()> {
     match target {
-        BenchTarget::Quality { prs, modules, seed } => {
-            infra::bench_quality::run_bench(prs, modules, seed)
-        }
+        BenchTarget::Quality {
+            git: Some(dir),
+            limit,
+            ..
+        } => infra::bench_quality::run_bench_git(&dir, limit),
+        BenchTarget::Quality {
+            prs, modules, seed, ..
+        } => infra::bench_quality::run_bench(prs, modules, seed),
         BenchTarget::Webhook {
             iterations,
             round_trips,

@@ -31,20 +31,26 @@ pub struct FileActivity {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Milestone {
-    /// `first` (the year's first PR), `largest` (its largest feature, else largest change),
-    /// `breaking`.
+    /// `first` (the year's first PR), `notable` (one of its most significant PRs; `largest`
+    /// on digests kept before), `breaking`, `moved`.
     pub what: String,
     pub number: u64,
     pub title: String,
     pub url: String,
     pub merged_at: String,
-    /// What ranks it among the candidates (a feature; its changed lines; its renamed files).
+    /// What ranks it among the candidates (a feature; its changed lines in the module; its
+    /// renamed files; its significance, 0 on digests kept before it was measured).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub feature: bool,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub churn: u64,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub renamed: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub score: u64,
+    /// Its one-line summary (bounded), shown beside a significant PR.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub summary: String,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -52,16 +58,17 @@ fn is_zero(n: &u64) -> bool {
 }
 
 /// The PRs that may be a year's milestones, kept so that the digest of more entries is the
-/// merge of digests: its first, its two largest (features first), its two earliest breaking
-/// changes and its two biggest moves. The milestones are chosen from them exactly as from all
+/// merge of digests: its first, its most significant few, its two earliest breaking changes
+/// and its two biggest moves. The milestones are chosen from them exactly as from all
 /// of the year's entries.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Candidates {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first: Option<Milestone>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub largest: Vec<Milestone>,
+    /// Kept under the name it had when only the largest changes were candidates.
+    #[serde(default, rename = "largest", skip_serializing_if = "Vec::is_empty")]
+    pub notable: Vec<Milestone>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub breaking: Vec<Milestone>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

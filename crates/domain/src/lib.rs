@@ -235,12 +235,20 @@ pub struct ModuleEntry {
     /// How many of the PR's known files are inside this module (`files` may hold fewer).
     #[serde(default)]
     pub files_here: u64,
+    /// The lines the PR changed inside this module, over all its files here (0 on entries
+    /// written before it was recorded: then `files` is the measure).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lines_here: u64,
     /// The other modules the PR touched, most files first (at most [`ENTRY_MAX_ELSEWHERE`]).
     #[serde(default)]
     pub elsewhere: Vec<ModuleCount>,
     /// How many of the PR's known files are outside this module.
     #[serde(default)]
     pub files_elsewhere: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Files kept on one entry: enough for "key files", bounded so an entry stays small.

@@ -631,6 +631,7 @@ pub(crate) mod sample {
             deletions: 0,
             files: vec![],
             files_here: 0,
+            lines_here: 0,
             elsewhere: vec![],
             files_elsewhere: 0,
         }
@@ -778,6 +779,32 @@ mod tests {
             md.contains("**Status:** gone — its directory `core/` no longer exists on the default branch; the last change was on 2024-02-10."),
             "{md}"
         );
+    }
+
+    /// The header's "latest" and the Status date come from the same entries, even when a
+    /// year's kept figures still name a later merge (an entry that has since left the module).
+    #[test]
+    fn the_header_and_the_status_agree_on_the_latest_change() {
+        let e = entry(12, "2026-04-17T08:00:00Z", "alice");
+        let mut years = one_year(&e);
+        years
+            .values_mut()
+            .for_each(|y| y.last = "2026-05-05T08:00:00Z".into());
+        let facts = ModuleFacts {
+            repo: "acme/widgets".into(),
+            module: "api".into(),
+            paths: vec!["api/**".into()],
+            entry_count: 1,
+            first_merged_at: Some(e.merged_at.clone()),
+            latest_merged_at: Some(e.merged_at.clone()),
+            years,
+            now: chronicle_domain::parse_rfc3339("2026-05-10T00:00:00Z"),
+            ..Default::default()
+        };
+        let md = super::super::render::commonmark(&module_page(&facts, &[e]));
+        assert!(md.contains("latest 2026-04-17"), "{md}");
+        assert!(md.contains("last changed on 2026-04-17"), "{md}");
+        assert!(!md.contains("2026-05-05"), "{md}");
     }
 
     #[test]

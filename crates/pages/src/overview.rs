@@ -17,6 +17,9 @@ use chronicle_domain::{parse_rfc3339, ModuleEntry, YearStats};
 pub use chronicle_domain::{AuthorActivity, Candidates, FileActivity, Milestone, YearDigest};
 use chronicle_summary::kind;
 
+use super::milestones::{candidates_of, merge_candidates};
+pub use super::milestones::{is_notable, year_milestones};
+
 /// Authors kept per year (a bounded top list: "Who knows it" weighs them over the years).
 const YEAR_AUTHORS: usize = 24;
 pub const EXPERTS_SHOWN: usize = 5;
@@ -27,27 +30,13 @@ pub const START_FILES: usize = 5;
 const EXPERT_HALF_LIFE_DAYS: f64 = 180.0;
 /// A file's weight halves every this many days without a change.
 const FILE_HALF_LIFE_DAYS: f64 = 365.0;
+/// A significant PR's summary shown on its year's line has at least this many words ("Fix
+/// tests", a squash list's leftover, says nothing).
+const SUMMARY_MIN_WORDS: usize = 4;
 /// "Recently" looks back this far.
 pub const RECENT_DAYS: i64 = 90;
 /// A module without a change for this long is quiet.
 pub const QUIET_DAYS: i64 = 365;
-/// A milestone's title as kept (the overview shows 90 characters of it).
-const MILESTONE_TITLE_CHARS: usize = 200;
-/// Breaking changes kept per year as milestones.
-const YEAR_BREAKING: usize = 2;
-/// Renames and moves kept per year as milestones, and the renamed files that make one.
-const YEAR_MOVES: usize = 2;
-const MOVE_MIN_FILES: usize = 3;
-
-fn milestone_order(m: &Milestone) -> String {
-    chronicle_domain::order_key(&m.merged_at, m.number)
-}
-
-/// A year's milestones: its first PR; its largest feature (else its largest change) other than
-/// the first; its first breaking changes; its biggest moves.
-pub fn year_milestones(digest: &YearDigest) -> Vec<Milestone> {
-    milestones(&digest.candidates)
-}
 
 /// Lockfiles, generated and vendored files: never where a newcomer starts reading.
 pub fn is_incidental(path: &str) -> bool {
@@ -194,109 +183,6 @@ fn finish(
     }
 }
 
-fn milestone(what: &str, e: &ModuleEntry) -> Milestone {
-    Milestone {
-        what: what.into(),
-        number: e.number,
-        // Bounded: the page item holds a few of these a year.
-        title: chronicle_domain::cap(&e.title, MILESTONE_TITLE_CHARS),
-        url: e.url.clone(),
-        merged_at: e.merged_at.clone(),
-        ..Default::default()
-    }
-}
-
-/// One entry as a candidate for each kind of milestone it can be.
-fn candidates_of(e: &ModuleEntry) -> Candidates {
-    let mut c = Candidates {
-        first: Some(milestone("first", e)),
-        ..Default::default()
-    };
-    if !kind::is_folded(e.kind.as_deref()) {
-        let churn = e
-            .files
-            .iter()
-            .map(|f| f.additions + f.deletions)
-            .sum::<u64>()
-            .max(e.additions + e.deletions);
-        c.largest.push(Milestone {
-            feature: e.kind.as_deref() == Some("feat"),
-            churn,
-            ..milestone("largest", e)
-        });
-    }
-    if e.breaking {
-        c.breaking.push(milestone("breaking", e));
-    }
-    // Renames and moves: PRs most of whose files here GitHub reports as renamed.
-    let renamed = e
-        .files
-        .iter()
-        .filter(|f| f.status.as_deref() == Some("renamed"))
-        .count();
-    if renamed >= MOVE_MIN_FILES && renamed * 2 >= e.files.len() {
-        c.moves.push(Milestone {
-            renamed: renamed as u64,
-            ..milestone("moved", e)
-        });
-    }
-    c
-}
-
-fn merge_candidates(a: Candidates, b: Candidates) -> Candidates {
-    let first = [a.first, b.first]
-        .into_iter()
-        .flatten()
-        .min_by_key(milestone_order);
-    let mut largest: Vec<Milestone> = a.largest.into_iter().chain(b.largest).collect();
-    // Features first, then the most changed lines; the lower number wins a tie.
-    largest.sort_by(|x, y| {
-        y.feature
-            .cmp(&x.feature)
-            .then(y.churn.cmp(&x.churn))
-            .then(x.number.cmp(&y.number))
-    });
-    largest.truncate(2);
-    let mut breaking: Vec<Milestone> = a.breaking.into_iter().chain(b.breaking).collect();
-    breaking.sort_by_key(milestone_order);
-    breaking.truncate(YEAR_BREAKING);
-    let mut moves: Vec<Milestone> = a.moves.into_iter().chain(b.moves).collect();
-    moves.sort_by(|x, y| y.renamed.cmp(&x.renamed).then(x.number.cmp(&y.number)));
-    moves.truncate(YEAR_MOVES);
-    Candidates {
-        first,
-        largest,
-        breaking,
-        moves,
-    }
-}
-
-/// The year's milestones, from its candidates: its first PR; its largest feature (else its
-/// largest change) other than the first; its first breaking changes; its biggest moves.
-fn milestones(c: &Candidates) -> Vec<Milestone> {
-    let mut out = Vec::new();
-    let first_number = c.first.as_ref().map(|f| f.number);
-    if let Some(first) = &c.first {
-        out.push(first.clone());
-    }
-    // The pool is the features if there is one, else every substantive change; the first PR
-    // is not its largest.
-    let largest = match c.largest.as_slice() {
-        [best, ..] if Some(best.number) != first_number => Some(best),
-        [best, next, ..] if next.feature == best.feature => Some(next),
-        _ => None,
-    };
-    if let Some(m) = largest {
-        out.push(m.clone());
-    }
-    for m in c.breaking.iter().chain(&c.moves) {
-        if !out.iter().any(|o| o.number == m.number) {
-            out.push(m.clone());
-        }
-    }
-    out
-}
-
 /// `#123` in a story's text.
 fn pr_refs() -> &'static regex::Regex {
     static PR: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
@@ -393,13 +279,39 @@ fn short_title(title: &str) -> String {
     chronicle_domain::cap(&title.replace(['\n', '\r', '\t'], " "), 90)
 }
 
+/// A significant PR's summary on its year's line: one line, without its closing period (the
+/// line's own punctuation follows).
+fn short_summary(summary: &str) -> String {
+    let one_line = summary.replace(['\n', '\r', '\t'], " ");
+    let capped = chronicle_domain::cap(one_line.trim(), 140);
+    capped.trim_end_matches(['.', ';']).to_string()
+}
+
+/// Whether a significant PR's summary is worth its place on the year's line: a sentence of a
+/// few words that is not the title again, nor only the names of its files.
+fn adds_to_title(summary: &str, title: &str) -> bool {
+    let letters = |s: &str| -> String {
+        s.chars()
+            .filter(|c| c.is_alphanumeric())
+            .flat_map(char::to_lowercase)
+            .collect()
+    };
+    let s = letters(summary);
+    summary.split_whitespace().count() >= SUMMARY_MIN_WORDS
+        && !chronicle_summary::is_files_summary(summary)
+        && !letters(title).contains(&s)
+}
+
 /// The overview's blocks: a heading and its sections.
 pub fn overview(input: &OverviewInput) -> Vec<Block> {
     let years = input.years;
-    let latest = years
-        .values()
-        .map(|y| y.last.clone())
-        .max()
+    // The page's newest entry, as the header says; the years' figures only without entries
+    // (a year's kept `last` can outlive an entry that left the module).
+    let latest = input
+        .recent
+        .first()
+        .map(|e| e.merged_at.clone())
+        .or_else(|| years.values().map(|y| y.last.clone()).max())
         .filter(|s| !s.is_empty());
     let created = years.values().next().and_then(|y| {
         year_milestones(&y.digest)
@@ -702,7 +614,7 @@ fn story_line(year: &str, stats: &YearStats, created: Option<&Milestone>) -> Vec
         let label = match m.what.as_str() {
             "first" if created.is_some_and(|c| c.number == m.number) => "created in",
             "first" => continue,
-            "largest" => "largest change",
+            _ if is_notable(m) => "notable",
             "breaking" => "breaking",
             "moved" => "files moved or renamed in",
             _ => continue,
@@ -713,6 +625,10 @@ fn story_line(year: &str, stats: &YearStats, created: Option<&Milestone>) -> Vec
         spans.push(Span::text("” ("));
         spans.push(pr_link(m.number, &m.url));
         spans.push(Span::text(")"));
+        if is_notable(m) && adds_to_title(&m.summary, &m.title) {
+            spans.push(Span::text(": "));
+            spans.extend(title_spans(&short_summary(&m.summary), None));
+        }
         named += 1;
     }
     if named > 0 {
@@ -779,6 +695,29 @@ mod tests {
         assert_eq!(moved, vec![2]);
     }
 
+    /// A PR large elsewhere and small here is not among this module's milestones: its
+    /// size here is its changed lines in this module's files.
+    #[test]
+    fn the_largest_change_is_measured_in_the_module() {
+        let mut elsewhere = with_files(2, &["modified"]);
+        elsewhere.kind = Some("feat".into());
+        elsewhere.additions = 4_000;
+        elsewhere.files_here = 1;
+        elsewhere.files_elsewhere = 60;
+        let mut here = with_files(3, &["modified", "modified", "modified"]);
+        here.kind = Some("feat".into());
+        here.files.iter_mut().for_each(|f| f.additions = 100);
+        here.additions = 300;
+        here.files_here = 3;
+        let first = with_files(1, &["added"]);
+        let notable: Vec<u64> = year_milestones(&digest(&[first, elsewhere, here]))
+            .iter()
+            .filter(|m| is_notable(m))
+            .map(|m| m.number)
+            .collect();
+        assert_eq!(notable, vec![3]);
+    }
+
     /// A year's digest is the merge of its parts' digests, wherever it is cut: counts and
     /// milestones exactly, and authors and files while they fit the kept top lists.
     #[test]
@@ -823,27 +762,46 @@ mod tests {
         assert_eq!(stepwise, whole);
     }
 
-    /// The first PR is never its own year's largest: with it the only feature, there is none;
-    /// without features, the next largest change is.
+    /// A significant PR's summary is shown when it says more than the title and its files.
     #[test]
-    fn the_largest_is_chosen_from_the_candidates_as_from_all_entries() {
+    fn a_milestone_summary_must_add_to_its_title() {
+        let title = "feat(api): add paging";
+        assert!(adds_to_title(
+            "Listing 10,000 rows timed out, so results now come in pages.",
+            title
+        ));
+        assert!(!adds_to_title("Fix tests", title));
+        assert!(!adds_to_title(
+            "Add paging to the api",
+            "Add paging to the api"
+        ));
+        assert!(!adds_to_title("Changes `a.rs`, `b.rs` and `c.rs`.", title));
+    }
+
+    /// The first PR is never its own year's significant one; the others are, most significant
+    /// first, and a feature outranks a larger fix only while its size is comparable.
+    #[test]
+    fn the_significant_are_chosen_from_the_candidates_as_from_all_entries() {
         let mut first = entry(1, "2024-01-01T00:00:00Z", "alice");
         first.kind = Some("feat".into());
         first.additions = 900;
-        let mut second = entry(2, "2024-01-02T00:00:00Z", "bob");
-        second.kind = Some("fix".into());
-        second.additions = 50;
-        let only_feature = digest(&[first.clone(), second.clone()]);
-        assert!(!year_milestones(&only_feature)
-            .iter()
-            .any(|m| m.what == "largest"));
-        first.kind = Some("fix".into());
-        let no_feature = digest(&[first, second]);
-        let largest: Vec<u64> = year_milestones(&no_feature)
-            .iter()
-            .filter(|m| m.what == "largest")
-            .map(|m| m.number)
-            .collect();
-        assert_eq!(largest, [2]);
+        let mut fix = entry(2, "2024-01-02T00:00:00Z", "bob");
+        fix.kind = Some("fix".into());
+        fix.additions = 50;
+        let mut feature = entry(3, "2024-01-03T00:00:00Z", "bob");
+        feature.kind = Some("feat".into());
+        feature.additions = 40;
+        let mut chore = entry(4, "2024-01-04T00:00:00Z", "carol");
+        chore.kind = Some("chore".into());
+        chore.additions = 5_000;
+        let notable = |entries: &[ModuleEntry]| -> Vec<u64> {
+            year_milestones(&digest(entries))
+                .iter()
+                .filter(|m| is_notable(m))
+                .map(|m| m.number)
+                .collect()
+        };
+        assert_eq!(notable(&[first.clone(), fix.clone()]), [2]);
+        assert_eq!(notable(&[first, fix, feature, chore]), [4, 3, 2]);
     }
 }

@@ -36,7 +36,12 @@ pub fn module_entries(
             *per_module.entry(m).or_default() += 1;
         }
     }
-    let kind = crate::kind::classify(&row.title, &row.author, &row.labels);
+    let paths: Vec<&str> = row.files.iter().map(|f| f.path.as_str()).collect();
+    let kind = crate::kind::classify(&row.title, &row.author, &row.labels, &paths);
+    // A summary that only names the PR's files names each module's own on its entry (the
+    // others are its "Also touched").
+    let all_paths: Vec<String> = row.files.iter().map(|f| f.path.clone()).collect();
+    let from_files = !all_paths.is_empty() && summary == crate::summary::files_summary(&all_paths);
     let breaking = crate::kind::is_breaking(&row.title, &row.labels);
     modules
         .iter()
@@ -46,7 +51,14 @@ pub fn module_entries(
                 .filter(|(_, of_file)| of_file.contains(module))
                 .map(|(f, _)| (*f).clone())
                 .collect();
+            let own: Vec<String> = here.iter().map(|f| f.path.clone()).collect();
+            let summary = if from_files && !own.is_empty() {
+                crate::summary::files_summary(&own)
+            } else {
+                summary.to_string()
+            };
             let files_here = here.len() as u64;
+            let lines_here = here.iter().map(FileChange::churn).sum();
             here.sort_by(|a, b| b.churn().cmp(&a.churn()).then(a.path.cmp(&b.path)));
             here.truncate(ENTRY_MAX_FILES);
             let files_elsewhere = tagged
@@ -74,12 +86,13 @@ pub fn module_entries(
                 kind: kind.clone(),
                 breaking,
                 labels: row.labels.iter().take(ENTRY_MAX_LABELS).cloned().collect(),
-                summary: summary.to_string(),
+                summary,
                 linked_issues: row.own_issues().take(ENTRY_MAX_ISSUES).cloned().collect(),
                 additions: row.additions,
                 deletions: row.deletions,
                 files: here,
                 files_here,
+                lines_here,
                 elsewhere,
                 files_elsewhere,
             }
@@ -191,6 +204,26 @@ mod tests {
                 files: 3
             }
         );
+    }
+
+    /// A summary that only names the PR's files names each module's own files on its entry,
+    /// and each entry measures the PR's changed lines in its module.
+    #[test]
+    fn a_files_summary_and_the_size_are_the_modules_own() {
+        let config =
+            ModulesConfig::from_yaml("acme/app:\n  api: ['api/**']\n  web: ['web/**']\n").unwrap();
+        let repo = RepoName::parse("acme/app").unwrap();
+        let r = row(&[("web/x.ts", 50, 10), ("web/y.ts", 5, 0), ("api/a.rs", 1, 1)]);
+        let paths: Vec<String> = r.files.iter().map(|f| f.path.clone()).collect();
+        let whole = crate::summary::files_summary(&paths);
+        let modules = [ModuleName::new("api"), ModuleName::new("web")];
+        let entries = module_entries(&repo, &r, &modules, &whole, config.for_repo(&repo), None);
+        assert_eq!(entries[0].summary, "Changes `api/a.rs`.");
+        assert_eq!(entries[1].summary, "Changes `web/x.ts` and `web/y.ts`.");
+        assert_eq!((entries[0].lines_here, entries[1].lines_here), (2, 65));
+        // A summary from the body is the PR's, on every entry.
+        let entries = module_entries(&repo, &r, &modules, "Adds paging.", None, None);
+        assert!(entries.iter().all(|e| e.summary == "Adds paging."));
     }
 
     #[test]

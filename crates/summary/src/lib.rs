@@ -175,6 +175,17 @@ const FILES_NAMED: usize = 3;
 /// Most commit subjects a squash-merge list keeps.
 const SQUASH_ITEMS: usize = 5;
 
+/// The summary [`extractive`] gives a PR whose body says nothing, from these files (capped as
+/// a summary is): a module's entry names its own files with it, not the PR's first three.
+pub fn files_summary(files: &[String]) -> String {
+    cap(&files_sentence(files), SUMMARY_MAX_CHARS)
+}
+
+/// Whether a summary is [`files_summary`]'s: it names files, and says nothing of why.
+pub fn is_files_summary(summary: &str) -> bool {
+    summary.starts_with("Changes `")
+}
+
 /// What changed, from the files, for a body that says nothing the title does not: "Changes
 /// `a.rs`, `b.rs` and 4 more files." Empty without files: never the title again.
 fn files_sentence(files: &[String]) -> String {
