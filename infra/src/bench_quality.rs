@@ -61,6 +61,9 @@ pub struct QualityFigures {
     /// in the module whose page shows them.
     pub notable_milestones: usize,
     pub misplaced_milestones: usize,
+    /// Modules whose first two "Start here" files include a manifest or a test ahead of one of
+    /// their source files.
+    pub start_manifest_or_test: Vec<String>,
 }
 
 fn comparable(s: &str) -> String {
@@ -273,6 +276,14 @@ pub fn measure_prs(
     figures.modules = by_module.len();
     for (module, entries) in &by_module {
         count_milestones(&mut figures, entries);
+        let start = stages::pages::overview::start_files(&years_of(entries), now);
+        let late =
+            |p: &String| stages::pages::overview::is_manifest(p) || stages::kind::is_test_path(p);
+        if let Some(first_late) = start.iter().take(2).position(late) {
+            if start[first_late..].iter().any(|p| !late(p)) {
+                figures.start_manifest_or_test.push(module.to_string());
+            }
+        }
         let page = module_page(&repo, module, entries, repo_config, Some(context), now);
         if page.contains("**Status:** quiet") {
             figures.quiet_modules.push(module.to_string());
@@ -416,6 +427,10 @@ fn print_figures(new: &QualityFigures, before: Option<&QualityFigures>) {
     );
     println!("  modules                                 {}", new.modules);
     println!(
+        "  manifest or test ahead of source        {:?}",
+        new.start_manifest_or_test
+    );
+    println!(
         "  modules shown as quiet                  {:?}",
         new.quiet_modules
     );
@@ -467,5 +482,6 @@ mod tests {
         assert!(f.other_entries * 100 <= f.entries * 15, "{f:?}");
         assert!(f.notable_milestones > 0, "{f:?}");
         assert_eq!(f.misplaced_milestones, 0, "{f:?}");
+        assert!(f.start_manifest_or_test.is_empty(), "{f:?}");
     }
 }

@@ -253,7 +253,10 @@ pub fn experts(
     out
 }
 
-/// Where to start reading: the module's own files, by churn weighted by recency.
+/// Where to start reading: the module's entry points (`lib.rs`, `main.rs`, `index.ts`,
+/// `__init__.py`, its README…: the shallowest two), then its source files by churn weighted by
+/// recency, then its tests, its other docs, and last its manifests (a version bump makes
+/// `Cargo.toml` the most changed file, not the place to start).
 pub fn start_files(years: &BTreeMap<String, YearStats>, now: OffsetDateTime) -> Vec<String> {
     let mut score: BTreeMap<&str, f64> = BTreeMap::new();
     for y in years.values() {
@@ -263,12 +266,104 @@ pub fn start_files(years: &BTreeMap<String, YearStats>, now: OffsetDateTime) -> 
                 * decay(&f.last, now, FILE_HALF_LIFE_DAYS);
         }
     }
+    // The shallowest code entry points (a crate's `src/lib.rs` over its `src/x/mod.rs`), most
+    // changed first, then the shallowest README; two in all.
+    let shallowest = |readme: bool| -> Vec<&str> {
+        let depth = |p: &str| p.matches('/').count();
+        let of_kind =
+            |p: &str| is_entry_point(p) && is_readme(p) == readme && !kind::is_test_path(p);
+        let min = score.keys().filter(|p| of_kind(p)).map(|p| depth(p)).min();
+        let mut found: Vec<&str> = score
+            .keys()
+            .copied()
+            .filter(|p| of_kind(p) && Some(depth(p)) == min)
+            .collect();
+        found.sort_by(|a, b| score[b].total_cmp(&score[a]).then(a.cmp(b)));
+        found
+    };
+    let code = shallowest(false);
+    let readme = shallowest(true);
+    let mut entry_points: Vec<&str> = code.iter().take(1).copied().collect();
+    entry_points.extend(readme.first());
+    entry_points.extend(code.iter().skip(1));
+    entry_points.truncate(START_ENTRY_POINTS);
+    let tier = |p: &str| -> u8 {
+        if entry_points.contains(&p) {
+            0
+        } else if is_manifest(p) {
+            4
+        } else if kind::is_test_path(p) {
+            2
+        } else if kind::is_docs_path(p) {
+            3
+        } else {
+            1
+        }
+    };
     let mut out: Vec<(&str, f64)> = score.into_iter().collect();
-    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+    out.sort_by(|a, b| {
+        tier(a.0)
+            .cmp(&tier(b.0))
+            .then(b.1.total_cmp(&a.1))
+            .then(a.0.cmp(b.0))
+    });
     out.into_iter()
         .take(START_FILES)
         .map(|(p, _)| p.to_string())
         .collect()
+}
+
+/// Entry points shown first in "Start here".
+const START_ENTRY_POINTS: usize = 2;
+
+fn file_name(path: &str) -> String {
+    path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase()
+}
+
+/// Where a reader enters a package or a directory: `lib.rs`, `main.rs`, `mod.rs`, `index.*`,
+/// `__init__.py`, `main.go`, `main.py`, a README.
+pub fn is_entry_point(path: &str) -> bool {
+    let name = file_name(path);
+    let stem = name.split('.').next().unwrap_or(&name);
+    matches!(
+        name.as_str(),
+        "lib.rs" | "main.rs" | "mod.rs" | "__init__.py" | "main.go" | "main.py" | "__main__.py"
+    ) || (stem == "index"
+        && [".ts", ".tsx", ".js", ".mjs", ".cjs", ".jsx", ".mts"]
+            .iter()
+            .any(|ext| name.ends_with(ext))
+        && !name.contains(".d."))
+        || is_readme(path)
+}
+
+fn is_readme(path: &str) -> bool {
+    file_name(path).split('.').next() == Some("readme")
+}
+
+/// Manifests and release notes: changed by every version bump, read last.
+pub fn is_manifest(path: &str) -> bool {
+    let name = file_name(path);
+    matches!(
+        name.as_str(),
+        "cargo.toml"
+            | "package.json"
+            | "pyproject.toml"
+            | "setup.py"
+            | "setup.cfg"
+            | "go.mod"
+            | "pom.xml"
+            | "build.gradle"
+            | "build.gradle.kts"
+            | "gemfile"
+            | "composer.json"
+            | "deno.json"
+            | "jsr.json"
+            | "tsconfig.json"
+    ) || name.starts_with("changelog")
+        || name.starts_with("changes")
+        || name.starts_with("history.md")
+        || name.starts_with("release")
+        || name.ends_with(".gemspec")
 }
 
 fn pr_link(number: u64, url: &str) -> Span {
@@ -434,7 +529,7 @@ fn status(input: &OverviewInput, latest: Option<&str>) -> Block {
     Block::Paragraph(spans)
 }
 
-/// "Start here:": the files most changed, recently weighted.
+/// "Start here:": the entry points, then the files most changed, recently weighted.
 fn start_here(input: &OverviewInput, blocks: &mut Vec<Block>) {
     let years = input.years;
     let files = start_files(years, input.now);
@@ -455,7 +550,9 @@ fn start_here(input: &OverviewInput, blocks: &mut Vec<Block>) {
                 None => spans.push(Span::code(chronicle_domain::cap(f, 120))),
             }
         }
-        spans.push(Span::text(" (most changed, recently weighted)."));
+        spans.push(Span::text(
+            " (entry points first, then the most changed, recently weighted).",
+        ));
         blocks.push(Block::Paragraph(spans));
     }
 }
@@ -760,6 +857,49 @@ mod tests {
             stepwise = merge(&stepwise, &digest(chunk));
         }
         assert_eq!(stepwise, whole);
+    }
+
+    /// "Start here" opens with the module's entry points, then its source by churn; tests come
+    /// after the source, and a manifest that every version bump changes comes last.
+    #[test]
+    fn start_here_opens_with_entry_points_and_leaves_manifests_last() {
+        let file = |path: &str, count: u64| FileActivity {
+            path: path.into(),
+            count,
+            churn: count * 10,
+            last: "2024-06-01T00:00:00Z".into(),
+        };
+        let mut years = BTreeMap::new();
+        years.insert(
+            "2024".to_string(),
+            YearStats {
+                digest: YearDigest {
+                    files: vec![
+                        file("crates/cli/Cargo.toml", 90),
+                        file("crates/cli/src/version.test.ts", 60),
+                        file("crates/cli/tests/parse.rs", 50),
+                        file("crates/cli/src/parser.rs", 20),
+                        file("crates/cli/src/args/mod.rs", 15),
+                        file("crates/cli/src/lib.rs", 3),
+                        file("crates/cli/README.md", 2),
+                        file("crates/cli/CHANGELOG.md", 80),
+                    ],
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+        );
+        let now = parse_rfc3339("2024-07-01T00:00:00Z").unwrap();
+        assert_eq!(
+            start_files(&years, now),
+            [
+                "crates/cli/src/lib.rs",
+                "crates/cli/README.md",
+                "crates/cli/src/parser.rs",
+                "crates/cli/src/args/mod.rs",
+                "crates/cli/src/version.test.ts",
+            ]
+        );
     }
 
     /// A significant PR's summary is shown when it says more than the title and its files.
