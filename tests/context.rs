@@ -429,6 +429,7 @@ async fn a_changed_layout_marks_the_repository_module_pages_for_a_rebuild() {
             lines_here: 0,
             elsewhere: vec![],
             files_elsewhere: 0,
+            why: None,
         })
         .await;
     }

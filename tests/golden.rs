@@ -489,6 +489,7 @@ fn generated_history() -> Vec<ModuleEntry> {
             files,
             elsewhere: vec![],
             files_elsewhere: 0,
+            why: None,
         });
     };
     let mut number = 1;

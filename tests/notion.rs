@@ -42,6 +42,7 @@ fn entry(module: &str, number: u64, merged_at: &str) -> ModuleEntry {
         lines_here: 0,
         elsewhere: vec![],
         files_elsewhere: 0,
+        why: None,
     }
 }
 

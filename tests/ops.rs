@@ -555,6 +555,7 @@ async fn rebuild_of_one_module_marks_only_that_module() {
             lines_here: 0,
             elsewhere: vec![],
             files_elsewhere: 0,
+            why: None,
         };
         t.put_entry(&e).await;
     }

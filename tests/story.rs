@@ -35,6 +35,7 @@ fn entry(number: u64, merged_at: &str, author: &str, title: &str) -> ModuleEntry
         lines_here: 0,
         elsewhere: vec![],
         files_elsewhere: 0,
+        why: None,
     }
 }
 

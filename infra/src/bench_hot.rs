@@ -126,6 +126,7 @@ fn entry(number: u64, at: OffsetDateTime) -> ModuleEntry {
         lines_here: 0,
         elsewhere: vec![],
         files_elsewhere: 0,
+        why: None,
     }
 }
 

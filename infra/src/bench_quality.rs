@@ -27,6 +27,9 @@ use crate::synthetic::{history, HistorySpec, SyntheticPr};
 const OLD_DEFAULT: &str =
     "\"*\":\n  docs: [\"**/*.md\", \"docs/**\"]\n  ci: [\".github/workflows/**\"]\n";
 
+/// A module this busy should have its why quoted.
+const QUOTED_MIN_ENTRIES: usize = 30;
+
 /// Unclassified titles printed as examples.
 const OTHER_TITLES_SHOWN: usize = 12;
 
@@ -61,6 +64,16 @@ pub struct QualityFigures {
     /// in the module whose page shows them.
     pub notable_milestones: usize,
     pub misplaced_milestones: usize,
+    /// Modules with at least [`QUOTED_MIN_ENTRIES`] entries, and those whose overview quotes
+    /// at least two sentences of their PRs' bodies under "Key decisions" (reasons among them).
+    pub big_modules: usize,
+    pub quoted_modules: usize,
+    pub reason_quotes: usize,
+    pub quotes: usize,
+    /// The largest module's year figures as stored on its page item (JSON bytes), and its years.
+    pub largest_years: (usize, usize),
+    /// A few quotes of the busiest module, to read.
+    pub sample_quotes: Vec<String>,
     /// Modules whose first two "Start here" files include a manifest or a test ahead of one of
     /// their source files.
     pub start_manifest_or_test: Vec<String>,
@@ -274,9 +287,31 @@ pub fn measure_prs(
         by_module.entry(e.module.as_str()).or_default().push(e);
     }
     figures.modules = by_module.len();
+    let mut biggest = 0;
     for (module, entries) in &by_module {
         count_milestones(&mut figures, entries);
-        let start = stages::pages::overview::start_files(&years_of(entries), now);
+        let years = years_of(entries);
+        let stored = serde_json::to_vec(&years).map_or(0, |v| v.len());
+        if stored > figures.largest_years.0 {
+            figures.largest_years = (stored, years.len());
+        }
+        if entries.len() >= QUOTED_MIN_ENTRIES {
+            figures.big_modules += 1;
+            let quotes = stages::pages::decisions::key_decisions(&years);
+            figures.quotes += quotes.len();
+            figures.reason_quotes += quotes.iter().filter(|d| d.quote.reason).count();
+            if quotes.len() >= 2 {
+                figures.quoted_modules += 1;
+            }
+            if entries.len() > biggest {
+                biggest = entries.len();
+                figures.sample_quotes = quotes
+                    .iter()
+                    .map(|d| format!("#{} {}: {}", d.number, module, d.quote.text))
+                    .collect();
+            }
+        }
+        let start = stages::pages::overview::start_files(&years, now);
         let late =
             |p: &String| stages::pages::overview::is_manifest(p) || stages::kind::is_test_path(p);
         if let Some(first_late) = start.iter().take(2).position(late) {
@@ -427,6 +462,13 @@ fn print_figures(new: &QualityFigures, before: Option<&QualityFigures>) {
     );
     println!("  modules                                 {}", new.modules);
     println!(
+        "  modules of {QUOTED_MIN_ENTRIES}+ PRs quoting 2+ PR sentences   {} of {} ({} quotes, {} giving a reason)",
+        new.quoted_modules, new.big_modules, new.quotes, new.reason_quotes
+    );
+    for quote in &new.sample_quotes {
+        println!("      {}", stages::domain::cap(quote, 160));
+    }
+    println!(
         "  manifest or test ahead of source        {:?}",
         new.start_manifest_or_test
     );
@@ -441,6 +483,10 @@ fn print_figures(new: &QualityFigures, before: Option<&QualityFigures>) {
     println!(
         "  modules described by their README       {}",
         new.described_modules
+    );
+    println!(
+        "  largest year figures on a page item     {} bytes over {} years (DynamoDB's item limit is 400 KB)",
+        new.largest_years.0, new.largest_years.1
     );
     println!(
         "  largest module page                     {} bytes ({}; the layout's bound is {})",
@@ -483,5 +529,7 @@ mod tests {
         assert!(f.notable_milestones > 0, "{f:?}");
         assert_eq!(f.misplaced_milestones, 0, "{f:?}");
         assert!(f.start_manifest_or_test.is_empty(), "{f:?}");
+        assert!(f.big_modules > 0, "{f:?}");
+        assert_eq!(f.quoted_modules, f.big_modules, "{f:?}");
     }
 }

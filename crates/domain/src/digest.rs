@@ -57,6 +57,30 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
+/// A sentence quoted from a significant PR's body, for the module's "Key decisions".
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Decision {
+    pub number: u64,
+    pub url: String,
+    pub merged_at: String,
+    pub quote: crate::Quote,
+    /// The PR's significance in the module (`pages::milestones::significance`).
+    pub score: u64,
+}
+
+/// An issue a significant PR closed: a problem the module solved.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Problem {
+    pub issue: crate::IssueRef,
+    /// The PR that closed it.
+    pub number: u64,
+    pub url: String,
+    pub merged_at: String,
+    pub score: u64,
+}
+
 /// The PRs that may be a year's milestones, kept so that the digest of more entries is the
 /// merge of digests: its first, its most significant few, its two earliest breaking changes
 /// and its two biggest moves. The milestones are chosen from them exactly as from all
@@ -73,6 +97,12 @@ pub struct Candidates {
     pub breaking: Vec<Milestone>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub moves: Vec<Milestone>,
+    /// The why of its most significant PRs, in their own words (reasons first).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub decisions: Vec<Decision>,
+    /// The issues its most significant PRs closed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<Problem>,
 }
 
 /// What the overview needs of one year of entries. Digests merge (`pages::overview::merge`): the digest of a

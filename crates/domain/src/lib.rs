@@ -15,7 +15,9 @@ pub mod error;
 pub mod hook;
 mod module_name;
 mod text;
-pub use digest::{AuthorActivity, Candidates, FileActivity, Milestone, YearDigest};
+pub use digest::{
+    AuthorActivity, Candidates, Decision, FileActivity, Milestone, Problem, YearDigest,
+};
 pub use module_name::{
     has_hash_suffix, is_invisible, short_hash, with_hash_suffix, InvalidModuleName, ModuleName,
     MODULE_NAME_MAX_BYTES,
@@ -163,7 +165,7 @@ impl FileChange {
 }
 
 /// An issue a PR closes, as the page links it.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct IssueRef {
     #[serde(default)]
@@ -171,6 +173,16 @@ pub struct IssueRef {
     pub title: String,
     pub state: String,
     pub url: String,
+}
+
+/// A sentence quoted verbatim from a PR's body: the why of a change, in its own words.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Quote {
+    pub text: String,
+    /// It gives a reason or a choice ("because", "instead of", under a "Why" heading…); else it
+    /// is only the body's most informative sentence.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reason: bool,
 }
 
 /// The module (and directory count) of files at the repository root.
@@ -245,6 +257,9 @@ pub struct ModuleEntry {
     /// How many of the PR's known files are outside this module.
     #[serde(default)]
     pub files_elsewhere: u64,
+    /// The sentence of its body that best says why (`summary::decision`), verbatim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<Quote>,
 }
 
 fn is_zero(n: &u64) -> bool {

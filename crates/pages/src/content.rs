@@ -634,6 +634,7 @@ pub(crate) mod sample {
             lines_here: 0,
             elsewhere: vec![],
             files_elsewhere: 0,
+            why: None,
         }
     }
 }

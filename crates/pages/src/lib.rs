@@ -14,6 +14,7 @@
 pub mod archive;
 pub mod blocks;
 pub mod content;
+pub mod decisions;
 pub mod layout;
 pub mod milestones;
 pub mod overview;

@@ -9,7 +9,7 @@
 //! milestones of more entries are those of the merged candidates (the page item keeps them per
 //! year without reading the year again).
 
-use chronicle_domain::{Candidates, Milestone, ModuleEntry, YearDigest};
+use chronicle_domain::{Candidates, Decision, Milestone, ModuleEntry, Problem, YearDigest};
 use chronicle_summary::kind;
 
 /// A milestone's title as kept (the overview shows 90 characters of it).
@@ -25,6 +25,11 @@ const YEAR_BREAKING: usize = 2;
 /// Renames and moves kept per year as milestones, and the renamed files that make one.
 const YEAR_MOVES: usize = 2;
 const MOVE_MIN_FILES: usize = 3;
+/// Quotes and closed issues kept per year: as many as the overview shows in all.
+pub const YEAR_DECISIONS: usize = 5;
+pub const YEAR_PROBLEMS: usize = 5;
+/// An issue's title as kept.
+const PROBLEM_TITLE_CHARS: usize = 120;
 
 fn milestone_order(m: &Milestone) -> String {
     chronicle_domain::order_key(&m.merged_at, m.number)
@@ -108,13 +113,35 @@ pub fn candidates_of(e: &ModuleEntry) -> Candidates {
         ..Default::default()
     };
     if !kind::is_folded(e.kind.as_deref()) && !mostly_elsewhere(e) {
+        let score = significance(e);
         c.notable.push(Milestone {
             feature: e.kind.as_deref() == Some("feat"),
             churn: lines_here(e),
-            score: significance(e),
+            score,
             summary: chronicle_domain::cap(e.summary.trim(), MILESTONE_SUMMARY_CHARS),
             ..milestone("notable", e)
         });
+        if let Some(quote) = &e.why {
+            c.decisions.push(Decision {
+                number: e.number,
+                url: e.url.clone(),
+                merged_at: e.merged_at.clone(),
+                quote: quote.clone(),
+                score,
+            });
+        }
+        for issue in e.linked_issues.iter().take(YEAR_PROBLEMS) {
+            c.problems.push(Problem {
+                issue: chronicle_domain::IssueRef {
+                    title: chronicle_domain::cap(&issue.title, PROBLEM_TITLE_CHARS),
+                    ..issue.clone()
+                },
+                number: e.number,
+                url: e.url.clone(),
+                merged_at: e.merged_at.clone(),
+                score,
+            });
+        }
     }
     if e.breaking {
         c.breaking.push(milestone("breaking", e));
@@ -151,12 +178,35 @@ pub fn merge_candidates(a: Candidates, b: Candidates) -> Candidates {
     let mut moves: Vec<Milestone> = a.moves.into_iter().chain(b.moves).collect();
     moves.sort_by(|x, y| y.renamed.cmp(&x.renamed).then(x.number.cmp(&y.number)));
     moves.truncate(YEAR_MOVES);
+    let mut decisions: Vec<Decision> = a.decisions.into_iter().chain(b.decisions).collect();
+    decisions.sort_by_key(|d| std::cmp::Reverse(decision_order(d)));
+    decisions.dedup_by_key(|d| d.number);
+    decisions.truncate(YEAR_DECISIONS);
+    let mut problems: Vec<Problem> = a.problems.into_iter().chain(b.problems).collect();
+    problems.sort_by(|x, y| {
+        y.score
+            .cmp(&x.score)
+            .then(x.number.cmp(&y.number))
+            .then(x.issue.url.cmp(&y.issue.url))
+    });
+    // An issue two PRs closed is the more significant one's.
+    let mut seen = std::collections::HashSet::new();
+    problems.retain(|p| seen.insert(p.issue.url.clone()));
+    problems.truncate(YEAR_PROBLEMS);
     Candidates {
         first,
         notable,
         breaking,
         moves,
+        decisions,
+        problems,
     }
+}
+
+/// Reasons first, then the most significant PR's; the lower number wins a tie (as a key that
+/// sorts descending).
+pub fn decision_order(d: &Decision) -> (bool, u64, std::cmp::Reverse<u64>) {
+    (d.quote.reason, d.score, std::cmp::Reverse(d.number))
 }
 
 /// The year's milestones, from its candidates: its first PR; its most significant PRs other

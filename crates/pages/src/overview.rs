@@ -423,6 +423,8 @@ pub fn overview(input: &OverviewInput) -> Vec<Block> {
     ];
     start_here(input, &mut blocks);
     who_knows_it(input, &mut blocks);
+    super::decisions::key_decisions_blocks(years, &mut blocks);
+    super::decisions::problems_blocks(years, &mut blocks);
     story_so_far(input, created.as_ref(), &mut blocks);
     blocks.push(recently(input));
     blocks
@@ -831,6 +833,18 @@ mod tests {
                 );
                 e.kind = Some(kinds[(n % 5) as usize].to_string());
                 e.breaking = n % 17 == 0;
+                e.why = (n % 3 == 0).then(|| chronicle_domain::Quote {
+                    text: format!("Sentence {n} of a body, long enough to be quoted here."),
+                    reason: n % 2 == 0,
+                });
+                e.linked_issues = (0..n % 3)
+                    .map(|i| chronicle_domain::IssueRef {
+                        number: 1000 + (n + i) % 13,
+                        title: format!("Issue {}", (n + i) % 13),
+                        state: "CLOSED".into(),
+                        url: format!("https://github.com/acme/w/issues/{}", 1000 + (n + i) % 13),
+                    })
+                    .collect();
                 e.additions = (n * 37) % 500;
                 e.files = (0..(n % 4 + 1))
                     .map(|i| FileChange {
@@ -847,6 +861,9 @@ mod tests {
         sorted.sort_by_key(ModuleEntry::order_key);
         let whole = digest(&sorted);
         assert!(year_milestones(&whole).iter().any(|m| m.what == "breaking"));
+        assert_eq!(whole.candidates.decisions.len(), 5);
+        assert!(whole.candidates.decisions[0].quote.reason);
+        assert_eq!(whole.candidates.problems.len(), 5);
         for cut in [0, 1, 7, 30, 59, 60] {
             let merged = merge(&digest(&sorted[..cut]), &digest(&sorted[cut..]));
             assert_eq!(merged, whole, "cut at {cut}");

@@ -42,6 +42,10 @@ pub fn module_entries(
     // others are its "Also touched").
     let all_paths: Vec<String> = row.files.iter().map(|f| f.path.clone()).collect();
     let from_files = !all_paths.is_empty() && summary == crate::summary::files_summary(&all_paths);
+    let why = row
+        .body
+        .as_deref()
+        .and_then(|body| crate::summary::decision::key_sentence(body, &row.title));
     let breaking = crate::kind::is_breaking(&row.title, &row.labels);
     modules
         .iter()
@@ -95,6 +99,7 @@ pub fn module_entries(
                 lines_here,
                 elsewhere,
                 files_elsewhere,
+                why: why.clone(),
             }
         })
         .collect()

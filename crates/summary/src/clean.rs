@@ -35,6 +35,9 @@ pub(super) enum Kept {
     Verbatim(Events),
     /// A line Chronicle wrote itself (a Renovate table as one sentence), already Markdown.
     Line(String),
+    /// A template's label heading ("Why", "Motivation"): not shown, but what the paragraphs
+    /// under it are (the why of a change, for [`crate::decision`]).
+    Label(String),
 }
 
 /// One paragraph as the summary reads it: its lines as inline Markdown, each marked when it
@@ -43,6 +46,8 @@ pub(super) enum Kept {
 pub(crate) struct Paragraph {
     pub lines: Vec<Line>,
     pub list: bool,
+    /// The plain text of the heading it stands under ("Why", "Motivation"), if any.
+    pub heading: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -77,7 +82,9 @@ impl Cleaned {
     /// tables are not prose.
     pub(crate) fn paragraphs(&self) -> Vec<Paragraph> {
         let mut out = Vec::new();
+        let mut heading: Option<String> = None;
         for block in &self.blocks {
+            let start = out.len();
             match block {
                 Kept::Paragraph(lines) => {
                     let lines: Vec<Line> = lines
@@ -86,7 +93,11 @@ impl Cleaned {
                         .filter(|l| !l.plain.is_empty())
                         .collect();
                     if !lines.is_empty() {
-                        out.push(Paragraph { lines, list: false });
+                        out.push(Paragraph {
+                            lines,
+                            list: false,
+                            heading: None,
+                        });
                     }
                 }
                 Kept::List { items, .. } => {
@@ -96,7 +107,11 @@ impl Cleaned {
                         .filter(|l| !l.plain.is_empty())
                         .collect();
                     if !lines.is_empty() {
-                        out.push(Paragraph { lines, list: true });
+                        out.push(Paragraph {
+                            lines,
+                            list: true,
+                            heading: None,
+                        });
                     }
                 }
                 Kept::Verbatim(events) => {
@@ -111,8 +126,15 @@ impl Cleaned {
                         item: false,
                     }],
                     list: false,
+                    heading: None,
                 }),
-                Kept::Heading(_) => {}
+                Kept::Heading(events) => {
+                    heading = Some(line(events, false).plain).filter(|h| !h.is_empty());
+                }
+                Kept::Label(text) => heading = Some(text.clone()),
+            }
+            for p in &mut out[start..] {
+                p.heading.clone_from(&heading);
             }
         }
         out
@@ -123,6 +145,7 @@ impl Kept {
     fn events(&self) -> Events {
         match self {
             Kept::Heading(events) | Kept::Verbatim(events) => events.clone(),
+            Kept::Label(_) => Vec::new(),
             Kept::Paragraph(lines) => {
                 let mut out = vec![Event::Start(Tag::Paragraph)];
                 for (i, l) in lines.iter().enumerate() {
@@ -329,17 +352,24 @@ impl Keeper {
                 let inner = clean_inline(&block[1..block.len() - 1], &mut self.details);
                 let level = heading_level(*level);
                 let text = plain_text(&inner);
-                if heading_decision(&text, level, bot, &mut self.skipping) == Some(true) {
-                    let mut events = vec![block[0].clone()];
-                    events.extend(inner);
-                    events.push(block[block.len() - 1].clone());
-                    self.kept.push(Kept::Heading(events));
+                match heading_decision(&text, level, bot, &mut self.skipping) {
+                    Some(true) => {
+                        let mut events = vec![block[0].clone()];
+                        events.extend(inner);
+                        events.push(block[block.len() - 1].clone());
+                        self.kept.push(Kept::Heading(events));
+                    }
+                    Some(false) if self.skipping.is_none() => self.kept.push(Kept::Label(text)),
+                    _ => {}
                 }
             }
             Event::Start(Tag::Paragraph) => {
                 let inner = clean_inline(&block[1..block.len() - 1], &mut self.details);
                 if let Some(text) = bold_heading(&inner) {
                     heading_decision(&text, BOLD_HEADING_LEVEL, bot, &mut self.skipping);
+                    if self.skipping.is_none() {
+                        self.kept.push(Kept::Label(text));
+                    }
                     return;
                 }
                 if self.skipping.is_some() {
@@ -712,7 +742,11 @@ pub(super) fn quote_paragraphs(events: &[Event<'static>]) -> Vec<Paragraph> {
                 if let Some(p) = current.take() {
                     let lines: Vec<Line> = split_lines(&p).iter().map(|l| line(l, false)).collect();
                     if !lines.is_empty() {
-                        out.push(Paragraph { lines, list: false });
+                        out.push(Paragraph {
+                            lines,
+                            list: false,
+                            heading: None,
+                        });
                     }
                 }
             }

@@ -24,6 +24,7 @@ use regex::Regex;
 
 mod boilerplate;
 pub mod clean;
+pub mod decision;
 mod inline;
 pub mod kind;
 
