@@ -64,10 +64,13 @@ pub struct QualityFigures {
     /// in the module whose page shows them.
     pub notable_milestones: usize,
     pub misplaced_milestones: usize,
-    /// Modules with at least [`QUOTED_MIN_ENTRIES`] entries, and those whose overview quotes
+    /// Modules with at least [`QUOTED_MIN_ENTRIES`] entries besides dependency and release
+    /// updates, and those whose overview quotes
     /// at least two sentences of their PRs' bodies under "Key decisions" (reasons among them).
     pub big_modules: usize,
     pub quoted_modules: usize,
+    /// Those of them quoting fewer.
+    pub unquoted_modules: Vec<String>,
     pub reason_quotes: usize,
     pub quotes: usize,
     /// The largest module's year figures as stored on its page item (JSON bytes), and its years.
@@ -295,13 +298,19 @@ pub fn measure_prs(
         if stored > figures.largest_years.0 {
             figures.largest_years = (stored, years.len());
         }
-        if entries.len() >= QUOTED_MIN_ENTRIES {
+        let substantive = entries
+            .iter()
+            .filter(|e| !stages::kind::is_folded(e.kind.as_deref()))
+            .count();
+        if substantive >= QUOTED_MIN_ENTRIES {
             figures.big_modules += 1;
             let quotes = stages::pages::decisions::key_decisions(&years);
             figures.quotes += quotes.len();
             figures.reason_quotes += quotes.iter().filter(|d| d.quote.reason).count();
             if quotes.len() >= 2 {
                 figures.quoted_modules += 1;
+            } else {
+                figures.unquoted_modules.push(module.to_string());
             }
             if entries.len() > biggest {
                 biggest = entries.len();
@@ -462,8 +471,8 @@ fn print_figures(new: &QualityFigures, before: Option<&QualityFigures>) {
     );
     println!("  modules                                 {}", new.modules);
     println!(
-        "  modules of {QUOTED_MIN_ENTRIES}+ PRs quoting 2+ PR sentences   {} of {} ({} quotes, {} giving a reason)",
-        new.quoted_modules, new.big_modules, new.quotes, new.reason_quotes
+        "  modules of {QUOTED_MIN_ENTRIES}+ PRs quoting 2+ PR sentences   {} of {} ({} quotes, {} giving a reason); not: {:?}",
+        new.quoted_modules, new.big_modules, new.quotes, new.reason_quotes, new.unquoted_modules
     );
     for quote in &new.sample_quotes {
         println!("      {}", stages::domain::cap(quote, 160));

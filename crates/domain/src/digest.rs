@@ -67,6 +67,9 @@ pub struct Decision {
     pub quote: crate::Quote,
     /// The PR's significance in the module (`pages::milestones::significance`).
     pub score: u64,
+    /// The PR mostly changed other modules: quoted only when the module's own say too little.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub elsewhere: bool,
 }
 
 /// An issue a significant PR closed: a problem the module solved.

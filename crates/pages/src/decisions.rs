@@ -105,6 +105,7 @@ mod tests {
                 reason,
             },
             score,
+            elsewhere: false,
         }
     }
 

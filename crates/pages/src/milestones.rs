@@ -112,15 +112,18 @@ pub fn candidates_of(e: &ModuleEntry) -> Candidates {
         first: Some(milestone("first", e)),
         ..Default::default()
     };
-    if !kind::is_folded(e.kind.as_deref()) && !mostly_elsewhere(e) {
+    if !kind::is_folded(e.kind.as_deref()) {
         let score = significance(e);
-        c.notable.push(Milestone {
-            feature: e.kind.as_deref() == Some("feat"),
-            churn: lines_here(e),
-            score,
-            summary: chronicle_domain::cap(e.summary.trim(), MILESTONE_SUMMARY_CHARS),
-            ..milestone("notable", e)
-        });
+        let elsewhere = mostly_elsewhere(e);
+        if !elsewhere {
+            c.notable.push(Milestone {
+                feature: e.kind.as_deref() == Some("feat"),
+                churn: lines_here(e),
+                score,
+                summary: chronicle_domain::cap(e.summary.trim(), MILESTONE_SUMMARY_CHARS),
+                ..milestone("notable", e)
+            });
+        }
         if let Some(quote) = &e.why {
             c.decisions.push(Decision {
                 number: e.number,
@@ -128,8 +131,12 @@ pub fn candidates_of(e: &ModuleEntry) -> Candidates {
                 merged_at: e.merged_at.clone(),
                 quote: quote.clone(),
                 score,
+                elsewhere,
             });
         }
+    }
+    if !kind::is_folded(e.kind.as_deref()) && !mostly_elsewhere(e) {
+        let score = significance(e);
         for issue in e.linked_issues.iter().take(YEAR_PROBLEMS) {
             c.problems.push(Problem {
                 issue: chronicle_domain::IssueRef {
@@ -203,10 +210,15 @@ pub fn merge_candidates(a: Candidates, b: Candidates) -> Candidates {
     }
 }
 
-/// Reasons first, then the most significant PR's; the lower number wins a tie (as a key that
-/// sorts descending).
-pub fn decision_order(d: &Decision) -> (bool, u64, std::cmp::Reverse<u64>) {
-    (d.quote.reason, d.score, std::cmp::Reverse(d.number))
+/// The module's own PRs first, then reasons, then the most significant PR's; the lower number
+/// wins a tie (as a key that sorts descending).
+pub fn decision_order(d: &Decision) -> (bool, bool, u64, std::cmp::Reverse<u64>) {
+    (
+        !d.elsewhere,
+        d.quote.reason,
+        d.score,
+        std::cmp::Reverse(d.number),
+    )
 }
 
 /// The year's milestones, from its candidates: its first PR; its most significant PRs other
