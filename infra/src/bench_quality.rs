@@ -44,6 +44,9 @@ pub struct QualityFigures {
     pub summary_empty: usize,
     /// Entries whose key files include one outside their module.
     pub key_files_outside: usize,
+    /// Backticked paths in entries' summaries, and those outside the entry's module.
+    pub summary_paths: usize,
+    pub summary_paths_outside: usize,
     /// Entries in `docs`.
     pub docs_entries: usize,
     /// Dependency and release entries (folded on the pages).
@@ -87,6 +90,22 @@ fn comparable(s: &str) -> String {
         .filter(|c| c.is_alphanumeric())
         .flat_map(char::to_lowercase)
         .collect()
+}
+
+/// The code spans of a summary that look like repository paths (`src/a.rs`, `lib/x/`).
+fn backticked_paths(summary: &str) -> impl Iterator<Item = &str> {
+    summary
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(|s| s.trim_start_matches("./"))
+        .filter(|s| {
+            s.contains('/')
+                && !s.contains(char::is_whitespace)
+                && !s.contains("://")
+                && !s.starts_with('/')
+                && s.rsplit('/').next().is_some_and(|name| name.contains('.'))
+        })
 }
 
 fn is_trailer(s: &str) -> bool {
@@ -272,6 +291,12 @@ pub fn measure_prs(
         {
             figures.key_files_outside += 1;
         }
+        for path in backticked_paths(&e.summary) {
+            figures.summary_paths += 1;
+            if !tagging::file_modules(path, repo_config, None).contains(&e.module) {
+                figures.summary_paths_outside += 1;
+            }
+        }
         if e.module == "docs" {
             figures.docs_entries += 1;
         }
@@ -433,6 +458,12 @@ fn print_figures(new: &QualityFigures, before: Option<&QualityFigures>) {
         percent(new.summary_empty, new.entries)
     );
     println!(
+        "  backticked paths outside their module   {} of {} ({})",
+        new.summary_paths_outside,
+        new.summary_paths,
+        percent(new.summary_paths_outside, new.summary_paths)
+    );
+    println!(
         "  key files outside their module          {} ({})",
         new.key_files_outside,
         percent(new.key_files_outside, new.entries)
@@ -539,6 +570,8 @@ mod tests {
         assert_eq!(f.misplaced_milestones, 0, "{f:?}");
         assert!(f.start_manifest_or_test.is_empty(), "{f:?}");
         assert!(f.big_modules > 0, "{f:?}");
+        assert!(f.summary_paths > 0, "{f:?}");
+        assert!(f.summary_paths_outside * 10 <= f.summary_paths, "{f:?}");
         assert_eq!(f.quoted_modules, f.big_modules, "{f:?}");
     }
 }
