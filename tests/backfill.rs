@@ -86,8 +86,15 @@ async fn queries_are_checked_against_github_schema_and_cost_what_github_says() {
     let page = github.merged_pulls(&repo, 50, None, None).await.unwrap();
     assert_eq!(page.total as usize, merged_count(&pulls));
     assert_eq!(page.pulls.len(), 50);
-    // 1 + 4 × 50 connections = 201 requests → 2 points.
+    // 1 + 6 × 50 connections = 301 requests → 3 points; 1 + 6 × 40 = 241 → 2.
+    assert_eq!(page.rate.unwrap().cost, 3);
+    let page = github.merged_pulls(&repo, 40, None, None).await.unwrap();
     assert_eq!(page.rate.unwrap().cost, 2);
+    // Reviews: the approvals, not the comment-only review, and never the author's own.
+    let reviewed = page.pulls.iter().find(|p| !p.reviewers.is_empty()).unwrap();
+    assert!(!reviewed.reviewers.contains(&"drive-by".to_string()));
+    assert!(!reviewed.reviewers.contains(&reviewed.pr.author));
+    assert!(reviewed.totals.reviews >= reviewed.reviewers.len() as u64);
     assert_eq!(
         stand_in.stats().rejected,
         0,
@@ -154,6 +161,17 @@ async fn a_backfill_imports_every_merged_pr_enriched_and_a_second_run_writes_not
         })
         .count();
     assert!(linked > 20, "{linked} rows with closing issues");
+    // Reviewers and the discussion are stored with the PR, from the same query.
+    let reviewed = rows
+        .iter()
+        .filter(|r| {
+            r.get(attr::REVIEWERS)
+                .and_then(|l| l.as_l().ok())
+                .is_some_and(|l| !l.is_empty())
+        })
+        .count();
+    assert!(reviewed > 50, "{reviewed} rows with reviewers");
+    assert!(rows.iter().all(|r| r.contains_key(attr::DISCUSSION)));
     // Bots are named as REST and webhooks name them.
     assert!(rows.iter().any(|r| s(r, attr::AUTHOR) == "dependabot[bot]"));
     // Points: ≤ 60 per 1,000 PRs.
@@ -212,6 +230,8 @@ fn synthetic(number: u64, title: &str, merged_at: OffsetDateTime) -> SyntheticPr
             deletions: 1,
             status: None,
         }],
+        reviewers: vec!["hubot".into()],
+        comments: 3,
     }
 }
 
@@ -388,7 +408,10 @@ async fn since_and_until_bound_what_is_imported() {
         assert!(t >= since && t <= until);
     }
     // Ordered by creation, the run stops at the first PR opened after --until.
-    assert!(report.pages < (merged_count(&pulls) as u64).div_ceil(50));
+    assert!(
+        report.pages < (merged_count(&pulls) as u64).div_ceil(window.page_size as u64),
+        "{report:?}"
+    );
 
     // --limit caps one run.
     let run = Run::new().await;
@@ -440,7 +463,7 @@ async fn a_pr_with_250_files_has_every_file_counted() {
 async fn a_spent_budget_is_waited_out_until_reset_at() {
     let (stand_in, pulls) = standin(200).await;
     // A compressed hour: 5 points per 10 seconds (long enough that a slow machine's pages cannot
-    // outlast it). A page of 50 costs 2.
+    // outlast it). A page of 40 costs 2.
     stand_in.set_budget(5, Duration::from_secs(10));
     let run = Run::new().await;
     let github = client(&stand_in, Duration::from_secs(10));

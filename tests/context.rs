@@ -430,6 +430,8 @@ async fn a_changed_layout_marks_the_repository_module_pages_for_a_rebuild() {
             elsewhere: vec![],
             files_elsewhere: 0,
             why: None,
+            reviewers: vec![],
+            discussion: 0,
         })
         .await;
     }

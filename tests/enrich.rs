@@ -82,6 +82,8 @@ impl GitHub {
                     status: None,
                 })
                 .collect(),
+            reviewers: vec!["hubot".into()],
+            comments: 3,
         };
         self.graphql.put_pull(
             REPO,
@@ -198,6 +200,12 @@ async fn two_hundred_fifty_files_and_closing_issues_in_three_graphql_queries_no_
     assert_eq!(item[attr::FILES_TRUNCATED], AttributeValue::Bool(false));
     assert_eq!(n(&item, attr::CHANGED_FILES), 250);
     assert_eq!(n(&item, attr::COMMITS), 3, "2 % 4 + 1 commits");
+    // The approving reviewer (not the comment-only one), and 3 comments + 1 approval.
+    assert_eq!(
+        item[attr::REVIEWERS],
+        AttributeValue::L(vec![AttributeValue::S("hubot".into())])
+    );
+    assert_eq!(n(&item, attr::DISCUSSION), 4);
     let dirs = item[attr::DIRECTORIES].as_m().unwrap();
     assert_eq!(dirs["src"], AttributeValue::N("250".into()));
     let issues: Vec<(String, u64, String)> = item[attr::LINKED_ISSUES]
@@ -759,6 +767,8 @@ async fn a_poison_record_ends_in_the_stream_dlq_and_the_others_are_enriched() {
         labels: vec![],
         merged_at: time::macros::datetime!(2019-05-15 15:20:33 UTC),
         files: vec![],
+        reviewers: vec!["hubot".into()],
+        comments: 3,
     };
     let mut broken = pull_json(
         REPO,
@@ -876,6 +886,8 @@ async fn a_failed_first_context_refresh_makes_rows_wait_and_is_retried_within_se
             deletions: 2,
             status: None,
         }],
+        reviewers: vec!["hubot".into()],
+        comments: 3,
     };
     github.graphql.put_pull(
         REPO,
@@ -1118,6 +1130,8 @@ async fn linked_issues_stay_inside_the_repository_and_prs_are_not_issues() {
         labels: vec![],
         merged_at: time::macros::datetime!(2019-05-15 15:20:33 UTC),
         files: vec![],
+        reviewers: vec!["hubot".into()],
+        comments: 3,
     };
     let mut pull = pull_json(
         REPO,

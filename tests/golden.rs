@@ -490,6 +490,8 @@ fn generated_history() -> Vec<ModuleEntry> {
             elsewhere: vec![],
             files_elsewhere: 0,
             why: None,
+            reviewers: vec![],
+            discussion: 0,
         });
     };
     let mut number = 1;

@@ -315,6 +315,9 @@ async fn a_hostile_repository_cannot_stall_misfile_leak_or_inject() {
             )
             .unwrap(),
             files: pr.files.clone(),
+            // A login no GitHub account can have: what the page makes of it is text.
+            reviewers: vec!["[evil](javascript:alert(1))<script>".into()],
+            comments: 1,
         };
         let closing: &[(u64, &str)] = if pr.number == 4 {
             &[(1, "Add the core crate"), (42, "Secret roadmap")]

@@ -43,6 +43,8 @@ fn entry(module: &str, number: u64, merged_at: &str) -> ModuleEntry {
         elsewhere: vec![],
         files_elsewhere: 0,
         why: None,
+        reviewers: vec![],
+        discussion: 0,
     }
 }
 

@@ -556,6 +556,8 @@ async fn rebuild_of_one_module_marks_only_that_module() {
             elsewhere: vec![],
             files_elsewhere: 0,
             why: None,
+            reviewers: vec![],
+            discussion: 0,
         };
         t.put_entry(&e).await;
     }

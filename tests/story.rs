@@ -36,6 +36,8 @@ fn entry(number: u64, merged_at: &str, author: &str, title: &str) -> ModuleEntry
         elsewhere: vec![],
         files_elsewhere: 0,
         why: None,
+        reviewers: vec![],
+        discussion: 0,
     }
 }
 

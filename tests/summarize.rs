@@ -1087,6 +1087,7 @@ async fn late_enrichment_moves_a_pr_summarized_without_files_to_its_module() {
             additions: 12,
             deletions: 3,
             changed_files: 1,
+            ..Default::default()
         },
         files: vec![stages::github::ChangedFile {
             path: "src/lib.rs".into(),
@@ -1095,6 +1096,7 @@ async fn late_enrichment_moves_a_pr_summarized_without_files_to_its_module() {
             deletions: 3,
         }],
         linked_issues: vec![],
+        reviewers: vec![],
     };
     assert!(t
         .prs

@@ -162,7 +162,7 @@ async fn through_pages(
     let args = crate::backfill_cli::BackfillArgs {
         repo: REPO.into(),
         limit: Some(count as u64),
-        page_size: 50,
+        page_size: stages::backfill::DEFAULT_PAGE_SIZE,
         reserve_points: 500,
         ..Default::default()
     };

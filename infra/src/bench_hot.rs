@@ -127,6 +127,8 @@ fn entry(number: u64, at: OffsetDateTime) -> ModuleEntry {
         elsewhere: vec![],
         files_elsewhere: 0,
         why: None,
+        reviewers: vec![],
+        discussion: 0,
     }
 }
 

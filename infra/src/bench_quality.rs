@@ -55,6 +55,9 @@ pub struct QualityFigures {
     pub quiet_modules: Vec<String>,
     /// Modules whose overview says "gone" (their directory is not at HEAD).
     pub gone_modules: Vec<String>,
+    /// Entries naming a reviewer, and modules whose overview shows a knowledge risk.
+    pub reviewed_entries: usize,
+    pub risk_modules: Vec<String>,
     /// Modules whose "What it is" quotes their README.
     pub described_modules: usize,
     /// The largest module page, in bytes, and its module.
@@ -131,6 +134,8 @@ fn row(repo: &RepoName, pr: &SyntheticPr) -> PrRow {
         "body": Some(pr.body.clone()).filter(|b| !b.is_empty()),
         "author": pr.author,
         "labels": pr.labels,
+        "reviewers": pr.reviewers,
+        "discussion": pr.comments + pr.reviewers.len() as u64,
         "url": format!("https://github.com/{repo}/pull/{}", pr.number),
         "mergedAt": stages::domain::rfc3339_seconds(pr.merged_at),
         "files": files,
@@ -300,6 +305,9 @@ pub fn measure_prs(
         if e.module == "docs" {
             figures.docs_entries += 1;
         }
+        if !e.reviewers.is_empty() {
+            figures.reviewed_entries += 1;
+        }
         if stages::kind::is_folded(e.kind.as_deref()) {
             figures.folded_entries += 1;
         }
@@ -356,6 +364,9 @@ pub fn measure_prs(
         let page = module_page(&repo, module, entries, repo_config, Some(context), now);
         if page.contains("**Status:** quiet") {
             figures.quiet_modules.push(module.to_string());
+        }
+        if page.contains("**Knowledge risk:**") {
+            figures.risk_modules.push(module.to_string());
         }
         if page.contains("**Status:** gone") {
             figures.gone_modules.push(module.to_string());
@@ -500,7 +511,16 @@ fn print_figures(new: &QualityFigures, before: Option<&QualityFigures>) {
         new.notable_milestones,
         percent(new.misplaced_milestones, new.notable_milestones)
     );
+    println!(
+        "  entries naming a reviewer               {} ({})",
+        new.reviewed_entries,
+        percent(new.reviewed_entries, new.entries)
+    );
     println!("  modules                                 {}", new.modules);
+    println!(
+        "  modules with a knowledge risk           {:?}",
+        new.risk_modules
+    );
     println!(
         "  modules of {QUOTED_MIN_ENTRIES}+ PRs quoting 2+ PR sentences   {} of {} ({} quotes, {} giving a reason); not: {:?}",
         new.quoted_modules, new.big_modules, new.quotes, new.reason_quotes, new.unquoted_modules
@@ -571,6 +591,7 @@ mod tests {
         assert!(f.start_manifest_or_test.is_empty(), "{f:?}");
         assert!(f.big_modules > 0, "{f:?}");
         assert!(f.summary_paths > 0, "{f:?}");
+        assert!(f.reviewed_entries * 2 > f.entries, "{f:?}");
         assert!(f.summary_paths_outside * 10 <= f.summary_paths, "{f:?}");
         assert_eq!(f.quoted_modules, f.big_modules, "{f:?}");
     }

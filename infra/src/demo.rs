@@ -70,6 +70,8 @@ pub async fn standin_for(dir: &Path) -> anyhow::Result<Option<GitHubStandIn>> {
                 .collect(),
             merged_at,
             files: changes.clone(),
+            reviewers: Vec::new(),
+            comments: 0,
         };
         let created_at = pr["created_at"]
             .as_str()

@@ -140,6 +140,8 @@ fn parse_commit(record: &str) -> Option<SyntheticPr> {
         labels: Vec::new(),
         merged_at,
         files,
+        reviewers: Vec::new(),
+        comments: 0,
     })
 }
 

@@ -171,7 +171,7 @@ enum Command {
         #[arg(long)]
         stack: Option<String>,
         /// Pull requests per GraphQL query (1-100; smaller pages after a timeout).
-        #[arg(long, default_value_t = 50)]
+        #[arg(long, default_value_t = stages::backfill::DEFAULT_PAGE_SIZE)]
         page_size: u32,
         /// Points per hour left to other users of the token: the run waits for the reset
         /// rather than spend them.
@@ -657,7 +657,7 @@ async fn dev(
     if let Some(repo) = backfill {
         let args = infra::backfill_cli::BackfillArgs {
             repo: repo.clone(),
-            page_size: 50,
+            page_size: stages::backfill::DEFAULT_PAGE_SIZE,
             reserve_points: 500,
             ..Default::default()
         };

@@ -29,6 +29,9 @@ pub struct SyntheticPr {
     pub labels: Vec<String>,
     pub merged_at: OffsetDateTime,
     pub files: Vec<FileChange>,
+    /// Who approved it or asked for changes, and how many comments it drew.
+    pub reviewers: Vec<String>,
+    pub comments: u64,
 }
 
 /// A small deterministic generator (a 64-bit LCG): the same spec gives the same history.
@@ -249,6 +252,8 @@ fn moved(number: u64, merged_at: OffsetDateTime, module: &str, humans: &[String]
         labels: vec!["refactor".into()],
         merged_at,
         files,
+        reviewers: Vec::new(),
+        comments: 0,
     }
 }
 
@@ -296,6 +301,8 @@ fn dependency_bump(rng: &mut Rng, number: u64, merged_at: OffsetDateTime) -> Syn
                 status: None,
             },
         ],
+        reviewers: Vec::new(),
+        comments: 0,
     }
 }
 
@@ -330,6 +337,8 @@ fn release(
                 status: None,
             },
         ],
+        reviewers: Vec::new(),
+        comments: 0,
     }
 }
 
@@ -418,7 +427,21 @@ fn change(
             "* {verb} {object}\r\n\r\n* address review comments\r\n\r\n* fix tests\r\n\r\n---------\r\n\r\nSigned-off-by: {} <dev@example.com>\r\nCo-authored-by: {} <other@example.com>\r\n",
             humans[0], humans[1]
         ),
-        61..=85 => format!("{verb} {object} so that {home} handles the empty case."),
+        // Prose with a reason, as real descriptions give it when they do.
+        61..=85 => match number % 3 {
+            0 => format!(
+                "The old code for {object} in {home} retried forever, so one slow upstream \
+                 blocked every caller. This PR bounds the retries and reports the last error."
+            ),
+            1 => format!(
+                "We chose a bounded queue for {object} instead of a task per request, to avoid \
+                 unbounded memory when {home} is under load."
+            ),
+            _ => format!(
+                "Moving {object} behind a trait keeps {home} independent of the storage layer, \
+                 which means its tests no longer need a database."
+            ),
+        },
         _ => String::new(),
     };
     let author = humans[rng.zipf(humans.len())].clone();
@@ -429,6 +452,21 @@ fn change(
     if rng.chance(20) {
         labels.push(format!("area/{home}"));
     }
+    // Reviews from their own generator, so the rest of the history stays as it was: most PRs
+    // get one or two approvals from the module's regulars, some a long discussion.
+    let mut review_rng = Rng::new(number ^ 0x5eed_0f4e_71e3);
+    let mut reviewers = Vec::new();
+    for _ in 0..review_rng.below(3) {
+        let reviewer = humans[review_rng.zipf(humans.len())].clone();
+        if reviewer != author && !reviewers.contains(&reviewer) {
+            reviewers.push(reviewer);
+        }
+    }
+    let comments = if review_rng.chance(10) {
+        10 + review_rng.below(30)
+    } else {
+        review_rng.below(4)
+    };
     SyntheticPr {
         number,
         title,
@@ -437,6 +475,8 @@ fn change(
         labels,
         merged_at,
         files,
+        reviewers,
+        comments,
     }
 }
 
@@ -468,6 +508,8 @@ pub fn enrichment(pr: &SyntheticPr) -> stages::enrich::Enrichment {
             additions: pr.files.iter().map(|f| f.additions).sum(),
             deletions: pr.files.iter().map(|f| f.deletions).sum(),
             changed_files: pr.files.len() as u64,
+            comments: pr.comments,
+            reviews: pr.reviewers.len() as u64,
         },
         files: pr
             .files
@@ -480,6 +522,7 @@ pub fn enrichment(pr: &SyntheticPr) -> stages::enrich::Enrichment {
             })
             .collect(),
         linked_issues: Vec::new(),
+        reviewers: pr.reviewers.clone(),
     }
 }
 

@@ -10,11 +10,15 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "camelCase")]
 pub struct AuthorActivity {
     pub login: String,
+    /// PRs they authored.
     pub count: u64,
     /// Lines added and deleted in the module's files.
     pub churn: u64,
-    /// Their latest merge in the year.
+    /// Their latest merge (or review of one) in the year.
     pub last: String,
+    /// PRs of others they approved or asked changes of.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reviews: u64,
 }
 
 /// One file's changes in one year.

@@ -260,6 +260,12 @@ pub struct ModuleEntry {
     /// The sentence of its body that best says why (`summary::decision`), verbatim.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub why: Option<Quote>,
+    /// Who approved it or asked for changes (at most [`ENTRY_MAX_REVIEWERS`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reviewers: Vec<String>,
+    /// Its comments and reviews, counted: how much it was discussed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub discussion: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -268,6 +274,8 @@ fn is_zero(n: &u64) -> bool {
 
 /// Files kept on one entry: enough for "key files", bounded so an entry stays small.
 pub const ENTRY_MAX_FILES: usize = 20;
+/// Reviewers named on one entry.
+pub const ENTRY_MAX_REVIEWERS: usize = 5;
 /// Other modules named on one entry.
 pub const ENTRY_MAX_ELSEWHERE: usize = 3;
 

@@ -130,7 +130,13 @@ pub struct GraphPull {
     /// Set when the PR has more than the files returned: the cursor to continue from.
     pub more_files: Option<String>,
     pub linked_issues: Vec<LinkedIssue>,
+    /// Who approved it or asked for changes (logins, first review first, without its author
+    /// and bots, at most [`MAX_REVIEWERS`]).
+    pub reviewers: Vec<String>,
 }
+
+/// Reviewers kept per PR.
+pub const MAX_REVIEWERS: usize = 10;
 
 /// One page of a repository's merged pull requests, oldest created first.
 #[derive(Debug, Clone)]
@@ -771,18 +777,42 @@ macro_rules! from_fields_fn {
                     })
                 })
                 .collect();
+            let reviews = node.reviews;
+            let mut reviewers: Vec<String> = Vec::new();
+            for author in reviews
+                .as_ref()
+                .and_then(|r| r.nodes.as_ref())
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter_map(|r| r.author.as_ref())
+            {
+                // Apps review too (a bot's approval says nothing of who knows the code).
+                let bot = matches!(
+                    author.on,
+                    $module::PullRequestFieldsReviewsNodesAuthorOn::Bot
+                ) || author.login.ends_with("[bot]");
+                if !bot && author.login != pr.author && !reviewers.contains(&author.login) {
+                    reviewers.push(author.login.clone());
+                }
+            }
+            reviewers.truncate(MAX_REVIEWERS);
             Ok(Some(GraphPull {
                 totals: PullTotals {
                     commits: u64::try_from(node.commits.total_count).unwrap_or_default(),
                     additions: u64::try_from(node.additions).unwrap_or_default(),
                     deletions: u64::try_from(node.deletions).unwrap_or_default(),
                     changed_files: u64::try_from(node.changed_files).unwrap_or_default(),
+                    comments: u64::try_from(node.comments.total_count).unwrap_or_default(),
+                    reviews: reviews
+                        .map_or(0, |r| u64::try_from(r.total_count).unwrap_or_default()),
                 },
                 created_at: parse_time(what, "createdAt", &node.created_at)?,
                 pr,
                 files: file_list,
                 more_files,
                 linked_issues,
+                reviewers,
             }))
         }
     };

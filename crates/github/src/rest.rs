@@ -56,12 +56,19 @@ pub enum GitHubError {
 }
 
 /// Totals of a pull request (`GET /repos/{owner}/{repo}/pulls/{n}`).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 pub struct PullTotals {
     pub commits: u64,
     pub additions: u64,
     pub deletions: u64,
     pub changed_files: u64,
+    /// Its conversation's comments.
+    #[serde(default)]
+    pub comments: u64,
+    /// Its approving and changes-requested reviews (GraphQL); its review comments (REST, which
+    /// has no count of reviews).
+    #[serde(default, alias = "review_comments")]
+    pub reviews: u64,
 }
 
 /// One changed file (`GET …/pulls/{n}/files`).

@@ -635,6 +635,8 @@ pub(crate) mod sample {
             elsewhere: vec![],
             files_elsewhere: 0,
             why: None,
+            reviewers: vec![],
+            discussion: 0,
         }
     }
 }
@@ -725,7 +727,7 @@ mod tests {
         assert_eq!(facts.owners, ["@acme/api", "@bob", "@all"]);
         let md = super::super::render::commonmark(&module_page(&facts, &[e]));
         assert!(
-            md.contains("**Who knows it:** @alice (last active 2024-02-10); owners in CODEOWNERS: @acme/api, @bob, @all."),
+            md.contains("**Who knows it:** @alice (1 PR; last active 2024-02-10); owners in CODEOWNERS: @acme/api, @bob, @all."),
             "{md}"
         );
         assert!(

@@ -15,6 +15,7 @@ pub mod archive;
 pub mod blocks;
 pub mod content;
 pub mod decisions;
+pub mod experts;
 pub mod layout;
 pub mod milestones;
 pub mod overview;

@@ -3,7 +3,8 @@
 //!
 //! Significance is measured in the module itself: a PR that changed two lines here and thousands
 //! elsewhere is not one of this module's milestones. Its size here ranks it, with its kind
-//! (breaking > feature > fix > the rest) and the issues it closed.
+//! (breaking > feature > fix > the rest), the issues it closed and its discussion (comments and
+//! reviews).
 //!
 //! Each entry is a candidate on its own, and candidates merge by keeping the best few, so the
 //! milestones of more entries are those of the merged candidates (the page item keeps them per
@@ -67,7 +68,8 @@ pub fn mostly_elsewhere(e: &ModuleEntry) -> bool {
     lines_here(e).saturating_mul(4) < e.additions + e.deletions
 }
 
-/// How significant a PR is to this module: its size here, its kind and the issues it closed.
+/// How significant a PR is to this module: its size here, its kind, the issues it closed and
+/// how much it was discussed.
 pub fn significance(e: &ModuleEntry) -> u64 {
     let here = lines_here(e);
     let kind_points = if e.breaking {
@@ -81,7 +83,9 @@ pub fn significance(e: &ModuleEntry) -> u64 {
         }
     };
     let issue_points = 15 * e.linked_issues.len().min(3) as u64;
-    1 + size_points(here) + kind_points + issue_points
+    // A point per comment or review, to twenty: a long discussion marks a decision.
+    let discussion_points = e.discussion.min(20);
+    1 + size_points(here) + kind_points + issue_points + discussion_points
 }
 
 /// The rank of a kept candidate; those stored before significance was (score 0) are ranked by

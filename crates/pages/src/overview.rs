@@ -22,12 +22,9 @@ pub use super::milestones::{is_notable, year_milestones};
 
 /// Authors kept per year (a bounded top list: "Who knows it" weighs them over the years).
 const YEAR_AUTHORS: usize = 24;
-pub const EXPERTS_SHOWN: usize = 5;
 /// Files kept per year (a bounded top list, for "Start here").
 const YEAR_FILES: usize = 24;
 pub const START_FILES: usize = 5;
-/// An expert's weight halves every this many days without a change.
-const EXPERT_HALF_LIFE_DAYS: f64 = 180.0;
 /// A file's weight halves every this many days without a change.
 const FILE_HALF_LIFE_DAYS: f64 = 365.0;
 /// A significant PR's summary shown on its year's line has at least this many words ("Fix
@@ -94,6 +91,20 @@ pub fn digest(entries: &[ModuleEntry]) -> YearDigest {
             a.count += 1;
             a.churn += churn_here;
             a.last = a.last.clone().max(e.merged_at.clone());
+            for login in e
+                .reviewers
+                .iter()
+                .filter(|r| **r != e.author && !kind::is_bot(r))
+            {
+                let r = authors
+                    .entry(login.as_str())
+                    .or_insert_with(|| AuthorActivity {
+                        login: login.clone(),
+                        ..Default::default()
+                    });
+                r.reviews += 1;
+                r.last = r.last.clone().max(e.merged_at.clone());
+            }
         }
         candidates = merge_candidates(candidates, candidates_of(e));
         if kind::is_folded(e.kind.as_deref()) {
@@ -135,6 +146,7 @@ pub fn merge(a: &YearDigest, b: &YearDigest) -> YearDigest {
             });
         e.count += x.count;
         e.churn += x.churn;
+        e.reviews += x.reviews;
         e.last = e.last.clone().max(x.last.clone());
     }
     let mut files: BTreeMap<String, FileActivity> = BTreeMap::new();
@@ -161,9 +173,10 @@ fn finish(
     mut files: Vec<FileActivity>,
     candidates: Candidates,
 ) -> YearDigest {
+    // A review weighs half a PR, as in "Who knows it".
     authors.sort_by(|a, b| {
-        b.count
-            .cmp(&a.count)
+        (2 * b.count + b.reviews)
+            .cmp(&(2 * a.count + a.reviews))
             .then(b.churn.cmp(&a.churn))
             .then(a.login.cmp(&b.login))
     });
@@ -221,36 +234,8 @@ fn days_since(at: &str, now: OffsetDateTime) -> Option<f64> {
     parse_rfc3339(at).map(|t| ((now - t).whole_seconds().max(0) as f64) / 86_400.0)
 }
 
-fn decay(at: &str, now: OffsetDateTime, half_life: f64) -> f64 {
+pub(crate) fn decay(at: &str, now: OffsetDateTime, half_life: f64) -> f64 {
     days_since(at, now).map_or(0.0, |d| 0.5_f64.powf(d / half_life))
-}
-
-/// Recent experts: each year's changes weigh by how long ago the author last changed the module
-/// that year (half-life [`EXPERT_HALF_LIFE_DAYS`]), and by their size. Bots never count.
-pub fn experts(
-    years: &BTreeMap<String, YearStats>,
-    now: OffsetDateTime,
-) -> Vec<(String, f64, String)> {
-    let mut score: BTreeMap<&str, (f64, String)> = BTreeMap::new();
-    for y in years.values() {
-        for a in &y.digest.authors {
-            if kind::is_bot(&a.login) {
-                continue;
-            }
-            let size = 1.0 + ((1 + a.churn) as f64).ln() / 10.0;
-            let w = a.count as f64 * size * decay(&a.last, now, EXPERT_HALF_LIFE_DAYS);
-            let s = score.entry(a.login.as_str()).or_default();
-            s.0 += w;
-            s.1 = s.1.clone().max(a.last.clone());
-        }
-    }
-    let mut out: Vec<(String, f64, String)> = score
-        .into_iter()
-        .map(|(l, (w, last))| (l.to_string(), w, last))
-        .collect();
-    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    out.truncate(EXPERTS_SHOWN);
-    out
 }
 
 /// Where to start reading: the module's entry points (`lib.rs`, `main.rs`, `index.ts`,
@@ -422,7 +407,7 @@ pub fn overview(input: &OverviewInput) -> Vec<Block> {
         status(input, latest.as_deref()),
     ];
     start_here(input, &mut blocks);
-    who_knows_it(input, &mut blocks);
+    super::experts::who_knows_it(input, &mut blocks);
     super::decisions::key_decisions_blocks(years, &mut blocks);
     super::decisions::problems_blocks(years, &mut blocks);
     story_so_far(input, created.as_ref(), &mut blocks);
@@ -556,33 +541,6 @@ fn start_here(input: &OverviewInput, blocks: &mut Vec<Block>) {
             " (entry points first, then the most changed, recently weighted).",
         ));
         blocks.push(Block::Paragraph(spans));
-    }
-}
-
-/// "Who knows it:": who changed it most, recently weighted, and its CODEOWNERS.
-fn who_knows_it(input: &OverviewInput, blocks: &mut Vec<Block>) {
-    let years = input.years;
-    let experts = experts(years, input.now);
-    if !experts.is_empty() || !input.owners.is_empty() {
-        let list: Vec<String> = experts
-            .iter()
-            .map(|(login, _, last)| format!("@{login} (last active {})", date(last)))
-            .collect();
-        let mut text = list.join(", ");
-        if !input.owners.is_empty() {
-            if !text.is_empty() {
-                text.push_str("; ");
-            }
-            text.push_str(&format!(
-                "owners in CODEOWNERS: {}",
-                input.owners.join(", ")
-            ));
-        }
-        blocks.push(Block::Paragraph(vec![
-            Span::bold("Who knows it:"),
-            Span::text(" "),
-            Span::text(format!("{text}.")),
-        ]));
     }
 }
 

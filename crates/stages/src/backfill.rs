@@ -5,7 +5,8 @@
 //!   never reset. A second run, or webhooks arriving meanwhile, change nothing already there.
 //! - Resumable: a checkpoint (cursor and counts) is written after each page; a run with the same
 //!   window continues from it.
-//! - Frugal: a page of K PRs costs `1 + 4K` connections, 2 points for K = 50. The budget is
+//! - Frugal: a page of K PRs costs `1 + 6K` connections (reviews and comments included), 2
+//!   points for K = 40 ([`DEFAULT_PAGE_SIZE`]), 50 points per 1,000 PRs. The budget is
 //!   read from every answer, and the run waits for `resetAt` before it would eat into the reserve
 //!   left for others. After a timeout or a 502 the page size halves, then grows back.
 
@@ -47,6 +48,10 @@ pub struct BackfillOptions {
     pub issue_scope: crate::domain::IssueScope,
 }
 
+/// PRs per page: GitHub rounds a query's cost to the nearest point, so 40 PRs (241 connections)
+/// cost 2 points where 50 (301) cost 3 — 50 points per 1,000 PRs instead of 60.
+pub const DEFAULT_PAGE_SIZE: u32 = 40;
+
 impl BackfillOptions {
     pub fn new(repo: RepoName) -> Self {
         BackfillOptions {
@@ -54,7 +59,7 @@ impl BackfillOptions {
             since: None,
             until: None,
             limit: None,
-            page_size: 50,
+            page_size: DEFAULT_PAGE_SIZE,
             min_page_size: 5,
             reserve_points: 500,
             restart: false,
@@ -361,6 +366,7 @@ impl Backfill<'_> {
                 &options.repo,
                 pull.linked_issues,
             ),
+            reviewers: pull.reviewers,
         };
         let outcome = self
             .store

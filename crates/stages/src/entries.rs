@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use crate::domain::{
     FileChange, ModuleCount, ModuleEntry, ModuleName, RepoName, ENTRY_MAX_ELSEWHERE,
-    ENTRY_MAX_FILES,
+    ENTRY_MAX_FILES, ENTRY_MAX_REVIEWERS,
 };
 use crate::store::PrRow;
 use crate::tagging::{file_modules, RepoLayout, RepoModules};
@@ -100,6 +100,13 @@ pub fn module_entries(
                 elsewhere,
                 files_elsewhere,
                 why: why.clone(),
+                reviewers: row
+                    .reviewers
+                    .iter()
+                    .take(ENTRY_MAX_REVIEWERS)
+                    .cloned()
+                    .collect(),
+                discussion: row.discussion,
             }
         })
         .collect()
@@ -131,6 +138,8 @@ mod tests {
                 .collect(),
             changed_files: files.len() as u64,
             linked_issues: vec![],
+            reviewers: vec![],
+            discussion: 0,
             additions: 30,
             deletions: 3,
             summary: None,

@@ -65,6 +65,10 @@ pub mod attr {
     pub const CHANGED_FILES: &str = "changedFiles";
     pub const COMMITS: &str = "commits";
     pub const LINKED_ISSUES: &str = "linkedIssues";
+    /// Who approved the PR or asked for changes (a list of logins), and its conversation's
+    /// size (comments and reviews).
+    pub const REVIEWERS: &str = "reviewers";
+    pub const DISCUSSION: &str = "discussion";
     /// Why enrichment was given up for good (the PR is gone, the token lost access).
     pub const ENRICH_SKIPPED_REASON: &str = "enrichSkippedReason";
     // Written by the summarize stage with `summarizedAt`.

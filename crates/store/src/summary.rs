@@ -32,6 +32,12 @@ pub struct PrRow {
     pub changed_files: u64,
     #[serde(default)]
     pub linked_issues: Vec<IssueRef>,
+    /// Who approved it or asked for changes (enrichment, from GitHub's reviews).
+    #[serde(default)]
+    pub reviewers: Vec<String>,
+    /// Its comments and reviews, counted.
+    #[serde(default)]
+    pub discussion: u64,
     #[serde(default)]
     pub additions: u64,
     #[serde(default)]

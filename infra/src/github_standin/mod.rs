@@ -613,6 +613,8 @@ pub fn standin_pull(repo: &str, number: u64, files: usize) -> serde_json::Value 
                 status: None,
             })
             .collect(),
+        reviewers: vec!["hubot".into()],
+        comments: 2,
     };
     pull_json(
         repo,
@@ -670,6 +672,17 @@ pub fn pull_json(
         "commits": (0..1 + pr.number % 4).map(|_| json!({ "__typename": "PullRequestCommit" })).collect::<Vec<_>>(),
         "labels": pr.labels.iter().map(|l| json!({ "__typename": "Label", "name": l })).collect::<Vec<_>>(),
         "files": files,
+        "comments": (0..pr.comments).map(|_| json!({ "__typename": "IssueComment" })).collect::<Vec<_>>(),
+        // Approvals, and a comment-only review the `states` filter must leave out.
+        "reviews": pr.reviewers.iter().map(|r| json!({
+            "__typename": "PullRequestReview",
+            "state": "APPROVED",
+            "author": { "__typename": "User", "login": r },
+        })).chain(std::iter::once(json!({
+            "__typename": "PullRequestReview",
+            "state": "COMMENTED",
+            "author": { "__typename": "User", "login": "drive-by" },
+        }))).collect::<Vec<_>>(),
         "closingIssuesReferences": closing.iter().map(|(n, title)| json!({
             "__typename": "Issue",
             "number": n,

@@ -308,6 +308,28 @@ impl Context<'_> {
                 }
                 return self.connection(root, field, &list);
             }
+            ("PullRequest", "reviews") => {
+                // GitHub filters reviews by `states` before paginating.
+                let states = self.arg(field, "states").and_then(|v| match v {
+                    Value::Array(a) => Some(
+                        a.iter()
+                            .filter_map(|s| s.as_str().map(str::to_string))
+                            .collect::<Vec<_>>(),
+                    ),
+                    _ => None,
+                });
+                let list: Vec<&Value> = object["reviews"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|r| {
+                        states
+                            .as_ref()
+                            .is_none_or(|s| s.iter().any(|s| r["state"].as_str() == Some(s)))
+                    })
+                    .collect();
+                return self.connection(root, field, &list);
+            }
             _ => {}
         }
         if type_name.ends_with("Connection") {

@@ -27,7 +27,13 @@ pub struct Enrichment {
     pub totals: PullTotals,
     pub files: Vec<ChangedFile>,
     pub linked_issues: Vec<LinkedIssue>,
+    /// Who approved it or asked for changes (GraphQL only: REST lists no reviews in the
+    /// requests enrichment makes).
+    pub reviewers: Vec<String>,
 }
+
+/// A reviewer's login as stored, in characters (GitHub's own limit is 39).
+const MAX_LOGIN_CHARS: usize = 39;
 
 impl Enrichment {
     /// The attributes to store: at most `max_paths` paths and [`MAX_PATH_BYTES`] (the most
@@ -126,6 +132,20 @@ impl Enrichment {
             (attr::CHANGED_FILES, n(self.totals.changed_files)),
             (attr::COMMITS, n(self.totals.commits)),
             (attr::LINKED_ISSUES, AttributeValue::L(issues)),
+            (
+                attr::REVIEWERS,
+                AttributeValue::L(
+                    self.reviewers
+                        .iter()
+                        .take(crate::github::graphql::MAX_REVIEWERS)
+                        .map(|r| s(&r.chars().take(MAX_LOGIN_CHARS).collect::<String>()))
+                        .collect(),
+                ),
+            ),
+            (
+                attr::DISCUSSION,
+                n(self.totals.comments + self.totals.reviews),
+            ),
         ]
     }
 }

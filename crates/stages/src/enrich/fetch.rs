@@ -120,6 +120,7 @@ pub(super) async fn graphql_fetch(
         totals: pull.totals,
         files: pull.files,
         linked_issues: issues_in_scope(github.issue_scope, repo, pull.linked_issues),
+        reviewers: pull.reviewers,
     }))
 }
 
@@ -187,5 +188,6 @@ pub async fn fetch_rest(
         totals,
         files,
         linked_issues,
+        reviewers: Vec::new(),
     })
 }

@@ -811,6 +811,7 @@ mod tests {
                 additions: 3000,
                 deletions: 0,
                 changed_files: 3000,
+                ..Default::default()
             },
             files: (0..3000)
                 .map(|i| ChangedFile {
@@ -828,6 +829,10 @@ mod tests {
                     state: "closed".into(),
                     url: format!("https://github.com/some-organisation/some-repository/issues/{n}"),
                 })
+                .collect(),
+            // GitHub's longest logins, as many as are kept.
+            reviewers: (0..20)
+                .map(|i| format!("{i:02}{}", "r".repeat(37)))
                 .collect(),
         };
         let attrs = e.attributes(3000);
@@ -870,6 +875,7 @@ mod tests {
                 additions: 6,
                 deletions: 0,
                 changed_files: 3,
+                ..Default::default()
             },
             files: vec![
                 file("src/a.rs", 1),
@@ -877,6 +883,7 @@ mod tests {
                 file("src/b/c.rs", 2),
             ],
             linked_issues: vec![],
+            reviewers: vec![],
         };
         let attrs: std::collections::HashMap<_, _> = e.attributes(2).into_iter().collect();
         assert_eq!(attrs[attr::FILES_TRUNCATED], AttributeValue::Bool(true));
