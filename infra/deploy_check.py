@@ -1099,10 +1099,10 @@ def check_log_groups(report, tpl, values, live, ev):
 
 # --- dashboard ------------------------------------------------------------------------------------
 def emitted(metric):
-    """Whether some EMF line in the library crates (shared/src, crates/*/src) emits `metric`: its
+    """Whether some EMF line in the library crates (crates/*/src) emits `metric`: its
     name as a literal, or a prefix literal (`outcomes_emf_line(now, "Records", &[... "Failed"
     ...])`) with the outcome in the same file."""
-    sources = [*(ROOT / "shared" / "src").rglob("*.rs"), *(ROOT / "crates").glob("*/src/**/*.rs")]
+    sources = [*(ROOT / "crates").glob("*/src/**/*.rs")]
     for path in sources:
         text = path.read_text()
         if f'"{metric}"' in text:
@@ -1141,7 +1141,7 @@ def check_dashboard(report, tpl, values, live, ev):
                 ns, metric_name, dims = names[0], names[1], dict(zip(names[2::2], names[3::2]))
                 if ns == "Chronicle":
                     report.check(f"{lid} '{title}': {metric_name} is emitted", emitted(metric_name),
-                                 f"no EMF line in shared/src or crates/*/src emits {metric_name}")
+                                 f"no EMF line in crates/*/src emits {metric_name}")
                 elif "FunctionName" in dims:
                     report.check(f"{lid} '{title}': {metric_name} of a function of the stack",
                                  dims["FunctionName"] in functions, dims)

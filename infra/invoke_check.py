@@ -255,8 +255,8 @@ def check(step, answer_file):
         assert any(k.startswith(f"narratives/{REPO}/") for k in keys), keys
         print(f"  pages: {keys}")
     elif step == "redeliver":
-        # The webhook recorded the delivery's hook; the stand-in serves no hook deliveries (the
-        # tests' GitHub stub does), so the run reports GitHub's 404 with what the token needs.
+        # The webhook recorded the delivery's hook; the stand-in has no deliveries recorded for
+        # it (the tests add some), so the run reports GitHub's 404 with what the token needs.
         assert answer["hooks"] == 1, answer
         assert answer["redelivered"] == [], answer
         problem = answer["problems"][0]

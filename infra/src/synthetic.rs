@@ -452,21 +452,7 @@ fn change(
     if rng.chance(20) {
         labels.push(format!("area/{home}"));
     }
-    // Reviews from their own generator, so the rest of the history stays as it was: most PRs
-    // get one or two approvals from the module's regulars, some a long discussion.
-    let mut review_rng = Rng::new(number ^ 0x5eed_0f4e_71e3);
-    let mut reviewers = Vec::new();
-    for _ in 0..review_rng.below(3) {
-        let reviewer = humans[review_rng.zipf(humans.len())].clone();
-        if reviewer != author && !reviewers.contains(&reviewer) {
-            reviewers.push(reviewer);
-        }
-    }
-    let comments = if review_rng.chance(10) {
-        10 + review_rng.below(30)
-    } else {
-        review_rng.below(4)
-    };
+    let (reviewers, comments) = reviews(number, &author, humans);
     SyntheticPr {
         number,
         title,
@@ -478,6 +464,26 @@ fn change(
         reviewers,
         comments,
     }
+}
+
+/// A PR's reviewers and comment count, from their own generator so the rest of the history
+/// stays as it was: most PRs get one or two approvals from the module's regulars, some a long
+/// discussion.
+fn reviews(number: u64, author: &str, humans: &[String]) -> (Vec<String>, u64) {
+    let mut rng = Rng::new(number ^ 0x5eed_0f4e_71e3);
+    let mut reviewers: Vec<String> = Vec::new();
+    for _ in 0..rng.below(3) {
+        let reviewer = &humans[rng.zipf(humans.len())];
+        if reviewer != author && !reviewers.contains(reviewer) {
+            reviewers.push(reviewer.clone());
+        }
+    }
+    let comments = if rng.chance(10) {
+        10 + rng.below(30)
+    } else {
+        rng.below(4)
+    };
+    (reviewers, comments)
 }
 
 /// The merged PR as a webhook would deliver it (an empty body is no body, as GitHub sends it).

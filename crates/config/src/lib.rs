@@ -64,7 +64,6 @@ pub const PAGE_REBUILD_SECONDS: &str = "PAGE_REBUILD_SECONDS";
 pub const PAGE_BUILD_CONCURRENCY: &str = "PAGE_BUILD_CONCURRENCY";
 /// `1`: publish Markdown too when Notion is configured (without Notion, Markdown is the default).
 pub const PUBLISH_MARKDOWN: &str = "PUBLISH_MARKDOWN";
-/// The optional LLM story of each module page: `bedrock`, `anthropic` or `openai`.
 /// The variable whose presence turns LLM summaries on (the Anthropic Messages API).
 pub const ANTHROPIC_API_KEY: &str = "ANTHROPIC_API_KEY";
 /// The summaries' model.
@@ -73,6 +72,7 @@ pub const ANTHROPIC_MODEL: &str = "ANTHROPIC_MODEL";
 pub const ANTHROPIC_API_KEY_ARN: &str = "ANTHROPIC_API_KEY_ARN";
 /// The API's base URL; tests point it at a local stand-in.
 pub const ANTHROPIC_API_URL: &str = "ANTHROPIC_API_URL";
+/// The optional LLM story of each module page: `bedrock`, `anthropic` or `openai`.
 pub const STORY_PROVIDER: &str = "STORY_PROVIDER";
 /// The model: a Bedrock model id, an Anthropic model, or the endpoint's model name.
 pub const STORY_MODEL: &str = "STORY_MODEL";

@@ -22,7 +22,7 @@ pub enum WriteError {
         provider: &'static str,
         timeout: Duration,
     },
-    #[error("no time left before the deadline for the story")]
+    #[error("no time left before the deadline for the model's answer")]
     NoTime,
     #[error("{provider} failed: {message}")]
     Failed {
@@ -38,7 +38,7 @@ pub struct Answer {
     pub truncated: bool,
 }
 
-/// Who writes the story.
+/// Which model answers, and how it is reached.
 pub enum Writer {
     /// Amazon Bedrock's Converse API, authorised by the function's role.
     Bedrock {
@@ -91,7 +91,7 @@ impl Writer {
         }
     }
 
-    /// `provider/model`, as stored with the story.
+    /// `provider/model`, as stored with what it wrote.
     pub fn model(&self) -> String {
         match self {
             Writer::Bedrock { model_id, .. } => format!("bedrock/{model_id}"),
@@ -109,7 +109,7 @@ impl Writer {
     }
 
     /// The model's text for `prompt`, within the time left before `deadline` (less a margin for
-    /// the rest of the build). Not grounded yet: see [`ground`].
+    /// the caller's own work). Unchecked: the caller decides what of it may be used.
     pub async fn write(
         &self,
         system: &str,

@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 
 use time::{Duration, OffsetDateTime};
 
-use super::overview::{decay, OverviewInput};
+use super::recency::decay;
 use super::wording::date;
 use super::{Block, Span};
-use chronicle_domain::{parse_rfc3339, YearStats};
+use chronicle_domain::{parse_rfc3339, ModuleEntry, YearStats};
 use chronicle_summary::kind;
 
 pub const EXPERTS_SHOWN: usize = 5;
@@ -83,20 +83,23 @@ fn describe(e: &Expert) -> String {
     )
 }
 
-/// "Who knows it:" who changed and reviewed it most, recently weighted, and its CODEOWNERS;
-/// then the knowledge risk, if there is one.
-pub fn who_knows_it(input: &OverviewInput, blocks: &mut Vec<Block>) {
-    let experts = experts(input.years, input.now);
-    if !experts.is_empty() || !input.owners.is_empty() {
+/// "Who knows it:" who changed and reviewed it most, recently weighted, and its CODEOWNERS
+/// (`owners`); then the knowledge risk, if there is one. `recent`: the page's newest entries.
+pub fn who_knows_it(
+    years: &BTreeMap<String, YearStats>,
+    recent: &[ModuleEntry],
+    now: OffsetDateTime,
+    owners: &[String],
+    blocks: &mut Vec<Block>,
+) {
+    let experts = experts(years, now);
+    if !experts.is_empty() || !owners.is_empty() {
         let mut text = experts.iter().map(describe).collect::<Vec<_>>().join(", ");
-        if !input.owners.is_empty() {
+        if !owners.is_empty() {
             if !text.is_empty() {
                 text.push_str("; ");
             }
-            text.push_str(&format!(
-                "owners in CODEOWNERS: {}",
-                input.owners.join(", ")
-            ));
+            text.push_str(&format!("owners in CODEOWNERS: {}", owners.join(", ")));
         }
         blocks.push(Block::Paragraph(vec![
             Span::bold("Who knows it:"),
@@ -104,7 +107,7 @@ pub fn who_knows_it(input: &OverviewInput, blocks: &mut Vec<Block>) {
             Span::text(format!("{text}.")),
         ]));
     }
-    if let Some(risk) = knowledge_risk(input, &experts) {
+    if let Some(risk) = knowledge_risk(recent, now, &experts) {
         blocks.push(Block::Paragraph(vec![
             Span::bold("Knowledge risk:"),
             Span::text(format!(" {risk}")),
@@ -115,11 +118,15 @@ pub fn who_knows_it(input: &OverviewInput, blocks: &mut Vec<Block>) {
 /// When one person made more than [`ISLAND_SHARE`] of the last year's changes (the page's
 /// newest entries, dependency and release updates and bots left out), or when nobody who knows
 /// the module has changed or reviewed it for [`ABSENT_DAYS`] days.
-pub fn knowledge_risk(input: &OverviewInput, experts: &[Expert]) -> Option<String> {
-    let year_ago = input.now - Duration::days(365);
+pub fn knowledge_risk(
+    recent: &[ModuleEntry],
+    now: OffsetDateTime,
+    experts: &[Expert],
+) -> Option<String> {
+    let year_ago = now - Duration::days(365);
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     let mut changes = 0;
-    for e in input.recent.iter().filter(|e| {
+    for e in recent.iter().filter(|e| {
         !kind::is_folded(e.kind.as_deref())
             && !kind::is_bot(&e.author)
             && parse_rfc3339(&e.merged_at).is_some_and(|t| t >= year_ago)
@@ -136,7 +143,7 @@ pub fn knowledge_risk(input: &OverviewInput, experts: &[Expert]) -> Option<Strin
             ));
         }
     }
-    let absent = input.now - Duration::days(ABSENT_DAYS);
+    let absent = now - Duration::days(ABSENT_DAYS);
     let latest = experts.iter().map(|e| e.last.as_str()).max()?;
     if parse_rfc3339(latest).is_some_and(|t| t < absent) {
         return Some(format!(
@@ -150,7 +157,7 @@ pub fn knowledge_risk(input: &OverviewInput, experts: &[Expert]) -> Option<Strin
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chronicle_domain::{AuthorActivity, ModuleEntry, YearDigest};
+    use chronicle_domain::{AuthorActivity, YearDigest};
 
     fn years(authors: Vec<AuthorActivity>) -> BTreeMap<String, YearStats> {
         [(
@@ -173,25 +180,6 @@ mod tests {
             churn: 0,
             last: last.into(),
             reviews,
-        }
-    }
-
-    fn input<'a>(
-        years: &'a BTreeMap<String, YearStats>,
-        recent: &'a [ModuleEntry],
-        now: &str,
-    ) -> OverviewInput<'a> {
-        OverviewInput {
-            repo: "acme/w",
-            repo_url: None,
-            paths: &[],
-            years,
-            recent,
-            now: parse_rfc3339(now).unwrap(),
-            description: None,
-            story: None,
-            gone: None,
-            owners: &[],
         }
     }
 
@@ -244,7 +232,7 @@ mod tests {
         let now = "2024-06-01T00:00:00Z";
         let experts_now = experts(&people, parse_rfc3339(now).unwrap());
         assert_eq!(
-            knowledge_risk(&input(&people, &recent, now), &experts_now).as_deref(),
+            knowledge_risk(&recent, parse_rfc3339(now).unwrap(), &experts_now).as_deref(),
             Some("@alice made 7 of its 10 changes in the last year (70%); few others know it.")
         );
         // Six of ten is no island; and the team was active within 180 days.
@@ -252,14 +240,14 @@ mod tests {
             .map(|n| entry(n, if n <= 6 { "alice" } else { "bob" }, &at(n as u32)))
             .collect();
         assert_eq!(
-            knowledge_risk(&input(&people, &shared, now), &experts_now),
+            knowledge_risk(&shared, parse_rfc3339(now).unwrap(), &experts_now),
             None
         );
         // A year later nobody who knows it has been back.
         let later = "2025-05-01T00:00:00Z";
         let experts_later = experts(&people, parse_rfc3339(later).unwrap());
         assert_eq!(
-            knowledge_risk(&input(&people, &shared, later), &experts_later).as_deref(),
+            knowledge_risk(&shared, parse_rfc3339(later).unwrap(), &experts_later).as_deref(),
             Some("nobody who knows it has changed or reviewed it in the last 180 days (the latest on 2024-05-10).")
         );
     }

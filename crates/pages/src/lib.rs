@@ -21,6 +21,7 @@ pub mod milestones;
 pub mod overview;
 pub mod path;
 pub mod plan;
+pub mod recency;
 pub mod render;
 pub mod wording;
 

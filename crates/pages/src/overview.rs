@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use time::{Duration, OffsetDateTime};
 
 use super::blocks::title_spans;
+use super::recency::{days_since, decay};
 use super::wording::{count_of, date};
 use super::{Block, Span};
 use chronicle_domain::{parse_rfc3339, ModuleEntry, YearStats};
@@ -230,14 +231,6 @@ pub struct OverviewInput<'a> {
     pub owners: &'a [String],
 }
 
-fn days_since(at: &str, now: OffsetDateTime) -> Option<f64> {
-    parse_rfc3339(at).map(|t| ((now - t).whole_seconds().max(0) as f64) / 86_400.0)
-}
-
-pub(crate) fn decay(at: &str, now: OffsetDateTime, half_life: f64) -> f64 {
-    days_since(at, now).map_or(0.0, |d| 0.5_f64.powf(d / half_life))
-}
-
 /// Where to start reading: the module's entry points (`lib.rs`, `main.rs`, `index.ts`,
 /// `__init__.py`, its README…: the shallowest two), then its source files by churn weighted by
 /// recency, then its tests, its other docs, and last its manifests (a version bump makes
@@ -407,7 +400,13 @@ pub fn overview(input: &OverviewInput) -> Vec<Block> {
         status(input, latest.as_deref()),
     ];
     start_here(input, &mut blocks);
-    super::experts::who_knows_it(input, &mut blocks);
+    super::experts::who_knows_it(
+        input.years,
+        input.recent,
+        input.now,
+        input.owners,
+        &mut blocks,
+    );
     super::decisions::key_decisions_blocks(years, &mut blocks);
     super::decisions::problems_blocks(years, &mut blocks);
     story_so_far(input, created.as_ref(), &mut blocks);

@@ -139,6 +139,11 @@ pub struct GitHubStandIn {
 impl GitHubStandIn {
     /// Serves on a free loopback port; `token` is the only one accepted.
     pub async fn start(token: &str) -> std::io::Result<Self> {
+        // An empty token would let any request through: the stand-in is stricter than GitHub.
+        assert!(
+            !token.is_empty(),
+            "the GitHub stand-in needs a token to check"
+        );
         let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).await?;
         let url = format!("http://{}", listener.local_addr()?);
         let state = Arc::new(Mutex::new(State {
@@ -595,6 +600,7 @@ fn charge(
         s.budget.used,
     ))
 }
+
 /// One merged pull request as the GitHub stand-in serves it: `files` changed files over seven
 /// directories of `src/`, merged 2019-05-15 (the date of the recorded webhook samples).
 pub fn standin_pull(repo: &str, number: u64, files: usize) -> serde_json::Value {

@@ -275,58 +275,15 @@ impl Context<'_> {
                     }),
                 };
             }
-            ("Repository", "pullRequests") => {
-                let key = object["__key"].as_str().unwrap_or_default();
-                let empty = Vec::new();
-                let all = root.state.repos.get(key).map_or(&empty, |r| &r.pulls);
-                let states: Option<Vec<String>> = self.arg(field, "states").and_then(|v| match v {
-                    Value::Array(a) => Some(
-                        a.iter()
-                            .filter_map(|s| s.as_str().map(str::to_string))
-                            .collect(),
-                    ),
-                    Value::String(s) => Some(vec![s]),
-                    _ => None,
-                });
-                let mut list: Vec<&Value> = all
-                    .iter()
-                    .filter(|p| {
-                        states
-                            .as_ref()
-                            .is_none_or(|s| s.iter().any(|s| p["state"].as_str() == Some(s)))
-                    })
-                    .collect();
-                if let Some(order) = self.arg(field, "orderBy") {
-                    let key = match order["field"].as_str() {
-                        Some("UPDATED_AT") => "updatedAt",
-                        _ => "createdAt",
-                    };
-                    list.sort_by(|a, b| a[key].as_str().cmp(&b[key].as_str()));
-                    if order["direction"].as_str() == Some("DESC") {
-                        list.reverse();
-                    }
-                }
-                return self.connection(root, field, &list);
-            }
+            ("Repository", "pullRequests") => return self.pull_requests(root, field, object),
             ("PullRequest", "reviews") => {
                 // GitHub filters reviews by `states` before paginating.
-                let states = self.arg(field, "states").and_then(|v| match v {
-                    Value::Array(a) => Some(
-                        a.iter()
-                            .filter_map(|s| s.as_str().map(str::to_string))
-                            .collect::<Vec<_>>(),
-                    ),
-                    _ => None,
-                });
+                let states = self.states(field);
                 let list: Vec<&Value> = object["reviews"]
                     .as_array()
                     .into_iter()
                     .flatten()
-                    .filter(|r| {
-                        states
-                            .as_ref()
-                            .is_none_or(|s| s.iter().any(|s| r["state"].as_str() == Some(s)))
-                    })
+                    .filter(|r| in_states(&states, r))
                     .collect();
                 return self.connection(root, field, &list);
             }
@@ -367,6 +324,44 @@ impl Context<'_> {
             }
             _ => Ok(plain(Value::Null)),
         }
+    }
+
+    /// A connection's `states` argument, when it has one.
+    fn states(&self, field: &Field) -> Option<Vec<String>> {
+        self.arg(field, "states").and_then(|v| match v {
+            Value::Array(a) => Some(
+                a.iter()
+                    .filter_map(|s| s.as_str().map(str::to_string))
+                    .collect(),
+            ),
+            Value::String(s) => Some(vec![s]),
+            _ => None,
+        })
+    }
+
+    /// A repository's pull requests, filtered by `states` and ordered by `orderBy`.
+    fn pull_requests(
+        &self,
+        root: &Root<'_>,
+        field: &Field,
+        object: &Value,
+    ) -> Result<Resolved, Failure> {
+        let key = object["__key"].as_str().unwrap_or_default();
+        let empty = Vec::new();
+        let all = root.state.repos.get(key).map_or(&empty, |r| &r.pulls);
+        let states = self.states(field);
+        let mut list: Vec<&Value> = all.iter().filter(|p| in_states(&states, p)).collect();
+        if let Some(order) = self.arg(field, "orderBy") {
+            let key = match order["field"].as_str() {
+                Some("UPDATED_AT") => "updatedAt",
+                _ => "createdAt",
+            };
+            list.sort_by(|a, b| a[key].as_str().cmp(&b[key].as_str()));
+            if order["direction"].as_str() == Some("DESC") {
+                list.reverse();
+            }
+        }
+        self.connection(root, field, &list)
     }
 
     /// A connection over `list`: `first`/`after` (or `last`/`before`), cursors are positions.
@@ -416,4 +411,11 @@ impl Context<'_> {
         let type_name = field.definition.ty.inner_named_type().to_string();
         self.select(root, &field.selection_set, &object, &type_name)
     }
+}
+
+/// Whether a node's `state` is among `states` (no filter: every node).
+fn in_states(states: &Option<Vec<String>>, node: &Value) -> bool {
+    states
+        .as_ref()
+        .is_none_or(|s| s.iter().any(|s| node["state"].as_str() == Some(s)))
 }

@@ -708,6 +708,7 @@ fn resource(
         },
     }
 }
+
 fn token_matches(value: &str, token: &str) -> bool {
     let Some((scheme, credential)) = value.split_once(' ') else {
         return false;
