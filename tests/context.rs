@@ -81,6 +81,11 @@ fn names(c: &RepoContext) -> Vec<(&str, &str)> {
 #[tokio::test]
 async fn a_workspace_is_read_once_then_asked_again_conditionally() {
     let stub = monorepo().await;
+    stub.add_file(
+        REPO,
+        ".github/chronicle.yml",
+        "modules:\n  api:\n    paths: [\"crates/api/**\"]\n    notes: Ask @acme/api-team first.\n",
+    );
     let github = client(&stub);
     let now = OffsetDateTime::now_utc();
     let first = refresh(&github, &repo(), None, now, within(10))
@@ -135,6 +140,13 @@ async fn a_workspace_is_read_once_then_asked_again_conditionally() {
     assert_eq!(names(&second), names(&first));
     assert_eq!(second.packages, first.packages);
     assert_eq!(second.codeowners, first.codeowners);
+    // The team's file is read with the rest, and a 304 keeps its text.
+    assert!(first
+        .team_file
+        .as_deref()
+        .unwrap()
+        .contains("Ask @acme/api-team first."));
+    assert_eq!(second.team_file, first.team_file);
     assert_eq!(
         stub.served_count(),
         first_served,
@@ -172,6 +184,7 @@ async fn a_workspace_is_read_once_then_asked_again_conditionally() {
         "[package]\nname = \"acme-web\"\ndescription = \"The web UI\"\n",
     );
     stub.remove_file(REPO, ".github/CODEOWNERS");
+    stub.remove_file(REPO, ".github/chronicle.yml");
     stub.add_file(REPO, "CODEOWNERS", "* @acme/core\n");
     let served = stub.served_count();
     let third = refresh(&github, &repo(), Some(&second), later, within(10))
@@ -187,6 +200,7 @@ async fn a_workspace_is_read_once_then_asked_again_conditionally() {
     );
     assert_eq!(third.codeowners_path.as_deref(), Some("CODEOWNERS"));
     assert_eq!(third.codeowners.as_deref(), Some("* @acme/core\n"));
+    assert_eq!(third.team_file, None, "a removed file is gone from the context");
     assert_eq!(
         stub.served_count() - served,
         3,
@@ -210,10 +224,11 @@ async fn a_repository_without_any_of_it_has_an_empty_context_and_failures_keep_t
         .unwrap();
     assert!(empty.packages.is_empty());
     assert_eq!(empty.codeowners, None);
+    assert_eq!(empty.team_file, None);
     assert_eq!(
         stub.request_count(),
-        3 + 1 + 4 + 1,
-        "three CODEOWNERS places, the root listing, four manifests, src's README"
+        3 + 1 + 1 + 4 + 1,
+        "three CODEOWNERS places, .github/chronicle.yml, the root listing, four manifests, src's README"
     );
     assert_eq!(empty.top_level.as_deref().unwrap(), ["src"]);
 
@@ -497,6 +512,56 @@ async fn a_changed_layout_marks_the_repository_module_pages_for_a_rebuild() {
         .unwrap();
     let api = std::fs::read_to_string(dir.join("acme/monorepo/acme-api.md")).unwrap();
     assert!(api.contains("@acme/api-team"), "{api}");
+
+    // The team adds `.github/chronicle.yml`: the next refresh marks the pages, and the module
+    // page shows its notes, as text, and its description, linked to the file.
+    stub.add_file(
+        REPO,
+        ".github/chronicle.yml",
+        "modules:\n  acme-api:\n    paths: [\"crates/api/**\"]\n    description: The HTTP API of record.\n    notes: Ask the API team before changing *routes*.\n  acme-web: [\"crates/web/**\"]\n",
+    );
+    let next_day = much_later + time::Duration::hours(25);
+    refresh_repo_context(&contexts, &client(&stub), &repo(), next_day, within(10))
+        .await
+        .unwrap();
+    for _ in 0..2 {
+        b.tick(OffsetDateTime::now_utc(), within(30), "tick")
+            .await
+            .unwrap();
+    }
+    let api = std::fs::read_to_string(dir.join("acme/monorepo/acme-api.md")).unwrap();
+    assert!(
+        api.contains("**From the team:** Ask the API team before changing \\*routes\\*."),
+        "{api}"
+    );
+    assert!(
+        api.contains("**What it is:** The HTTP API of record ([`.github/chronicle.yml`]"),
+        "{api}"
+    );
+
+    // An invalid file: the central config is kept (logged), the pages build as before.
+    stub.add_file(
+        REPO,
+        ".github/chronicle.yml",
+        "modules:\n  acme-api: [\"\"]\n",
+    );
+    refresh_repo_context(
+        &contexts,
+        &client(&stub),
+        &repo(),
+        next_day + time::Duration::hours(25),
+        within(10),
+    )
+    .await
+    .unwrap();
+    for _ in 0..2 {
+        b.tick(OffsetDateTime::now_utc(), within(30), "tick")
+            .await
+            .unwrap();
+    }
+    let api = std::fs::read_to_string(dir.join("acme/monorepo/acme-api.md")).unwrap();
+    assert!(!api.contains("From the team"), "{api}");
+    assert!(api.contains("The public HTTP API"), "{api}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -99,6 +99,7 @@ fn module_page(
         gone: None,
         owners: vec![],
         story: None,
+        notes: config.and_then(|c| c.notes_of(module)).map(str::to_string),
     };
     commonmark(&content::module_page(&facts, &entries))
 }
@@ -203,7 +204,13 @@ fn the_recorded_pr_as_its_root_module_page() {
 
 const MODULES: &str = r#"
 acme/ledger:
-  core: ["src/**", "Cargo.toml", "Cargo.lock", "!src/**/*_test.rs"]
+  core:
+    paths: ["src/**", "Cargo.toml", "Cargo.lock", "!src/**/*_test.rs"]
+    notes: |
+      Statements are parsed as a stream on purpose: imports run to 2 GB. Talk to
+      @ledger-core before changing `Reader`.
+
+      Written by the team, shown as text: <b>not HTML</b>, [not a link](javascript:x).
   docs: ["docs/**", "*.md"]
 "#;
 

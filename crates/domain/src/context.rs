@@ -15,6 +15,8 @@ pub const MAX_LISTINGS: usize = 20;
 /// Text kept of one file: CODEOWNERS beyond this is cut (GitHub itself reads 3 MB; a stored
 /// context must stay well within DynamoDB's 400 KB item).
 pub const MAX_CODEOWNERS_BYTES: usize = 64 * 1024;
+/// The largest `.github/chronicle.yml` read: a modules file, not a document.
+pub const MAX_TEAM_FILE_BYTES: usize = 64 * 1024;
 /// A manifest beyond this is cut (and then, most likely, unparseable: no package read from it).
 pub const MAX_MANIFEST_BYTES: usize = 256 * 1024;
 /// A description kept of a package, in characters.
@@ -115,7 +117,8 @@ pub struct Seen {
 /// again without its ETags (what was parsed from a 304'd file would otherwise stay as the
 /// older parser read it).
 /// 2: member patterns cleaned and capped, package names made module names at tagging.
-pub const CONTEXT_VERSION: u32 = 2;
+/// 3: the repository's `.github/chronicle.yml` is read too.
+pub const CONTEXT_VERSION: u32 = 3;
 
 /// A repository's context as stored.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -137,6 +140,10 @@ pub struct RepoContext {
     /// The directories at the root of the default branch (`None`: not known).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub top_level: Option<Vec<String>>,
+    /// The text of the repository's `.github/chronicle.yml` (the team's modules and notes), as
+    /// fetched: parsed where it is used, so an invalid file is reported there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub team_file: Option<String>,
     /// What a directory's README says first, by directory (packages and top-level ones).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub about: BTreeMap<String, About>,
@@ -168,6 +175,7 @@ impl RepoContext {
             && self.packages == other.packages
             && self.top_level == other.top_level
             && self.about == other.about
+            && self.team_file == other.team_file
     }
 
     /// The package that is the module `name`.

@@ -55,6 +55,8 @@ pub struct ModuleFacts {
     pub owners: Vec<String>,
     /// The LLM-written story (grounded), shown above the years' lines.
     pub story: Option<String>,
+    /// The team's `notes:` for the module (`.github/chronicle.yml`), shown as written.
+    pub notes: Option<String>,
 }
 
 /// What a repository's context says of one module: its description (the README's lead of
@@ -136,6 +138,7 @@ pub fn module_page(facts: &ModuleFacts, entries: &[ModuleEntry]) -> Document {
             story: facts.story.as_deref(),
             gone: facts.gone.as_deref(),
             owners: &facts.owners,
+            notes: facts.notes.as_deref(),
         }));
         blocks.push(Block::Heading {
             level: 2,

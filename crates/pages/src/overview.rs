@@ -229,6 +229,8 @@ pub struct OverviewInput<'a> {
     pub gone: Option<&'a str>,
     /// Its CODEOWNERS owners (of its start-here files).
     pub owners: &'a [String],
+    /// The team's notes (`.github/chronicle.yml`), shown as written, never as Markdown.
+    pub notes: Option<&'a str>,
 }
 
 /// Where to start reading: the module's entry points (`lib.rs`, `main.rs`, `index.ts`,
@@ -399,6 +401,7 @@ pub fn overview(input: &OverviewInput) -> Vec<Block> {
         what_it_is(input, created.as_ref()),
         status(input, latest.as_deref()),
     ];
+    from_the_team(input.notes, &mut blocks);
     start_here(input, &mut blocks);
     super::experts::who_knows_it(
         input.years,
@@ -539,6 +542,28 @@ fn start_here(input: &OverviewInput, blocks: &mut Vec<Block>) {
         spans.push(Span::text(
             " (entry points first, then the most changed, recently weighted).",
         ));
+        blocks.push(Block::Paragraph(spans));
+    }
+}
+
+/// "From the team:" the team's notes, paragraph by paragraph, as plain text: whatever
+/// Markdown or HTML they hold is shown, never interpreted.
+fn from_the_team(notes: Option<&str>, blocks: &mut Vec<Block>) {
+    let Some(notes) = notes.map(str::trim).filter(|n| !n.is_empty()) else {
+        return;
+    };
+    for (i, paragraph) in notes
+        .split("\n\n")
+        .map(|p| p.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|p| !p.is_empty())
+        .enumerate()
+    {
+        let mut spans = Vec::new();
+        if i == 0 {
+            spans.push(Span::bold("From the team:"));
+            spans.push(Span::text(" "));
+        }
+        spans.push(Span::text(paragraph));
         blocks.push(Block::Paragraph(spans));
     }
 }

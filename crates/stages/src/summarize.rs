@@ -423,16 +423,18 @@ impl SummarizeHandler {
         owner: &str,
         summary_deadline: Instant,
     ) -> Result<Vec<ModuleName>, SummarizeError> {
-        let config = self.modules.for_repo(repo);
         let paths: Vec<&str> = row.files.iter().map(|f| f.path.as_str()).collect();
-        // The repository's own layout, once its files are known (a PR without files is
-        // tagged with the repository itself whatever the context says).
-        let layout = match paths.is_empty() {
+        // The repository's own layout and `.github/chronicle.yml`, once its files are known (a
+        // PR without files is tagged with the repository itself whatever the context says).
+        let context = match paths.is_empty() {
             true => None,
-            false => self.contexts.get(repo.as_str()).await?.map(|c| {
-                tagging::RepoLayout::from_context(&c, !self.modules.has_own_entry(repo), config)
-            }),
+            false => self.contexts.get(repo.as_str()).await?,
         };
+        let effective = tagging::team::effective(&self.modules, repo, context.as_deref());
+        let config = effective.config();
+        let layout = context
+            .as_deref()
+            .map(|c| tagging::RepoLayout::from_context(c, !effective.own, config));
         let modules = tagging::tag_modules(repo, &paths, config, layout.as_ref());
         let stored = row
             .summary

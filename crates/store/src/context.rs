@@ -264,6 +264,7 @@ mod tests {
             checked_at: "2026-12-03T00:00:00Z".into(),
             codeowners: Some("x".repeat(chronicle_domain::context::MAX_CODEOWNERS_BYTES)),
             codeowners_path: Some(".github/CODEOWNERS".into()),
+            team_file: Some("t".repeat(chronicle_domain::context::MAX_TEAM_FILE_BYTES)),
             packages: (0..chronicle_domain::context::MAX_PACKAGES)
                 .map(|i| Package {
                     name: format!("{}-{i}", "n".repeat(200)),

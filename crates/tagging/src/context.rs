@@ -38,7 +38,7 @@ pub enum ContextError {
 }
 
 /// Fetches `repo`'s context again, conditionally on what `previous` saw. Every request is
-/// bounded (CODEOWNERS: at most 3; manifests: 4; listings: [`MAX_LISTINGS`]; member
+/// bounded (CODEOWNERS: at most 3; `.github/chronicle.yml`: 1; manifests: 4; listings: [`MAX_LISTINGS`]; member
 /// manifests: [`MAX_PACKAGES`]); any error but a 404 stops the refresh (rate limit, 5xx after
 /// retries, out of time), and the caller keeps the previous context.
 pub async fn refresh(
@@ -61,6 +61,12 @@ pub async fn refresh(
     };
 
     let codeowners = codeowners(&fetcher, &mut seen).await?;
+    // The team's own modules and notes; kept as text (and once, not again in `seen`).
+    let mut team = fetcher
+        .file(crate::team::TEAM_FILE, crate::team::TEAM_FILE_MAX_BYTES)
+        .await?;
+    let team_file = team.found.then(|| team.text.take().unwrap_or_default());
+    seen.insert(file_key(crate::team::TEAM_FILE), team);
     // The root's directories: which top-level modules still exist.
     let root = fetcher.directories("").await?;
     let top_level = root.found.then(|| root.dirs.clone().unwrap_or_default());
@@ -89,6 +95,7 @@ pub async fn refresh(
         packages,
         top_level,
         about,
+        team_file,
         seen,
     })
 }
@@ -371,6 +378,9 @@ impl Fetcher<'_> {
                     let mut s = before.cloned().unwrap_or_default();
                     if self.previous.codeowners_path.as_deref() == Some(path) {
                         s.text = self.previous.codeowners.clone();
+                    }
+                    if path == crate::team::TEAM_FILE {
+                        s.text = self.previous.team_file.clone();
                     }
                     s
                 }

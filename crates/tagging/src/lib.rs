@@ -33,6 +33,7 @@ pub use chronicle_config::{MODULES_CONFIG_FILE, MODULES_CONFIG_PARAM};
 
 mod codeowners;
 pub mod context;
+pub mod team;
 pub mod workspaces;
 pub use codeowners::*;
 
@@ -124,6 +125,10 @@ struct Module {
     rules: Vec<Rule>,
     /// `description:` of the mapping form: what the module is, for its page.
     description: Option<String>,
+    /// `notes:` of the mapping form: what the team wants a newcomer to know, shown as written.
+    notes: Option<String>,
+    /// `ignore:` of the mapping form: files never in the module, whatever its paths say.
+    ignore: Option<GlobList>,
 }
 
 /// A plain glob list (`any` only) or a labeler v4 group (`any` and/or `all`).
@@ -330,7 +335,11 @@ fn kind(v: &Value) -> &'static str {
     }
 }
 
-fn parse_repo(repo: &str, value: Value, origin: &str) -> Result<RepoModules, TaggingError> {
+pub(crate) fn parse_repo(
+    repo: &str,
+    value: Value,
+    origin: &str,
+) -> Result<RepoModules, TaggingError> {
     let mapping = match value {
         Value::Null => return Ok(RepoModules::default()),
         Value::Mapping(m) => m,
@@ -372,8 +381,17 @@ fn parse_repo(repo: &str, value: Value, origin: &str) -> Result<RepoModules, Tag
             repo,
             module: &name,
         };
-        let (entries, description) = ctx.described(entries)?;
+        let Described {
+            paths: entries,
+            description,
+            notes,
+            ignore,
+        } = ctx.described(entries)?;
         let rules = ctx.rules(entries)?;
+        let ignore = match ignore {
+            Some(globs) => Some(ctx.glob_list(&ctx.strings(globs)?)?),
+            None => None,
+        };
         if modules.contains_key(&name) {
             return Err(ctx.err(format!("module {name:?} is configured twice")));
         }
@@ -383,6 +401,8 @@ fn parse_repo(repo: &str, value: Value, origin: &str) -> Result<RepoModules, Tag
                 name,
                 rules,
                 description,
+                notes,
+                ignore,
             },
         );
     }
@@ -390,6 +410,17 @@ fn parse_repo(repo: &str, value: Value, origin: &str) -> Result<RepoModules, Tag
         modules: modules.into_values().collect(),
     })
 }
+
+/// A module's mapping form, split.
+struct Described {
+    paths: Value,
+    description: Option<String>,
+    notes: Option<String>,
+    ignore: Option<Value>,
+}
+
+/// The most of a module's `notes:` kept, in characters: a few paragraphs, not a manual.
+pub const NOTES_MAX_CHARS: usize = 2_000;
 
 /// Where a module's entries are being read, for error messages.
 struct ModuleCtx<'a> {
@@ -407,40 +438,58 @@ impl ModuleCtx<'_> {
         }
     }
 
-    /// The mapping form `{paths: …, description: …}` split into its paths and description;
-    /// any other value is the paths themselves.
-    fn described(&self, value: Value) -> Result<(Value, Option<String>), TaggingError> {
+    /// The mapping form `{paths, description, notes, ignore}` split; any other value is the
+    /// paths themselves.
+    fn described(&self, value: Value) -> Result<Described, TaggingError> {
         let Value::Mapping(mapping) = value else {
-            return Ok((value, None));
+            return Ok(Described {
+                paths: value,
+                description: None,
+                notes: None,
+                ignore: None,
+            });
         };
         let mut paths = None;
-        let mut description = None;
+        let mut described = Described {
+            paths: Value::Null,
+            description: None,
+            notes: None,
+            ignore: None,
+        };
+        let text = |what: &str, v: Value| match v {
+            Value::String(s) if !s.trim().is_empty() => Ok(s.trim().to_string()),
+            other => Err(self.err(format!(
+                "{what} is {}, expected a non-empty string",
+                kind(&other)
+            ))),
+        };
         for (key, v) in mapping {
             match key.as_str() {
                 Some("paths") => paths = Some(v),
-                Some("description") => match v {
-                    Value::String(s) if !s.trim().is_empty() => {
-                        description = Some(s.trim().to_string())
-                    }
-                    other => {
+                Some("description") => described.description = Some(text("description", v)?),
+                Some("notes") => {
+                    let notes = text("notes", v)?;
+                    if notes.chars().count() > NOTES_MAX_CHARS {
                         return Err(self.err(format!(
-                            "description is {}, expected a non-empty string",
-                            kind(&other)
-                        )))
+                            "notes run to {} characters, at most {NOTES_MAX_CHARS}",
+                            notes.chars().count()
+                        )));
                     }
-                },
+                    described.notes = Some(notes);
+                }
+                Some("ignore") => described.ignore = Some(v),
                 _ => {
                     return Err(self.err(format!(
-                        "unknown key {}, expected paths and description (or a list of globs)",
+                        "unknown key {}, expected paths, description, notes and ignore (or a list of globs)",
                         serde_yaml::to_string(&key).unwrap_or_default().trim_end()
                     )))
                 }
             }
         }
-        let paths = paths.ok_or_else(|| {
+        described.paths = paths.ok_or_else(|| {
             self.err("a module given as a mapping needs paths (its globs)".into())
         })?;
-        Ok((paths, description))
+        Ok(described)
     }
 
     /// A module's value: a glob, or a list of globs and `any`/`all` groups.
@@ -572,7 +621,10 @@ impl RepoModules {
         let path = path.trim_start_matches('/');
         self.modules
             .iter()
-            .filter(|m| m.rules.iter().any(|r| r.matches(path)))
+            .filter(|m| {
+                m.rules.iter().any(|r| r.matches(path))
+                    && !m.ignore.as_ref().is_some_and(|i| i.matches_any(path))
+            })
             .map(|m| &m.name)
             .collect()
     }
@@ -590,7 +642,19 @@ impl RepoModules {
                 paths.push(all.written.join(" & "));
             }
         }
+        if let Some(ignore) = &module.ignore {
+            paths.extend(ignore.written.iter().map(|g| format!("!{g}")));
+        }
         Some(paths)
+    }
+
+    /// A configured module's `notes:`, if it has any.
+    pub fn notes_of(&self, module: &str) -> Option<&str> {
+        self.modules
+            .iter()
+            .find(|m| m.name == module)?
+            .notes
+            .as_deref()
     }
 
     /// A configured module's `description:`, if it has one.

@@ -551,36 +551,37 @@ impl PageBuilder {
             .contexts
             .get_at_least(repo, item.layout_changed_at.as_deref())
             .await?;
-        let layout = context.as_deref().map(|c| {
-            tagging::RepoLayout::from_context(
-                c,
-                !self.modules.has_own_entry(&repo_name),
-                self.modules.for_repo(&repo_name),
-            )
-        });
-        let paths = tagging::module_paths(
-            &repo_name,
-            module,
-            self.modules.for_repo(&repo_name),
-            layout.as_ref(),
-        );
+        // The repository's `.github/chronicle.yml` when valid, else the central config.
+        let effective = tagging::team::effective(&self.modules, &repo_name, context.as_deref());
+        let config = effective.config();
+        let layout = context
+            .as_deref()
+            .map(|c| tagging::RepoLayout::from_context(c, !effective.own, config));
+        let paths = tagging::module_paths(&repo_name, module, config, layout.as_ref());
         let (description, gone) =
             crate::pages::content::what_it_is(context.as_deref(), module, &paths, layout.as_ref());
-        // The module's own files first; else what the modules config says of it.
-        let description = description.or_else(|| {
-            self.modules
-                .for_repo(&repo_name)
-                .and_then(|c| c.description_of(module))
-                .map(|text| crate::pages::overview::Description {
-                    text: text.to_string(),
-                    source: String::new(),
-                })
+        let configured = config.and_then(|c| c.description_of(module)).map(|text| {
+            crate::pages::overview::Description {
+                text: text.to_string(),
+                source: if effective.team {
+                    tagging::team::TEAM_FILE.to_string()
+                } else {
+                    String::new()
+                },
+            }
         });
+        // The team's file has the last word; else the module's own files, else what the
+        // central modules config says of it.
+        let description = match effective.team {
+            true => configured.or(description),
+            false => description.or(configured),
+        };
         let mut facts = ModuleFacts {
             repo: repo.to_string(),
             module: module.to_string(),
             paths,
             description,
+            notes: config.and_then(|c| c.notes_of(module)).map(str::to_string),
             gone,
             archive_years: archive_years(&item.years),
             ..Default::default()
