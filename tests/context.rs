@@ -200,7 +200,10 @@ async fn a_workspace_is_read_once_then_asked_again_conditionally() {
     );
     assert_eq!(third.codeowners_path.as_deref(), Some("CODEOWNERS"));
     assert_eq!(third.codeowners.as_deref(), Some("* @acme/core\n"));
-    assert_eq!(third.team_file, None, "a removed file is gone from the context");
+    assert_eq!(
+        third.team_file, None,
+        "a removed file is gone from the context"
+    );
     assert_eq!(
         stub.served_count() - served,
         3,

@@ -72,9 +72,10 @@ async fn a_delivery_posted_to_the_local_stack_is_enriched_from_the_stream() {
     let stats = github.stats();
     assert_eq!(
         (stats.graphql_requests, stats.rest_requests),
-        (1, 8),
-        "one GraphQL query, once; the repository's context once (three CODEOWNERS places, the \
-         root listing and four workspace manifests over REST, each a 404 on this stand-in)"
+        (1, 9),
+        "one GraphQL query, once; the repository's context once (three CODEOWNERS places, \
+         .github/chronicle.yml, the root listing and four workspace manifests over REST, each a \
+         404 on this stand-in)"
     );
     stack.shutdown().await;
 }

@@ -391,7 +391,9 @@ fn count_milestones(figures: &mut QualityFigures, entries: &[&ModuleEntry]) {
                 continue;
             }
             figures.notable_milestones += 1;
-            let e = by_number[&m.number];
+            let Some(e) = by_number.get(&m.number) else {
+                continue;
+            };
             if stages::pages::milestones::mostly_elsewhere(e) {
                 figures.misplaced_milestones += 1;
             }

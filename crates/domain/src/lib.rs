@@ -188,6 +188,18 @@ pub struct Quote {
 /// The module (and directory count) of files at the repository root.
 pub const ROOT_DIRECTORY: &str = "(root)";
 
+/// Whether `login` can be a GitHub login: letters, digits and hyphens (and the `_shortcode`
+/// of an enterprise's managed users), at most 39 characters before an app's `[bot]`. Anything
+/// else named as a person (by a proxy, a stand-in) is not shown on a page.
+pub fn is_github_login(login: &str) -> bool {
+    let name = login.strip_suffix("[bot]").unwrap_or(login);
+    !name.is_empty()
+        && name.len() <= 39
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
 /// A path's top-level directory (`src/a/b.rs` → `src`), [`ROOT_DIRECTORY`] for a file at the
 /// root.
 pub fn top_level_directory(path: &str) -> &str {
@@ -487,6 +499,23 @@ pub struct StoredStory {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn github_logins_and_what_cannot_be_one() {
+        for ok in ["octocat", "a-b-c", "dependabot[bot]", "alice_acme", "x1"] {
+            assert!(is_github_login(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "[evil](javascript:x)",
+            "<script>",
+            "a b",
+            "ünïcode",
+            &"a".repeat(40),
+        ] {
+            assert!(!is_github_login(bad), "{bad}");
+        }
+    }
     use super::*;
     use time::macros::datetime;
 

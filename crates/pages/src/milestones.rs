@@ -17,8 +17,9 @@ use chronicle_summary::kind;
 const MILESTONE_TITLE_CHARS: usize = 200;
 /// A milestone's one-line summary as kept.
 const MILESTONE_SUMMARY_CHARS: usize = 160;
-/// Significant PRs kept per year: one more than are shown, as the first PR is not among them.
-const YEAR_NOTABLE: usize = 4;
+/// Significant PRs kept per year: enough that those shown remain after the first PR, the
+/// breaking changes and the moves (named as such) are left out.
+const YEAR_NOTABLE: usize = NOTABLE_SHOWN + 1 + YEAR_BREAKING + YEAR_MOVES;
 /// Significant PRs shown per year.
 pub const NOTABLE_SHOWN: usize = 3;
 /// Breaking changes kept per year as milestones.

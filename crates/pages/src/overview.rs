@@ -339,11 +339,15 @@ pub fn is_manifest(path: &str) -> bool {
             | "deno.json"
             | "jsr.json"
             | "tsconfig.json"
-    ) || name.starts_with("changelog")
-        || name.starts_with("changes")
-        || name.starts_with("history.md")
-        || name.starts_with("release")
-        || name.ends_with(".gemspec")
+    ) || {
+        // Release notes are documents (`CHANGELOG.md`, `RELEASES`), not `release.rs`.
+        let (stem, ext) = name.split_once('.').unwrap_or((name.as_str(), ""));
+        matches!(ext, "" | "md" | "markdown" | "txt" | "rst" | "adoc")
+            && matches!(
+                stem,
+                "changelog" | "changes" | "history" | "release" | "releases" | "news"
+            )
+    } || name.ends_with(".gemspec")
 }
 
 fn pr_link(number: u64, url: &str) -> Span {

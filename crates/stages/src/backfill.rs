@@ -392,10 +392,14 @@ struct Imported {
     requests: u64,
 }
 
-/// Points a page of `size` PRs costs by GitHub's rule: (1 + 4 connections per PR) / 100,
+/// Connections each PR of a page asks for (commits, labels, files, comments, reviews, closing
+/// issues: `queries.graphql`).
+const CONNECTIONS_PER_PR: u32 = 6;
+
+/// Points a page of `size` PRs costs by GitHub's rule: (1 + 6 connections per PR) / 100,
 /// rounded, at least 1.
 pub fn expected_cost(size: u32) -> u64 {
-    ((u64::from(1 + 4 * size) + 50) / 100).max(1)
+    ((u64::from(1 + CONNECTIONS_PER_PR * size) + 50) / 100).max(1)
 }
 
 /// The checkpoint's totals: those before this run plus this run's.

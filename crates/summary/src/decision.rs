@@ -67,7 +67,7 @@ pub fn key_sentence(body: &str, title: &str) -> Option<Quote> {
     let title_words = crate::comparable(title);
     let mut best: Option<(u64, Quote)> = None;
     let mut read = 0;
-    for p in cleaned.paragraphs().iter().filter(|p| !p.list) {
+    'paragraphs: for p in cleaned.paragraphs().iter().filter(|p| !p.list) {
         let under_why = p.heading.as_deref().is_some_and(is_why_heading);
         let text = crate::collapse_whitespace(
             &p.lines
@@ -80,7 +80,7 @@ pub fn key_sentence(body: &str, title: &str) -> Option<Quote> {
         for sentence in masked.unicode_sentences() {
             read += 1;
             if read > MAX_SENTENCES {
-                break;
+                break 'paragraphs;
             }
             let sentence = unmask(sentence.trim(), &spans);
             let sentence = sentence.as_str();

@@ -83,7 +83,7 @@ pub fn classify(title: &str, author: &str, labels: &[String], files: &[&str]) ->
             |(?:release|releasing|prepare\s+(?:for\s+)?release|prep\s+release|cut\s+release)\b.*\d.*
             |(?:chore(?:\([^)]*\))?:\s*)?(?:bump|update|set)\s+(?:the\s+)?(?:crate\s+|package\s+)?version(?:s)?\b.*
             |version\s+packages?\b.*
-            |release(?:\s+all\s+the\s+crates|\s+[\w-]+(?:(?:,\s*and\s+|,\s*|\s+and\s+)[\w-]+)*)?
+            |release(?:\s+all\s+the\s+crates|\s+[\w-]+(?:(?:,\s*and\s+|,\s*|\s+and\s+)[\w-]+)+)?
             |(?:[\w./-]{1,40}:?\s+)?(?:version\s+)?v?\d+\.\d+(?:\.\d+)?(?:[-+.][\w.]+)?)\s*$",
         )
         .expect("a valid pattern")
@@ -181,8 +181,16 @@ fn stems(word: &str) -> impl Iterator<Item = String> {
     let doubled = word
         .strip_suffix("ed")
         .or_else(|| word.strip_suffix("ing"))
-        .filter(|s| s.len() >= 3 && s.as_bytes()[s.len() - 1] == s.as_bytes()[s.len() - 2])
-        .map(|s| s[..s.len() - 1].to_string());
+        .filter(|s| {
+            // Characters, not bytes: `丸ed` ends in two equal bytes of one character.
+            let mut last = s.chars().rev();
+            s.chars().count() >= 3 && last.next().is_some_and(|a| Some(a) == last.next())
+        })
+        .map(|s| {
+            let mut t = s.to_string();
+            t.pop();
+            t
+        });
     [
         Some(word.to_string()),
         strip("s", ""),
@@ -218,8 +226,8 @@ fn verb_kind(verb: String) -> Option<&'static str> {
         | "clean" | "restructure" | "reorganize" | "reorganise" | "split" | "delete"
         | "replace" | "rewrite" | "rework" | "unify" | "consolidate" | "inline" | "deduplicate"
         | "dedupe" | "tidy" | "use" | "switch" | "migrate" | "convert" | "deprecate"
-        | "decouple" | "generalize" | "generalise" | "hide" | "merge" | "reuse" | "prune"
-        | "break" | "breakup" | "revamp" | "overhaul" | "isolate" => "refactor",
+        | "decouple" | "generalize" | "generalise" | "hide" | "reuse" | "prune" | "break"
+        | "breakup" | "revamp" | "overhaul" | "isolate" => "refactor",
         "speed" | "optimize" | "optimise" | "faster" | "perf" | "reduce" | "cache" | "shrink"
         | "accelerate" => "perf",
         "doc" | "docs" | "document" | "documentation" | "readme" | "typo" | "clarify"
@@ -232,7 +240,7 @@ fn verb_kind(verb: String) -> Option<&'static str> {
         "revert" | "undo" | "rollback" => "revert",
         "update" | "upgrade" | "bump" | "change" | "tweak" | "adjust" | "set" | "configure"
         | "prepare" | "chore" | "maintain" | "misc" | "minor" | "pin" | "unpin" | "sync"
-        | "regenerate" | "annotate" | "try" => "chore",
+        | "regenerate" | "annotate" | "try" | "merge" => "chore",
         _ => return None,
     };
     Some(kind)
@@ -480,12 +488,17 @@ mod tests {
             ("axum-debug 0.3", RELEASE),
             ("Version 0.2.5", RELEASE),
             ("Release axum, axum-core, and axum-macros", RELEASE),
+            ("Release", RELEASE),
+            ("Merge dev into main", "chore"),
         ] {
             assert_eq!(kind(title, "a", &[]).as_deref(), Some(expected), "{title}");
         }
         // A title that only names things stays unclassified rather than guessed.
         assert_eq!(kind("Type safe routing", "a", &[]), None);
         assert_eq!(kind("Release lock on drop", "a", &[]), None);
+        assert_eq!(kind("Release notes", "a", &[]), None);
+        // Not a panic: two equal bytes that end one character are no doubled letter.
+        assert_eq!(kind("丸ed the thing", "a", &[]), None);
     }
 
     #[test]

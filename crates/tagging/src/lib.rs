@@ -21,6 +21,8 @@ use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use serde_yaml::Value;
 
 use crate::context::RepoContext;
+use crate::mapping::Described;
+pub use crate::mapping::NOTES_MAX_CHARS;
 use chronicle_domain::{ModuleName, RepoName};
 
 /// Module of files at the repository root (the same name the enrich stage counts them under).
@@ -33,6 +35,7 @@ pub use chronicle_config::{MODULES_CONFIG_FILE, MODULES_CONFIG_PARAM};
 
 mod codeowners;
 pub mod context;
+mod mapping;
 pub mod team;
 pub mod workspaces;
 pub use codeowners::*;
@@ -411,17 +414,6 @@ pub(crate) fn parse_repo(
     })
 }
 
-/// A module's mapping form, split.
-struct Described {
-    paths: Value,
-    description: Option<String>,
-    notes: Option<String>,
-    ignore: Option<Value>,
-}
-
-/// The most of a module's `notes:` kept, in characters: a few paragraphs, not a manual.
-pub const NOTES_MAX_CHARS: usize = 2_000;
-
 /// Where a module's entries are being read, for error messages.
 struct ModuleCtx<'a> {
     origin: &'a str,
@@ -436,60 +428,6 @@ impl ModuleCtx<'_> {
             location: format!("repository {}, module {}", self.repo, self.module),
             message,
         }
-    }
-
-    /// The mapping form `{paths, description, notes, ignore}` split; any other value is the
-    /// paths themselves.
-    fn described(&self, value: Value) -> Result<Described, TaggingError> {
-        let Value::Mapping(mapping) = value else {
-            return Ok(Described {
-                paths: value,
-                description: None,
-                notes: None,
-                ignore: None,
-            });
-        };
-        let mut paths = None;
-        let mut described = Described {
-            paths: Value::Null,
-            description: None,
-            notes: None,
-            ignore: None,
-        };
-        let text = |what: &str, v: Value| match v {
-            Value::String(s) if !s.trim().is_empty() => Ok(s.trim().to_string()),
-            other => Err(self.err(format!(
-                "{what} is {}, expected a non-empty string",
-                kind(&other)
-            ))),
-        };
-        for (key, v) in mapping {
-            match key.as_str() {
-                Some("paths") => paths = Some(v),
-                Some("description") => described.description = Some(text("description", v)?),
-                Some("notes") => {
-                    let notes = text("notes", v)?;
-                    if notes.chars().count() > NOTES_MAX_CHARS {
-                        return Err(self.err(format!(
-                            "notes run to {} characters, at most {NOTES_MAX_CHARS}",
-                            notes.chars().count()
-                        )));
-                    }
-                    described.notes = Some(notes);
-                }
-                Some("ignore") => described.ignore = Some(v),
-                _ => {
-                    return Err(self.err(format!(
-                        "unknown key {}, expected paths, description, notes and ignore (or a list of globs)",
-                        serde_yaml::to_string(&key).unwrap_or_default().trim_end()
-                    )))
-                }
-            }
-        }
-        described.paths = paths.ok_or_else(|| {
-            self.err("a module given as a mapping needs paths (its globs)".into())
-        })?;
-        Ok(described)
     }
 
     /// A module's value: a glob, or a list of globs and `any`/`all` groups.

@@ -21,7 +21,7 @@ use std::borrow::Cow;
 
 use chronicle_domain::RepoName;
 
-use crate::context::RepoContext;
+use chronicle_domain::context::RepoContext;
 use serde_yaml::Value;
 
 use crate::{parse_repo, ModulesConfig, RepoModules, TaggingError};
