@@ -48,6 +48,8 @@ pub(crate) struct Paragraph {
     pub list: bool,
     /// The plain text of the heading it stands under ("Why", "Motivation"), if any.
     pub heading: Option<String>,
+    /// It comes from a block quote: someone else's words (an issue, upstream docs).
+    pub quoted: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -97,6 +99,7 @@ impl Cleaned {
                             lines,
                             list: false,
                             heading: None,
+                            quoted: false,
                         });
                     }
                 }
@@ -111,6 +114,7 @@ impl Cleaned {
                             lines,
                             list: true,
                             heading: None,
+                            quoted: false,
                         });
                     }
                 }
@@ -127,6 +131,7 @@ impl Cleaned {
                     }],
                     list: false,
                     heading: None,
+                    quoted: false,
                 }),
                 Kept::Heading(events) => {
                     heading = Some(line(events, false).plain).filter(|h| !h.is_empty());
@@ -746,6 +751,7 @@ pub(super) fn quote_paragraphs(events: &[Event<'static>]) -> Vec<Paragraph> {
                             lines,
                             list: false,
                             heading: None,
+                            quoted: true,
                         });
                     }
                 }

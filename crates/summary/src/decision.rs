@@ -67,7 +67,8 @@ pub fn key_sentence(body: &str, title: &str) -> Option<Quote> {
     let title_words = crate::comparable(title);
     let mut best: Option<(u64, Quote)> = None;
     let mut read = 0;
-    'paragraphs: for p in cleaned.paragraphs().iter().filter(|p| !p.list) {
+    // Never a list item, nor a block quote (someone else's words, not the PR's).
+    'paragraphs: for p in cleaned.paragraphs().iter().filter(|p| !p.list && !p.quoted) {
         let under_why = p.heading.as_deref().is_some_and(is_why_heading);
         let text = crate::collapse_whitespace(
             &p.lines
@@ -199,6 +200,7 @@ mod tests {
             "Fixes #12 because the old behaviour hid the real error from all callers.",
             "Please make sure that you describe the change so that reviewers understand it.",
             "See https://example.com/a/b because the docs there explain it in detail.",
+            "> The server hangs because the waiter is shared between all of the connections.",
         ] {
             assert_eq!(key_sentence(body, "t"), None, "{body}");
         }
