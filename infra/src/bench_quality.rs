@@ -17,7 +17,7 @@ use stages::pages::content::{self, ModuleFacts};
 use stages::pages::layout::{self, MAIN_MAX_ENTRIES};
 use stages::pages::render::commonmark;
 use stages::store::PrRow;
-use stages::summary::{extractive, SummaryInput};
+use stages::summary::{comparable, extractive, SummaryInput};
 use stages::tagging::{self, ModulesConfig, RepoModules};
 use time::OffsetDateTime;
 
@@ -86,13 +86,6 @@ pub struct QualityFigures {
     /// Modules whose first two "Start here" files include a manifest or a test ahead of one of
     /// their source files.
     pub start_manifest_or_test: Vec<String>,
-}
-
-fn comparable(s: &str) -> String {
-    s.chars()
-        .filter(|c| c.is_alphanumeric())
-        .flat_map(char::to_lowercase)
-        .collect()
 }
 
 /// The code spans of a summary that look like repository paths (`src/a.rs`, `lib/x/`).

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use chronicle_domain::{Decision, Problem, YearStats};
 
-use super::milestones::decision_order;
+use super::milestones::{best_decisions, best_problems};
 use super::wording::date;
 use super::{Block, Span};
 
@@ -19,28 +19,20 @@ pub const PROBLEMS_SHOWN: usize = 5;
 /// The module's key decisions: the best [`DECISIONS_SHOWN`] over all years (reasons first, then
 /// the most significant PRs), oldest first, so they read as a history.
 pub fn key_decisions(years: &BTreeMap<String, YearStats>) -> Vec<Decision> {
-    let mut all: Vec<&Decision> = years
+    let all = years
         .values()
-        .flat_map(|y| &y.digest.candidates.decisions)
-        .collect();
-    all.sort_by_key(|d| std::cmp::Reverse(decision_order(d)));
-    all.truncate(DECISIONS_SHOWN);
-    let mut shown: Vec<Decision> = all.into_iter().cloned().collect();
+        .flat_map(|y| y.digest.candidates.decisions.iter().cloned());
+    let mut shown = best_decisions(all, DECISIONS_SHOWN);
     shown.sort_by(|a, b| a.merged_at.cmp(&b.merged_at).then(a.number.cmp(&b.number)));
     shown
 }
 
 /// The issues the module's most significant PRs closed, newest first.
 pub fn problems_solved(years: &BTreeMap<String, YearStats>) -> Vec<Problem> {
-    let mut all: Vec<&Problem> = years
+    let all = years
         .values()
-        .flat_map(|y| &y.digest.candidates.problems)
-        .collect();
-    all.sort_by(|x, y| y.score.cmp(&x.score).then(x.number.cmp(&y.number)));
-    let mut seen = std::collections::HashSet::new();
-    all.retain(|p| seen.insert(p.issue.url.as_str()));
-    all.truncate(PROBLEMS_SHOWN);
-    let mut shown: Vec<Problem> = all.into_iter().cloned().collect();
+        .flat_map(|y| y.digest.candidates.problems.iter().cloned());
+    let mut shown = best_problems(all, PROBLEMS_SHOWN);
     shown.sort_by(|a, b| b.merged_at.cmp(&a.merged_at).then(a.number.cmp(&b.number)));
     shown
 }
@@ -76,7 +68,10 @@ pub fn problems_blocks(years: &BTreeMap<String, YearStats>, blocks: &mut Vec<Blo
         if i > 0 {
             spans.push(Span::text("; "));
         }
-        spans.push(Span::text(format!("“{}” (", one_line(&p.issue.title))));
+        spans.push(Span::text(format!(
+            "“{}” (",
+            chronicle_summary::collapse_whitespace(&p.issue.title)
+        )));
         spans.push(Span::link(format!("#{}", p.issue.number), &p.issue.url));
         spans.push(Span::text(", closed by "));
         spans.push(Span::link(format!("#{}", p.number), &p.url));
@@ -84,10 +79,6 @@ pub fn problems_blocks(years: &BTreeMap<String, YearStats>, blocks: &mut Vec<Blo
     }
     spans.push(Span::text("."));
     blocks.push(Block::Paragraph(spans));
-}
-
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]

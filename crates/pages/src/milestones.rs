@@ -190,21 +190,8 @@ pub fn merge_candidates(a: Candidates, b: Candidates) -> Candidates {
     let mut moves: Vec<Milestone> = a.moves.into_iter().chain(b.moves).collect();
     moves.sort_by(|x, y| y.renamed.cmp(&x.renamed).then(x.number.cmp(&y.number)));
     moves.truncate(YEAR_MOVES);
-    let mut decisions: Vec<Decision> = a.decisions.into_iter().chain(b.decisions).collect();
-    decisions.sort_by_key(|d| std::cmp::Reverse(decision_order(d)));
-    decisions.dedup_by_key(|d| d.number);
-    decisions.truncate(YEAR_DECISIONS);
-    let mut problems: Vec<Problem> = a.problems.into_iter().chain(b.problems).collect();
-    problems.sort_by(|x, y| {
-        y.score
-            .cmp(&x.score)
-            .then(x.number.cmp(&y.number))
-            .then(x.issue.url.cmp(&y.issue.url))
-    });
-    // An issue two PRs closed is the more significant one's.
-    let mut seen = std::collections::HashSet::new();
-    problems.retain(|p| seen.insert(p.issue.url.clone()));
-    problems.truncate(YEAR_PROBLEMS);
+    let decisions = best_decisions(a.decisions.into_iter().chain(b.decisions), YEAR_DECISIONS);
+    let problems = best_problems(a.problems.into_iter().chain(b.problems), YEAR_PROBLEMS);
     Candidates {
         first,
         notable,
@@ -213,6 +200,31 @@ pub fn merge_candidates(a: Candidates, b: Candidates) -> Candidates {
         decisions,
         problems,
     }
+}
+
+/// The best `limit` quotes ([`decision_order`]), one per PR.
+pub fn best_decisions(all: impl IntoIterator<Item = Decision>, limit: usize) -> Vec<Decision> {
+    let mut decisions: Vec<Decision> = all.into_iter().collect();
+    decisions.sort_by_key(|d| std::cmp::Reverse(decision_order(d)));
+    decisions.dedup_by_key(|d| d.number);
+    decisions.truncate(limit);
+    decisions
+}
+
+/// The `limit` closed issues of the most significant PRs; an issue two PRs closed is the more
+/// significant one's.
+pub fn best_problems(all: impl IntoIterator<Item = Problem>, limit: usize) -> Vec<Problem> {
+    let mut problems: Vec<Problem> = all.into_iter().collect();
+    problems.sort_by(|x, y| {
+        y.score
+            .cmp(&x.score)
+            .then(x.number.cmp(&y.number))
+            .then(x.issue.url.cmp(&y.issue.url))
+    });
+    let mut seen = std::collections::HashSet::new();
+    problems.retain(|p| seen.insert(p.issue.url.clone()));
+    problems.truncate(limit);
+    problems
 }
 
 /// The module's own PRs first, then reasons, then the most significant PR's; the lower number

@@ -369,16 +369,10 @@ fn short_summary(summary: &str) -> String {
 /// Whether a significant PR's summary is worth its place on the year's line: a sentence of a
 /// few words that is not the title again, nor only the names of its files.
 fn adds_to_title(summary: &str, title: &str) -> bool {
-    let letters = |s: &str| -> String {
-        s.chars()
-            .filter(|c| c.is_alphanumeric())
-            .flat_map(char::to_lowercase)
-            .collect()
-    };
-    let s = letters(summary);
+    let s = chronicle_summary::comparable(summary);
     summary.split_whitespace().count() >= SUMMARY_MIN_WORDS
         && !chronicle_summary::is_files_summary(summary)
-        && !letters(title).contains(&s)
+        && !chronicle_summary::comparable(title).contains(&s)
 }
 
 /// The overview's blocks: a heading and its sections.
@@ -558,7 +552,7 @@ fn from_the_team(notes: Option<&str>, blocks: &mut Vec<Block>) {
     };
     for (i, paragraph) in notes
         .split("\n\n")
-        .map(|p| p.split_whitespace().collect::<Vec<_>>().join(" "))
+        .map(chronicle_summary::collapse_whitespace)
         .filter(|p| !p.is_empty())
         .enumerate()
     {

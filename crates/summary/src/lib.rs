@@ -243,7 +243,7 @@ fn is_noise_subject(subject: &str) -> bool {
 }
 
 /// Alphanumerics only, lowercased: "Add X." and "add x" compare equal.
-fn comparable(s: &str) -> String {
+pub fn comparable(s: &str) -> String {
     s.chars()
         .filter(|c| c.is_alphanumeric())
         .flat_map(char::to_lowercase)
