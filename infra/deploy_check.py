@@ -53,7 +53,9 @@ PARAMETER_SETS = {
         "GitHubAppId": "424242",
         "LinkedIssuesScope": "owner",
         "RedeliverTokenSecretArn": f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:chronicle/redeliver-token-ReD123",
-        "StoryModelId": "anthropic.claude-3-5-haiku-20241022-v1:0",
+        # Both LLM uses on Bedrock through inference profiles: a geographic one, a global one.
+        "SummaryModel": "us.anthropic.claude-haiku-4-5-20251001-v1:0",
+        "StoryModel": "global.anthropic.claude-sonnet-4-5-20250929-v1:0",
         "StoryMinNewEntries": "30",
         "GitHubAppPrivateKeySecretArn": f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:chronicle/github-app-key-QrS456",
         "EnrichBatchSize": "20",
@@ -71,12 +73,17 @@ PARAMETER_SETS = {
         "NotionTokenSecretArn": f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:chronicle/notion-token-XyZ789",
         "NotionParentPageId": "0123456789abcdef0123456789abcdef",
         "PublishMarkdownWithNotion": "true",
-        "AnthropicApiKeySecretArn": f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:chronicle/anthropic-key-Q1w2E3",
-        "AnthropicModel": "claude-deploy-check",
         "AlarmEmail": "ops@example.com",
         "OldestMessageAgeAlarmSeconds": "1800",
         "LogLevel": "info,chronicle=debug",
         "LogRetentionDays": "90",
+    },
+    # The LLM through a key (Anthropic's API): the key is read, and nothing on Bedrock granted.
+    "llm-key": {
+        "LlmProvider": "anthropic",
+        "LlmApiKeySecretArn": f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:chronicle/llm-key-Q1w2E3",
+        "SummaryModel": "claude-haiku-4-5",
+        "StoryModel": "claude-sonnet-4-5",
     },
 }
 
@@ -218,9 +225,24 @@ def resolve(tpl, values):
             if node["Ref"] in values:
                 return values[node["Ref"]]
             raise ValueError(f"condition refers to {node['Ref']}, not a parameter")
+        # The string functions a model id's conditions use (prefix, ARN, profile scope).
+        if isinstance(node, dict) and set(node) == {"Fn::Select"}:
+            index, items = node["Fn::Select"]
+            return listed(items)[int(index)]
+        if isinstance(node, dict) and set(node) == {"Fn::Join"}:
+            sep, items = node["Fn::Join"]
+            return sep.join(scalar(i) for i in items)
         if isinstance(node, (dict, list)):
             raise ValueError(f"unsupported value in a condition: {node}")
         return cfn_str(node)
+
+    def listed(node):
+        if isinstance(node, dict) and set(node) == {"Fn::Split"}:
+            sep, text = node["Fn::Split"]
+            return scalar(text).split(sep)
+        if isinstance(node, list):
+            return [scalar(i) for i in node]
+        raise ValueError(f"unsupported list in a condition: {node}")
 
     def evaluate(node):
         (op, arg), = node.items()
@@ -805,8 +827,13 @@ def check_functions(report, tpl, values, live, ev):
                  values["GitHubTokenSecretArn"])
     report.equal("SweeperFunction ENRICH_ENABLED", env("SweeperFunction").get("ENRICH_ENABLED"),
                  "true" if values["GitHubTokenSecretArn"] else "false")
-    report.equal("SummarizeFunction ANTHROPIC_API_KEY_ARN", env("SummarizeFunction").get("ANTHROPIC_API_KEY_ARN"),
-                 values["AnthropicApiKeySecretArn"])
+    on_key = values["LlmProvider"] != "bedrock"
+    for fn, model in (("SummarizeFunction", "SummaryModel"), ("PageBuilderFunction", "StoryModel")):
+        var = "SUMMARY_MODEL" if model == "SummaryModel" else "STORY_MODEL"
+        report.equal(f"{fn} LLM_PROVIDER", env(fn).get("LLM_PROVIDER"), values["LlmProvider"])
+        report.equal(f"{fn} {var}", env(fn).get(var), values[model])
+        report.equal(f"{fn} LLM_API_KEY_ARN", env(fn).get("LLM_API_KEY_ARN"),
+                     values["LlmApiKeySecretArn"] if on_key and values[model] else "")
     notion = bool(values["NotionTokenSecretArn"] and values["NotionParentPageId"])
     report.equal("PageBuilderFunction NOTION_TOKEN_ARN", env("PageBuilderFunction").get("NOTION_TOKEN_ARN"),
                  values["NotionTokenSecretArn"] if notion else "")
@@ -1050,6 +1077,7 @@ def check_roles(report, tpl, values, live, ev):
                  grants("WebhookFunction", "secretsmanager:GetSecretValue", ev({"Ref": "WebhookSecret"})))
     ssm_arn = f"arn:aws:ssm:{REGION}:{ACCOUNT}:parameter{values['ModulesConfigParameter']}"
     notion = bool(values["NotionTokenSecretArn"] and values["NotionParentPageId"])
+    on_key = values["LlmProvider"] != "bedrock"
     optional = [
         ("EnrichFunction", "secretsmanager:GetSecretValue", values["GitHubTokenSecretArn"], "GitHubTokenSecretArn"),
         # Redelivery reads its own token when given, else enrichment's (never both).
@@ -1059,13 +1087,14 @@ def check_roles(report, tpl, values, live, ev):
         ("RedeliverFunction", "secretsmanager:GetSecretValue",
          values["GitHubAppPrivateKeySecretArn"] if values["GitHubAppId"] else "", "GitHubAppPrivateKeySecretArn"),
         ("PageBuilderFunction", "secretsmanager:GetSecretValue", values["NotionTokenSecretArn"] if notion else "", "NotionTokenSecretArn"),
-        ("SummarizeFunction", "secretsmanager:GetSecretValue", values["AnthropicApiKeySecretArn"], "AnthropicApiKeySecretArn"),
+        ("SummarizeFunction", "secretsmanager:GetSecretValue",
+         values["LlmApiKeySecretArn"] if on_key and values["SummaryModel"] else "", "LlmApiKeySecretArn"),
+        ("PageBuilderFunction", "secretsmanager:GetSecretValue",
+         values["LlmApiKeySecretArn"] if on_key and values["StoryModel"] else "", "LlmApiKeySecretArn"),
         ("SummarizeFunction", "ssm:GetParameter", ssm_arn if values["ModulesConfigParameter"] else "", "ModulesConfigParameter"),
         ("PageBuilderFunction", "ssm:GetParameter", ssm_arn if values["ModulesConfigParameter"] else "", "ModulesConfigParameter"),
-        ("PageBuilderFunction", "bedrock:InvokeModel",
-         f"arn:aws:bedrock:{REGION}::foundation-model/{values['StoryModelId']}" if values["StoryModelId"] else "",
-         "StoryModelId"),
     ]
+    check_bedrock_grants(report, values, live_stmts, fn_roles)
     for fn, action, resource, param in optional:
         if resource:
             report.check(f"{fn} allows {action} on {param}", grants(fn, action, resource))
@@ -1081,6 +1110,43 @@ def check_roles(report, tpl, values, live, ev):
     ssm_res = sorted({r for s in all_stmts if any(x.lower().startswith("ssm:") for x in as_list(s.get("Action", [])))
                       for r in as_list(s.get("Resource", []))})
     report.equal("SSM parameters readable by the roles", ssm_res, [ssm_arn] if values["ModulesConfigParameter"] else [])
+
+
+def bedrock_statements(model):
+    """The statements a Bedrock model's grant must hold, as AWS documents them: a foundation
+    model in this Region; or a profile (its ARN), its foundation model in any Region only
+    through that profile, and for a global profile the Region-less model ARN too."""
+    if model.startswith("arn:"):
+        profile_arn = model
+        profile_id = model.split("/", 1)[1]
+    else:
+        profile_id = model
+        profile_arn = f"arn:aws:bedrock:{REGION}:{ACCOUNT}:inference-profile/{model}"
+    scope, _, foundation = profile_id.partition(".")
+    if scope not in ("us", "eu", "apac", "jp", "au", "ca", "us-gov", "global"):
+        return [({"bedrock:InvokeModel"}, [f"arn:aws:bedrock:{REGION}::foundation-model/{model}"], None)]
+    through = {"StringEquals": {"bedrock:InferenceProfileArn": profile_arn}}
+    want = [
+        ({"bedrock:InvokeModel"}, [profile_arn], None),
+        ({"bedrock:InvokeModel"}, [f"arn:aws:bedrock:?*::foundation-model/{foundation}"], through),
+    ]
+    if scope == "global":
+        want.append(({"bedrock:InvokeModel"}, [f"arn:aws:bedrock:::foundation-model/{foundation}"],
+                     {"StringEquals": {"aws:RequestedRegion": "unspecified",
+                                       "bedrock:InferenceProfileArn": profile_arn}}))
+    return want
+
+
+def check_bedrock_grants(report, values, live_stmts, fn_roles):
+    """Each function's Bedrock statements, read back from moto, are exactly its model's."""
+    for fn, model in (("SummarizeFunction", "SummaryModel"), ("PageBuilderFunction", "StoryModel")):
+        got = [(set(as_list(s.get("Action", []))), sorted(as_list(s.get("Resource", []))), s.get("Condition"))
+               for s in live_stmts.get(fn_roles.get(fn), [])
+               if any(a.startswith("bedrock:") for a in as_list(s.get("Action", [])))]
+        want = ([(a, sorted(r), c) for a, r, c in bedrock_statements(values[model])]
+                if values[model] and values["LlmProvider"] == "bedrock" else [])
+        norm = lambda xs: sorted(json.dumps([sorted(a), r, c], sort_keys=True) for a, r, c in xs)
+        report.equal(f"{fn} Bedrock grants for {model}={values[model] or '(none)'}", norm(got), norm(want))
 
 
 # --- log groups -----------------------------------------------------------------------------------

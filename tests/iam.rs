@@ -3,8 +3,8 @@
 //! its function (or is used by Lambda itself, or sits on a path named in [`NOT_RUN_HERE`]).
 //!
 //! Each function is built by its own `from_config`, as its `main` does, with every optional
-//! feature configured (the template's "full" parameter set: GitHub token, Notion, Anthropic key,
-//! SSM modules config), over an SDK whose requests go through its own recording proxy in front
+//! feature configured (the template's "full" parameter set: GitHub token, Notion, both LLM uses
+//! on Bedrock through inference profiles, SSM modules config), over an SDK whose requests go through its own recording proxy in front
 //! of the emulator. One pipeline runs through all five: two deliveries, their enrichment and the
 //! scheduled retry, a sweep, one summary and one given-up row, one page build.
 
@@ -15,15 +15,26 @@ use std::time::Duration;
 use aws_lambda_events::event::dynamodb::{Event, EventRecord};
 use serde_yaml::Value;
 use stages::config::{
-    BuilderConfig, EnrichConfig, NotionConfig, SummarizeConfig, SweeperConfig, TableConfig,
-    WebhookConfig,
+    BuilderConfig, EnrichConfig, LlmConfig, LlmProvider, NotionConfig, SummarizeConfig,
+    SweeperConfig, TableConfig, WebhookConfig,
 };
 use stages::secret::SecretSource;
 use support::audit_proxy::{AuditProxy, Call};
 
 const GITHUB_TOKEN: &str = "ghp_iam_test";
 const NOTION_TOKEN: &str = "ntn_iam_test";
-const ANTHROPIC_KEY: &str = "sk-ant-iam-test";
+/// The full set's models: both LLM uses on Bedrock through inference profiles, one geographic
+/// and one global (their grants differ).
+const SUMMARY_PROFILE: &str = "us.anthropic.claude-haiku-4-5-20251001-v1:0";
+const STORY_PROFILE: &str = "global.anthropic.claude-sonnet-4-5-20250929-v1:0";
+/// The full set's parameter values the Bedrock grants are evaluated with.
+const FULL_SET: &[(&str, &str)] = &[
+    ("SummaryModel", SUMMARY_PROFILE),
+    ("StoryModel", STORY_PROFILE),
+    ("AWS::Partition", "aws"),
+    ("AWS::Region", "us-east-1"),
+    ("AWS::AccountId", "123456789012"),
+];
 
 /// Statements whose actions Lambda itself uses with the function's role, never the code: each
 /// with exactly these actions (one more would not be exempt).
@@ -85,11 +96,6 @@ const NOT_RUN_HERE: &[(&str, &str, &str)] = &[
         "s3:DeleteObject",
         "publish.rs: a page removed (its module has no entries left)",
     ),
-    (
-        "PageBuilderFunction",
-        "bedrock:InvokeModel",
-        "story.rs: the LLM story (tests/story.rs asks a Converse stand-in; moto has no Bedrock)",
-    ),
 ];
 
 const FUNCTIONS: [&str; 6] = [
@@ -101,9 +107,19 @@ const FUNCTIONS: [&str; 6] = [
     "RedeliverFunction",
 ];
 
-/// Conditions the full parameter set makes false (redelivery has its own token there, so it
-/// does not read enrichment's).
-const FALSE_IN_FULL_SET: &[&str] = &["RedeliverWithEnrichToken"];
+/// Conditions the full parameter set makes false: redelivery has its own token there, so it
+/// does not read enrichment's; the LLM is Bedrock (no key) through profile ids (not ARNs, not
+/// foundation models), and only the story's profile is global.
+const FALSE_IN_FULL_SET: &[&str] = &[
+    "RedeliverWithEnrichToken",
+    "SummaryKeyRead",
+    "StoryKeyRead",
+    "SummaryIsArn",
+    "StoryIsArn",
+    "SummaryOnFoundationModel",
+    "StoryOnFoundationModel",
+    "SummaryOnGlobalProfile",
+];
 
 /// The hook the test's deliveries name (`X-GitHub-Hook-ID`).
 const HOOK_ID: u64 = 77;
@@ -149,6 +165,11 @@ impl Statement {
                 ("StringEqualsIfExists", "dynamodb:Select") => {
                     call.select.as_ref().is_none_or(|r| values.contains(r))
                 }
+                // What Bedrock sees when it routes a profile's call to a foundation model.
+                ("StringEquals", "bedrock:InferenceProfileArn" | "aws:RequestedRegion") => call
+                    .keys
+                    .iter()
+                    .any(|(k, v)| k == key && values.contains(v)),
                 _ => return Err(format!("{op} {key}: a condition this test cannot evaluate")),
             };
             if !ok {
@@ -232,9 +253,9 @@ fn strings(v: &Value) -> Vec<String> {
 /// `!Ref` only of what evaluates to an ARN (a parameter holding one, a secret): IAM rejects a
 /// table name or a queue URL.
 fn logical_resources(v: &Value, template: &Value) -> Vec<String> {
-    // `!If [Condition, a, b]`: the full set takes `a`.
+    // `!If [Condition, a, b]`: the full set takes `a`, unless it makes the condition false.
     if let Some(Value::Sequence(branches)) = tagged(v, "If") {
-        return logical_resources(&branches[1], template);
+        return logical_resources(chosen(branches), template);
     }
     if let Value::Sequence(items) = v {
         return items
@@ -275,6 +296,94 @@ fn logical_resources(v: &Value, template: &Value) -> Vec<String> {
     panic!("unexpected resource expression {v:?}")
 }
 
+/// The branch of `!If [Condition, a, b]` the full set takes.
+fn chosen(branches: &[Value]) -> &Value {
+    if FALSE_IN_FULL_SET.contains(&branches[0].as_str().unwrap_or_default()) {
+        &branches[2]
+    } else {
+        &branches[1]
+    }
+}
+
+/// An expression's value under [`FULL_SET`]: what CloudFormation makes of the Bedrock grants'
+/// `!Sub`, `!Join`, `!Select`, `!Split`, `!Ref` and `!If`.
+fn evaluate(v: &Value) -> Vec<String> {
+    let param = |name: &str| {
+        FULL_SET
+            .iter()
+            .find(|(k, _)| *k == name)
+            .unwrap_or_else(|| panic!("no full-set value for {name}"))
+            .1
+            .to_string()
+    };
+    let substitute = |text: &str, vars: &BTreeMap<String, String>| {
+        regex::Regex::new(r"\$\{([^}]+)\}")
+            .unwrap()
+            .replace_all(text, |c: &regex::Captures| {
+                vars.get(&c[1]).cloned().unwrap_or_else(|| param(&c[1]))
+            })
+            .into_owned()
+    };
+    match v {
+        Value::String(s) => vec![s.clone()],
+        Value::Sequence(items) => items.iter().flat_map(evaluate).collect(),
+        Value::Tagged(t) => match (t.tag.to_string().as_str(), &t.value) {
+            ("!If", Value::Sequence(b)) => evaluate(chosen(b)),
+            ("!Ref", Value::String(name)) => vec![param(name)],
+            ("!Sub", Value::String(text)) => vec![substitute(text, &BTreeMap::new())],
+            ("!Sub", Value::Sequence(parts)) => {
+                let vars = parts[1]
+                    .as_mapping()
+                    .unwrap()
+                    .iter()
+                    .map(|(k, v)| (k.as_str().unwrap().to_string(), evaluate(v).remove(0)))
+                    .collect();
+                vec![substitute(parts[0].as_str().unwrap(), &vars)]
+            }
+            ("!Join", Value::Sequence(parts)) => {
+                vec![evaluate(&parts[1]).join(parts[0].as_str().unwrap())]
+            }
+            ("!Select", Value::Sequence(parts)) => {
+                let i = parts[0].as_u64().unwrap() as usize;
+                vec![evaluate(&parts[1]).swap_remove(i)]
+            }
+            ("!Split", Value::Sequence(parts)) => evaluate(&parts[1])
+                .remove(0)
+                .split(parts[0].as_str().unwrap())
+                .map(str::to_string)
+                .collect(),
+            other => panic!("cannot evaluate {other:?}"),
+        },
+        other => panic!("cannot evaluate {other:?}"),
+    }
+}
+
+/// What Bedrock authorises besides the profile when it routes a profile's call: the foundation
+/// model in a destination Region (the call's context names the profile), and for a global
+/// profile the Region-less model ARN with `aws:RequestedRegion` `unspecified`, as AWS documents.
+fn routed(call: &Call) -> Vec<Call> {
+    let Some(id) = call
+        .resource
+        .split_once(":inference-profile/")
+        .map(|(_, id)| id)
+    else {
+        return Vec::new();
+    };
+    let (scope, foundation) = id.split_once('.').unwrap();
+    let to = |region: &str, arn_region: &str| Call {
+        resource: format!("arn:aws:bedrock:{arn_region}::foundation-model/{foundation}"),
+        keys: vec![
+            ("bedrock:InferenceProfileArn".into(), call.resource.clone()),
+            ("aws:RequestedRegion".into(), region.into()),
+        ],
+        ..call.clone()
+    };
+    match scope {
+        "global" => vec![to("us-east-1", "us-east-1"), to("unspecified", "")],
+        _ => vec![to("us-west-2", "us-west-2")],
+    }
+}
+
 /// Each function's role statements under the full parameter set (every condition true).
 fn granted() -> BTreeMap<String, Vec<Statement>> {
     let text = std::fs::read_to_string(infra::emulator::repo_root().join("template.yaml")).unwrap();
@@ -306,12 +415,42 @@ fn granted() -> BTreeMap<String, Vec<Statement>> {
                 None => policy,
             };
             for s in policy["PolicyDocument"]["Statement"].as_sequence().unwrap() {
+                // `!If [Condition, statement, !Ref AWS::NoValue]`.
+                let s = match tagged(s, "If") {
+                    Some(Value::Sequence(branches)) => chosen(branches),
+                    _ => s,
+                };
+                if tagged(s, "Ref").is_some() {
+                    continue;
+                }
                 assert_eq!(s["Effect"].as_str(), Some("Allow"));
+                let actions = strings(&s["Action"]);
+                // Bedrock's grants are ARNs computed from the model parameters: evaluated.
+                let bedrock = actions.iter().any(|a| a.starts_with("bedrock:"));
+                let conditions = if bedrock {
+                    let mut out = Vec::new();
+                    for (op, keys) in s["Condition"].as_mapping().into_iter().flatten() {
+                        for (key, value) in keys.as_mapping().into_iter().flatten() {
+                            out.push((
+                                op.as_str().unwrap().to_string(),
+                                key.as_str().unwrap().to_string(),
+                                evaluate(value),
+                            ));
+                        }
+                    }
+                    out
+                } else {
+                    conditions(&s["Condition"])
+                };
                 statements.push(Statement {
                     sid: s["Sid"].as_str().expect("every statement has a Sid").into(),
-                    actions: strings(&s["Action"]),
-                    resources: logical_resources(&s["Resource"], &template),
-                    conditions: conditions(&s["Condition"]),
+                    resources: if bedrock {
+                        evaluate(&s["Resource"])
+                    } else {
+                        logical_resources(&s["Resource"], &template)
+                    },
+                    actions,
+                    conditions,
                 });
             }
         }
@@ -421,7 +560,6 @@ async fn every_function_calls_exactly_what_its_role_grants() {
     // Redelivery's own token (RedeliverTokenSecretArn): the same value here, another secret.
     let redeliver_secret = secret(&admin, "redeliver", GITHUB_TOKEN).await;
     let notion_secret = secret(&admin, "notion", NOTION_TOKEN).await;
-    let anthropic_secret = secret(&admin, "anthropic", ANTHROPIC_KEY).await;
     let app_key = std::fs::read_to_string(
         infra::emulator::repo_root().join("tests/fixtures/github/app-test-key.pem"),
     )
@@ -448,7 +586,6 @@ async fn every_function_calls_exactly_what_its_role_grants() {
         (github_secret.clone(), "GitHubTokenSecretArn".into()),
         (redeliver_secret.clone(), "RedeliverTokenSecretArn".into()),
         (notion_secret.clone(), "NotionTokenSecretArn".into()),
-        (anthropic_secret.clone(), "AnthropicApiKeySecretArn".into()),
         (
             app_key_secret.clone(),
             "GitHubAppPrivateKeySecretArn".into(),
@@ -469,11 +606,26 @@ async fn every_function_calls_exactly_what_its_role_grants() {
         github.put_pull(&repo, support::standin_pull(&repo, n, 3));
     }
     let (notion, parent) = support::notion_stub::NotionStub::start(NOTION_TOKEN).await;
-    let messages = support::messages_stub::MessagesStub::start(ANTHROPIC_KEY).await;
+    let summary_model = support::converse_stub::ConverseStub::start(SUMMARY_PROFILE).await;
+    summary_model.script([support::converse_stub::ConverseReply::Text(
+        "The paragraph Bedrock wrote.".into(),
+    )]);
+    let story_model = support::converse_stub::ConverseStub::start(STORY_PROFILE).await;
+    story_model.script([support::converse_stub::ConverseReply::Text(
+        "Bedrock's story of #901.".into(),
+    )]);
 
     let mut proxies: BTreeMap<&str, AuditProxy> = BTreeMap::new();
     for function in FUNCTIONS {
-        proxies.insert(function, AuditProxy::start(support::endpoint()).await);
+        let bedrock = match function {
+            "SummarizeFunction" => Some(summary_model.url()),
+            "PageBuilderFunction" => Some(story_model.url()),
+            _ => None,
+        };
+        proxies.insert(
+            function,
+            AuditProxy::start_with(support::endpoint(), bedrock).await,
+        );
     }
 
     // Webhook: two merged PRs, then a newer delivery of the first.
@@ -613,8 +765,6 @@ async fn every_function_calls_exactly_what_its_role_grants() {
     // entries table unavailable and, at MaxAttempts 1, is given up to the DLQ.
     let sdk = proxies["SummarizeFunction"].sdk().await;
     // One test in this binary: nothing else reads the environment meanwhile.
-    std::env::set_var(chronicle_llm::ANTHROPIC_API_KEY_ARN, &anthropic_secret);
-    std::env::set_var(chronicle_llm::ANTHROPIC_API_URL, messages.url());
     let summarize_config = |entries: &str| SummarizeConfig {
         table: table.clone(),
         entries_table: entries.to_string(),
@@ -623,6 +773,10 @@ async fn every_function_calls_exactly_what_its_role_grants() {
         modules_file: None,
         modules_param: Some(modules_param.clone()),
         dlq_url: Some(summarize_dlq.clone()),
+        summary: Some(LlmConfig {
+            provider: LlmProvider::Bedrock,
+            model: SUMMARY_PROFILE.into(),
+        }),
     };
     for (entries, n, given_up) in [
         (&entries_table, a, false),
@@ -652,8 +806,8 @@ async fn every_function_calls_exactly_what_its_role_grants() {
         );
     }
     assert!(
-        messages.request_count() >= 1,
-        "the paragraph came from the Messages API"
+        summary_model.requests().iter().any(|r| r.status == 200),
+        "the paragraph came from Bedrock"
     );
 
     // Page builder: the stale page is built to S3 and Notion.
@@ -674,7 +828,13 @@ async fn every_function_calls_exactly_what_its_role_grants() {
             markdown_with_notion: true,
             modules_file: None,
             modules_param: Some(modules_param.clone()),
-            story: None,
+            story: Some(stages::config::StoryConfig {
+                llm: LlmConfig {
+                    provider: LlmProvider::Bedrock,
+                    model: STORY_PROFILE.into(),
+                },
+                min_new_entries: 20,
+            }),
         },
         &sdk,
     )
@@ -754,7 +914,9 @@ async fn every_function_calls_exactly_what_its_role_grants() {
     let mut problems = Vec::new();
     for function in FUNCTIONS {
         let statements = &grants[function];
-        let calls: BTreeSet<Call> = proxies[function].calls().into_iter().collect();
+        let mut calls: BTreeSet<Call> = proxies[function].calls().into_iter().collect();
+        let routing: Vec<Call> = calls.iter().flat_map(routed).collect();
+        calls.extend(routing);
         // (Sid, action, granted resource) that some call needed.
         let mut used: BTreeSet<(String, String, String)> = BTreeSet::new();
         for call in &calls {
@@ -762,8 +924,15 @@ async fn every_function_calls_exactly_what_its_role_grants() {
             let table = logical.split('/').next().unwrap_or_default();
             let hash_key = tables_hash.get(table).map(String::as_str);
             let mut refusals = Vec::new();
+            let bedrock = call.action.starts_with("bedrock:");
             let grant = statements.iter().find_map(|s| {
-                let resource = s.resources.iter().find(|r| matches(r, &logical))?;
+                let resource = s.resources.iter().find(|r| {
+                    if bedrock {
+                        like(r, &call.resource)
+                    } else {
+                        matches(r, &logical)
+                    }
+                })?;
                 if !s.actions.contains(&call.action) {
                     return None;
                 }
@@ -833,7 +1002,10 @@ async fn every_function_calls_exactly_what_its_role_grants() {
             calls.len(),
             calls
                 .iter()
-                .map(|c| format!("{} {}", c.action, names.logical(&c.resource)))
+                .map(|c| match c.action.starts_with("bedrock:") {
+                    true => format!("{} {}", c.action, c.resource),
+                    false => format!("{} {}", c.action, names.logical(&c.resource)),
+                })
                 .collect::<BTreeSet<_>>()
         );
     }

@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use chronicle_llm::{WriteError, Writer};
 use stages::domain::{ModuleEntry, YearStats};
-use stages::story::{ground, is_current, prompt, story_for, write, Rejection, StoredStory};
+use stages::story::{
+    ground, is_current, prompt, story_for, write, Grounded, Rejection, StoredStory, Unsupported,
+};
 use support::converse_stub::{ConverseReply, ConverseStub};
 
 const MODEL: &str = "anthropic.claude-3-5-haiku-20241022-v1:0";
@@ -76,15 +78,23 @@ fn the_prompt() -> stages::story::StoryPrompt {
     )
 }
 
-const GOOD: &str = "The api module was created by @alice in #1 and has grown into the public \
-HTTP API.\n\n@bob added request validation (#2), and @carol paging (#3).";
+const GOOD: &str = "The api module was created by @alice in #1 and has grown since.\n\n@bob \
+added request validation (#2), and @carol paging (#3).";
 
 async fn bedrock(stub: &ConverseStub) -> Writer {
+    bedrock_as(stub, MODEL).await
+}
+
+async fn bedrock_as(stub: &ConverseStub, model: &str) -> Writer {
     let sdk = support::sdk().await;
-    Writer::Bedrock {
-        client: stub.client(&sdk),
-        model_id: MODEL.into(),
-    }
+    Writer::bedrock_with(stub.client(&sdk), model)
+}
+
+fn kept(text: &str) -> Result<Grounded, Rejection> {
+    Ok(Grounded {
+        text: text.to_string(),
+        dropped: vec![],
+    })
 }
 
 fn soon(secs: u64) -> Instant {
@@ -114,7 +124,7 @@ async fn bedrock_converse_is_asked_signed_and_its_grounded_story_kept() {
     assert!(body["system"][0]["text"]
         .as_str()
         .unwrap()
-        .contains("Cite pull requests as #NUMBER"));
+        .contains("Every sentence cites the pull requests it speaks of as #NUMBER"));
     let user = body["messages"][0]["content"][0]["text"].as_str().unwrap();
     assert!(user.contains("Module: api") && user.contains("#2 (2024-03-01, @bob, feat)"));
     assert_eq!(body["inferenceConfig"]["maxTokens"], 800);
@@ -126,44 +136,124 @@ async fn bedrock_converse_is_asked_signed_and_its_grounded_story_kept() {
 }
 
 #[tokio::test]
-async fn a_hallucinated_pr_number_or_person_is_rejected() {
+async fn unsupported_sentences_are_dropped_and_a_story_that_cannot_stand_falls_back() {
     let p = the_prompt();
-    assert_eq!(ground(GOOD, &p), Ok(GOOD.to_string()));
+    assert_eq!(ground(GOOD, &p), kept(GOOD));
+    // One unsupported sentence among supported ones: dropped, the rest kept, the reason told.
+    let dropped = |bad: &str| {
+        let text = format!("{GOOD} {bad}");
+        ground(&text, &p).map(|g| {
+            assert_eq!(g.text, GOOD, "{bad}");
+            g.dropped
+                .into_iter()
+                .map(|(_, why)| why)
+                .collect::<Vec<_>>()
+        })
+    };
     assert_eq!(
-        ground("It began in #1 and was rewritten in #999.", &p),
-        Err(Rejection::UnknownPr(999))
+        dropped("It was rewritten in #999."),
+        Ok(vec![Unsupported::UnknownPr(999)])
     );
     assert_eq!(
-        ground("@mallory rewrote it in #2.", &p),
-        Err(Rejection::UnknownPerson("mallory".into()))
+        dropped("@mallory rewrote the validation in #2."),
+        Ok(vec![Unsupported::UnknownPerson("mallory".into())])
     );
-    assert_eq!(ground("A module.", &p), Err(Rejection::NoCitation));
+    assert_eq!(
+        dropped("It is the public HTTP API."),
+        Ok(vec![Unsupported::NoCitation])
+    );
     // Numbers cited in other words are held to the same rule.
     assert_eq!(
-        ground("It began in #1; PR 77 rewrote it.", &p),
-        Err(Rejection::UnknownPr(77))
+        dropped("PR 77 rewrote the paging."),
+        Ok(vec![Unsupported::UnknownPr(77)])
     );
     assert_eq!(
-        ground("It began in #1; see pull request 78.", &p),
-        Err(Rejection::UnknownPr(78))
-    );
-    // Numbers the facts do not hold, and references hidden from the check, are refused.
-    assert_eq!(
-        ground("It began in #1 and serves 4000 requests a second.", &p),
-        Err(Rejection::UnknownNumber(4000))
+        dropped("See pull request 78 for the paging."),
+        Ok(vec![Unsupported::UnknownPr(78)])
     );
     assert_eq!(
-        ground("PRs 1, 2 and 999 shaped it (#3).", &p),
-        Err(Rejection::UnknownNumber(999))
+        dropped("The list endpoint serves 4000 requests a second (#3)."),
+        Ok(vec![Unsupported::UnknownNumber(4000)])
     );
-    assert!(ground("It grew in 2024 with 3 pull requests (#1, #2, #3).", &p).is_ok());
-    // Prose only: links, markup, entities, invisible characters and headings are refused.
+    // A real PR cited for what it never said: a name it never used, or words it never wrote.
+    assert!(matches!(
+        dropped("@bob moved request validation to Redis (#2)."),
+        Ok(v) if matches!(v[..], [Unsupported::UnknownTerm(_)])
+    ));
+    assert!(matches!(
+        dropped("Paging cut memory use in half for large tenants (#3)."),
+        Ok(v) if matches!(v[..], [Unsupported::Unsupported { .. }])
+    ));
+    // A viewer links an e-mail address, a bare domain and any scheme in any case: dropped.
+    for bad in [
+        "Mail api@acme.dev about the paging (#3).",
+        "See www.evil.example for the paging (#3).",
+        "See WWW.Evil.Example for the paging (#3).",
+        "See evil.example.com for the paging (#3).",
+        "The paging (HTTPS://evil.example/x) came in #3.",
+        "The paging (JavaScript:alert(1)) came in #3.",
+        "The paging (jAvAsCrIpT:alert(1)) came in #3.",
+        "The paging came in #3; data:text/html,x.",
+        "The paging came in #3 with lib.rs, which fuzzy linkers link.",
+        "The paging came in #3; ``evil.com` is not code.",
+    ] {
+        assert!(
+            matches!(dropped(bad), Ok(v) if matches!(v[..], [Unsupported::Link(_)])),
+            "{bad}: {:?}",
+            dropped(bad)
+        );
+    }
+    // Names in code spans are fine when the cited PRs name them.
+    let (years, mut entries) = facts();
+    entries[0].summary = "The `list` endpoint takes a `cursor` from `paging.rs`.".into();
+    let with_code = prompt("acme/widgets", "api", None, &years, &entries);
+    let fine = "@carol gave the `list` endpoint a `cursor` in `paging.rs` (#3). @bob added \
+                request validation (#2).";
+    assert_eq!(ground(fine, &with_code), kept(fine));
+    let unknown = "@carol gave the `list` endpoint a `cursor` in `evil.rs` (#3). @bob added \
+                   request validation (#2). The api module was created by @alice in #1.";
+    assert!(matches!(
+        ground(unknown, &with_code).map(|g| g.dropped),
+        Ok(d) if matches!(d[..], [(_, Unsupported::UnknownTerm(_))])
+    ));
+
+    // What is left must stand alone: two sentences at least, no more dropped than kept, and
+    // none pointing back at a dropped one.
+    assert_eq!(
+        ground(
+            "The api module was created by @alice in #1. It was rewritten in #999.",
+            &p
+        ),
+        Err(Rejection::TooFewLeft { kept: 1 })
+    );
+    assert!(matches!(
+        ground(
+            "@bob added request validation (#2). It came from #998. Then #997. And #996. The \
+             api module was created by @alice in #1.",
+            &p
+        ),
+        Err(Rejection::TooManyDropped {
+            dropped: 3,
+            total: 5
+        })
+    ));
+    assert!(matches!(
+        ground(
+            "The api module was created by @alice in #1. It moved to Redis in #2. It grew \
+             paging in #3.",
+            &p
+        ),
+        Err(Rejection::TooManyDropped { .. })
+    ));
+    // Prose only: links in markup, HTML, headings, entities, invisible characters and too many
+    // paragraphs refuse the whole story.
     for bad in [
         "It began in #1 ([details](https://evil.example)).",
         "It began in #1. <img src=x>",
         "## History\n\nIt began in #1.",
         "It began in #1; &num;4242 rewrote it.",
         "It began in #1; #\u{200b}4242 rewrote it.",
+        "It began in #1 and \u{202e}#2 reversed it.",
         "It began in #1.\n\nOne.\n\nTwo.\n\nThree.\n\nFour.",
     ] {
         assert!(
@@ -175,39 +265,11 @@ async fn a_hallucinated_pr_number_or_person_is_rejected() {
         );
     }
     assert_eq!(ground("  ", &p), Err(Rejection::Empty));
-    // A viewer links an e-mail address, a bare domain and any scheme in any case: refused.
-    for bad in [
-        "Mail api@acme.dev about #3.",
-        "It began in #1; see www.evil.example for more.",
-        "It began in #1; see WWW.Evil.Example for more.",
-        "It began in #1; see evil.example.com for more.",
-        "It began in #1 (HTTPS://evil.example/x).",
-        "It began in #1 (JavaScript:alert(1)).",
-        "It began in #1 (jAvAsCrIpT:alert(1)).",
-        "It began in #1; data:text/html,x.",
-        "It began in #1; MAILTO:x and WWW.x.y.",
-        "It began in #1 with lib.rs, which fuzzy linkers link.",
-        "It began in #1; ``evil.com` is not code.",
-        "It began in #1 and \u{202e}#2 reversed it.",
-    ] {
-        assert!(
-            matches!(ground(bad, &p), Err(Rejection::Markup(_))),
-            "{bad}"
-        );
-    }
-    // Names in code spans are prose (the prompt asks for them there).
-    for fine in [
-        "It began in #1 with `lib.rs` and `Cargo.toml`; #2 added checks.",
-        "It began in #1 with `Makefile.in`, `java.io` and `log.info`; #2 added checks.",
-        "It began in #1; `evil.example.com` is only quoted code in #2.",
-    ] {
-        assert_eq!(ground(fine, &p), Ok(fine.to_string()), "{fine}");
-    }
 
     // Through Bedrock: the rejected story is not used; the page keeps its deterministic one.
     let stub = ConverseStub::start(MODEL).await;
     stub.script([ConverseReply::Text(
-        "The api module dates from #1; #4242 rewrote it.".into(),
+        "The api module dates from #1. #4242 rewrote it.".into(),
     )]);
     let writer = bedrock(&stub).await;
     let now = time::OffsetDateTime::now_utc();
@@ -222,10 +284,27 @@ async fn a_hallucinated_pr_number_or_person_is_rejected() {
     assert_eq!(again.as_ref(), Some(&rejected));
     assert_eq!(stub.requests().len(), 1);
 
-    // A story cut off at the token limit is not used either.
-    stub.script([ConverseReply::Truncated(GOOD.into())]);
-    let cut = story_for(&writer, None, &p, 3, 20, now, soon(120)).await;
-    assert_eq!(cut.map(|s| s.text), Some(String::new()));
+    // A story cut off at the token limit, or at the model's context window, is not used
+    // either.
+    stub.script([
+        ConverseReply::Truncated(GOOD.into()),
+        ConverseReply::ContextWindowExceeded(GOOD.into()),
+    ]);
+    for _ in 0..2 {
+        let cut = story_for(&writer, None, &p, 3, 20, now, soon(120)).await;
+        assert_eq!(cut.map(|s| s.text), Some(String::new()));
+    }
+    let answer = write(&writer, &p, soon(120)).await;
+    assert!(answer.is_err(), "nothing more scripted");
+
+    // A sentence dropped is counted on what is stored (the page says how many).
+    stub.script([ConverseReply::Text(format!(
+        "{GOOD} @bob moved request validation to Redis (#2)."
+    ))]);
+    let story = story_for(&writer, None, &p, 3, 20, now, soon(120))
+        .await
+        .unwrap();
+    assert_eq!((story.text.as_str(), story.dropped), (GOOD, 1));
 }
 
 /// PR text is data: a body that tries to instruct the model sits inside the facts' delimiters
@@ -263,6 +342,13 @@ async fn injected_pr_text_stays_data_and_an_obedient_model_reaches_no_page() {
     ];
     for text in obedient {
         assert!(ground(text, &p).is_err(), "{text}");
+        // Within a faithful story, the obedient sentence alone is dropped (markup refuses the
+        // whole story).
+        match ground(&format!("{GOOD} {text}"), &the_prompt()) {
+            Ok(within) => assert_eq!(within.text, GOOD, "{text}"),
+            Err(Rejection::Markup(_)) => {}
+            Err(other) => panic!("{text}: {other}"),
+        }
     }
     let stub = ConverseStub::start(MODEL).await;
     stub.script(obedient.map(|t| ConverseReply::Text(t.into())));
@@ -325,15 +411,98 @@ async fn throttling_timeouts_and_a_wrong_model_fall_back() {
         // Older than a week (not current), younger than two (still shown).
         generated_at: stages::domain::rfc3339_millis(now - time::Duration::days(8)),
         model: format!("bedrock/{MODEL}"),
+        ..Default::default()
     };
     let kept = story_for(&writer, Some(&old), &p, 3, 20, now, soon(5)).await;
     assert_eq!(kept, Some(old));
 
-    // The model id is the template's: another is refused by Bedrock, and the story falls back.
+    // The model id is the template's: another is refused by Bedrock, with advice.
     let other = ConverseStub::start("amazon.nova-lite-v1:0").await;
     let writer = bedrock(&other).await;
     let err = write(&writer, &p, soon(120)).await.unwrap_err();
     assert!(err.to_string().contains("model identifier"), "{err}");
+    assert!(err.advice().unwrap().contains("inference"), "{err}");
+}
+
+/// Current Claude models on Bedrock: invoked through a cross-Region inference profile, by its id
+/// or its ARN; the bare model id is refused as Bedrock refuses it, with the profile to use.
+#[tokio::test]
+async fn bedrock_models_are_invoked_through_inference_profiles() {
+    const PROFILE: &str = "us.anthropic.claude-sonnet-4-5-20250929-v1:0";
+    const BARE: &str = "anthropic.claude-sonnet-4-5-20250929-v1:0";
+    let p = the_prompt();
+    let now = time::OffsetDateTime::now_utc();
+    let stub = ConverseStub::start(PROFILE).await;
+    let arn = format!("arn:aws:bedrock:us-east-1:123456789012:inference-profile/{PROFILE}");
+    for model in [PROFILE, arn.as_str()] {
+        stub.script([ConverseReply::Text(GOOD.into())]);
+        let writer = bedrock_as(&stub, model).await;
+        let story = story_for(&writer, None, &p, 3, 20, now, soon(120))
+            .await
+            .expect("a grounded story");
+        assert_eq!(story.text, GOOD, "{model}");
+        assert_eq!(story.model, format!("bedrock/{model}"));
+    }
+    let asked: Vec<String> = stub.requests().iter().map(|r| r.model_id.clone()).collect();
+    assert_eq!(asked, [PROFILE, arn.as_str()]);
+    assert!(stub.requests().iter().all(|r| r.status == 200));
+
+    // The bare id: Bedrock's error, and advice naming the profile to set instead.
+    let writer = bedrock_as(&stub, BARE).await;
+    let err = write(&writer, &p, soon(120)).await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("on-demand throughput isn’t supported"),
+        "{err}"
+    );
+    let advice = err.advice().expect("advice for the operator");
+    assert!(advice.contains(&format!("`us.{BARE}`")), "{advice}");
+    // Kept on the page item with its advice, the last grounded story still shown, and asked
+    // again at the next build (never current) until the operator fixes it.
+    let last = StoredStory {
+        text: GOOD.into(),
+        input_hash: "before".into(),
+        entry_count: 3,
+        // Older than a week (not current), younger than two (still shown).
+        generated_at: stages::domain::rfc3339_millis(now - time::Duration::days(8)),
+        model: format!("bedrock/{PROFILE}"),
+        ..Default::default()
+    };
+    let refused = story_for(&writer, Some(&last), &p, 3, 20, now, soon(120))
+        .await
+        .expect("the refusal is recorded");
+    assert_eq!(refused.text, GOOD);
+    assert_eq!(refused.advice.as_deref(), Some(advice));
+    assert!(refused
+        .error
+        .as_deref()
+        .unwrap()
+        .contains("ValidationException"));
+    assert!(!is_current(&refused, &p, 3, 20, now));
+
+    // The system prompt is marked for Bedrock's prompt cache (Claude Sonnet 4.5 caches), and the
+    // usage of each call is read back.
+    let sent = &stub.requests()[0].body;
+    assert_eq!(
+        sent["system"][1],
+        serde_json::json!({"cachePoint": {"type": "default"}})
+    );
+    stub.script([ConverseReply::Text(GOOD.into())]);
+    let answer = write(&bedrock_as(&stub, PROFILE).await, &p, soon(120))
+        .await
+        .unwrap();
+    assert!(
+        answer.usage.input > 0 && answer.usage.output > 0,
+        "{answer:?}"
+    );
+    // An older model without caching is not sent the mark.
+    const OLD: &str = "anthropic.claude-3-haiku-20240307-v1:0";
+    let old = ConverseStub::start(OLD).await;
+    old.script([ConverseReply::Text(GOOD.into())]);
+    write(&bedrock_as(&old, OLD).await, &p, soon(120))
+        .await
+        .unwrap();
+    assert!(old.requests()[0].body["system"].as_array().unwrap().len() == 1);
 }
 
 #[test]
@@ -346,6 +515,7 @@ fn a_stored_story_is_written_again_after_enough_new_entries_or_a_week() {
         entry_count: entries,
         generated_at: stages::domain::rfc3339_millis(now - time::Duration::days(age_days)),
         model: "m".into(),
+        ..Default::default()
     };
     // Same input: current, however old.
     assert!(is_current(&stored(&p.hash, 3, 30), &p, 3, 20, now));
@@ -386,6 +556,23 @@ async fn anthropic_and_openai_compatible_writers_are_grounded_the_same_way() {
         .expect("a grounded story");
     assert_eq!(story.model, "openai/llama3.1");
     assert_eq!(openai.requests()[0]["messages"][0]["role"], "system");
+    assert_eq!(openai.requests()[0]["max_tokens"], 800);
+
+    // An endpoint that refuses `max_tokens` (as api.openai.com does for newer models) is asked
+    // again with `max_completion_tokens`.
+    let strict = support::openai_stub::OpenAiStub::start("o4-mini").await;
+    strict.completion_tokens_only();
+    strict.reply(GOOD);
+    let writer = Writer::openai(&strict.url(), None, "o4-mini");
+    let story = story_for(&writer, None, &p, 3, 20, now, soon(120))
+        .await
+        .expect("a grounded story");
+    assert_eq!(story.text, GOOD);
+    let sent = strict.requests();
+    assert_eq!(sent.len(), 2);
+    assert_eq!(sent[0]["max_tokens"], 800);
+    assert_eq!(sent[1]["max_completion_tokens"], 800);
+    assert!(sent[1].get("max_tokens").is_none());
 }
 
 /// Through the page builder: the grounded story is on the module page (its PR numbers linked)

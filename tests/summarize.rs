@@ -173,9 +173,17 @@ async fn each_module_gets_an_entry_with_only_its_own_files() {
         .handle(batch(vec![message("m", 3)]), within(30), "inv")
         .await;
     assert!(r.batch_item_failures.is_empty(), "{r:?}");
-    // The invocation's EMF line: one message summarized, nothing else.
-    let emf: serde_json::Value =
-        serde_json::from_str(&handler.emf_line(OffsetDateTime::now_utc())).unwrap();
+    // The invocation's EMF lines: one message summarized, nothing else; no model refused (a
+    // line of its own, per function, for its alarm).
+    let lines = handler.emf_line(OffsetDateTime::now_utc());
+    let (outcomes, refused) = lines.split_once('\n').unwrap();
+    let emf: serde_json::Value = serde_json::from_str(outcomes).unwrap();
+    let refused: serde_json::Value = serde_json::from_str(refused).unwrap();
+    assert_eq!(refused["SummaryModelRefused"], 0);
+    assert_eq!(
+        refused["_aws"]["CloudWatchMetrics"][0]["Dimensions"],
+        serde_json::json!([["FunctionName"]])
+    );
     assert_eq!(emf["MessagesSummarized"], 1);
     assert_eq!(emf["MessagesFailed"], 0);
     assert_eq!(emf["MessagesGaveUp"], 0);

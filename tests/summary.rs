@@ -4,11 +4,11 @@
 
 use std::time::{Duration, Instant};
 
-use chronicle_llm::{
-    from_lookup, LlmSummarizer, ANTHROPIC_API_KEY, ANTHROPIC_API_URL, ANTHROPIC_MODEL,
-};
+use chronicle_llm::{summarizer_for, LlmSummarizer};
 use serde_json::Value;
+use stages::config::{LlmConfig, LlmProvider};
 use stages::secret::Secret;
+use stages::secret::SecretSource;
 use stages::summary::{
     clean_body, extractive, Summarizer, Summary, SummaryInput, SummarySource, SUMMARY_MAX_CHARS,
 };
@@ -349,18 +349,27 @@ async fn a_long_answer_is_one_paragraph_capped_cleanly() {
 }
 
 #[tokio::test]
-async fn from_lookup_uses_the_llm_only_when_the_key_is_set() {
+async fn one_llm_setting_chooses_the_summarizer() {
     let stub = MessagesStub::start(KEY).await;
     stub.set_default(Reply::Text("From the stand-in.".into()));
     let url = stub.url();
     let o = owned();
-
-    let with_key = from_lookup(&|name: &str| match name {
-        ANTHROPIC_API_KEY => Some(KEY.to_string()),
-        ANTHROPIC_API_URL => Some(url.clone()),
-        ANTHROPIC_MODEL => Some("claude-haiku-4-5".to_string()),
-        _ => None,
-    });
+    let sdk = support::sdk().await;
+    let anthropic = |model: &str, key: SecretSource| LlmConfig {
+        provider: LlmProvider::Anthropic {
+            url: url.clone(),
+            key,
+        },
+        model: model.to_string(),
+    };
+    let with_key = summarizer_for(
+        Some(&anthropic(
+            "claude-haiku-4-5",
+            SecretSource::Plain(Secret::new(KEY)),
+        )),
+        &sdk,
+    )
+    .await;
     let s = with_key.summarize(&input(&o), far()).await;
     assert_eq!(s.text, "From the stand-in.");
     assert_eq!(
@@ -373,27 +382,63 @@ async fn from_lookup_uses_the_llm_only_when_the_key_is_set() {
         stub.requests()[0].body.as_ref().unwrap()["model"],
         "claude-haiku-4-5"
     );
-
-    // The default model when ANTHROPIC_MODEL is unset.
-    let default_model = from_lookup(&|name: &str| match name {
-        ANTHROPIC_API_KEY => Some(KEY.to_string()),
-        ANTHROPIC_API_URL => Some(format!("{url}/")),
-        _ => None,
-    });
-    default_model.summarize(&input(&o), far()).await;
-    assert_eq!(stub.requests()[1].body.as_ref().unwrap()["model"], MODEL);
-
-    // No key (or a blank one): extractive, and nothing is sent.
-    for lookup in [None, Some("   ".to_string())] {
-        let without = from_lookup(&|name: &str| match name {
-            ANTHROPIC_API_KEY => lookup.clone(),
-            ANTHROPIC_API_URL => Some(url.clone()),
-            _ => None,
-        });
-        assert_eq!(without.summarize(&input(&o), far()).await, fallback(&o));
-    }
-    assert_eq!(stub.request_count(), 2);
+    // No summary model, or Anthropic without a key: extractive, and nothing is sent.
+    let none = summarizer_for(None, &sdk).await;
+    assert_eq!(none.summarize(&input(&o), far()).await, fallback(&o));
+    let keyless = summarizer_for(
+        Some(&anthropic("claude-haiku-4-5", SecretSource::Unset)),
+        &sdk,
+    )
+    .await;
+    assert_eq!(keyless.summarize(&input(&o), far()).await, fallback(&o));
+    assert_eq!(stub.request_count(), 1);
     stub.stop().await;
+}
+
+/// The summary through Bedrock, the same setting as the story's: an inference profile is asked
+/// with the summary prompt; a profile-only model named by its bare id is refused, the summary
+/// falls back, and the refusal is counted for the alarm.
+#[tokio::test]
+async fn bedrock_writes_the_summary_through_an_inference_profile() {
+    use support::converse_stub::{ConverseReply, ConverseStub};
+    const PROFILE: &str = "us.anthropic.claude-haiku-4-5-20251001-v1:0";
+    let stub = ConverseStub::start(PROFILE).await;
+    stub.script([ConverseReply::Text(
+        "The summarize worker now\nstores each paragraph once.".into(),
+    )]);
+    let sdk = support::sdk().await;
+    let o = owned();
+    let summarizer = chronicle_llm::WriterSummarizer::new(chronicle_llm::Writer::bedrock_with(
+        stub.client(&sdk),
+        PROFILE,
+    ));
+    let s = summarizer.summarize(&input(&o), far()).await;
+    assert_eq!(
+        s.text,
+        "The summarize worker now stores each paragraph once."
+    );
+    assert_eq!(
+        s.source,
+        SummarySource::Llm {
+            model: format!("bedrock/{PROFILE}")
+        }
+    );
+    let sent = &stub.requests()[0].body;
+    assert!(sent["system"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("summary paragraph"));
+    assert_eq!(sent["inferenceConfig"]["maxTokens"], 400);
+    assert_eq!(summarizer.take_refusals(), 0);
+
+    let bare = chronicle_llm::WriterSummarizer::new(chronicle_llm::Writer::bedrock_with(
+        stub.client(&sdk),
+        "anthropic.claude-haiku-4-5-20251001-v1:0",
+    ));
+    assert_eq!(bare.summarize(&input(&o), far()).await, fallback(&o));
+    assert_eq!(bare.take_refusals(), 1);
+    assert_eq!(bare.take_refusals(), 0, "taken once");
+    assert_eq!(stub.requests().last().unwrap().status, 400);
 }
 
 /// The stand-in refuses what the real API refuses, so a client that passes it is not passing

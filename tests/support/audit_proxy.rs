@@ -30,6 +30,7 @@ pub struct Call {
     pub select: Option<String>,
 }
 
+/// Bedrock's runtime, which the emulator lacks: its requests go to a Converse stand-in.
 #[derive(Clone)]
 pub struct AuditProxy {
     endpoint: String,
@@ -39,13 +40,22 @@ pub struct AuditProxy {
 
 impl AuditProxy {
     pub async fn start(upstream: String) -> AuditProxy {
+        Self::start_with(upstream, None).await
+    }
+
+    /// Bedrock requests (`/model/{id}/converse`) go to `bedrock` instead of `upstream`.
+    pub async fn start_with(upstream: String, bedrock: Option<String>) -> AuditProxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let endpoint = format!("http://{}", listener.local_addr().unwrap());
         let calls: Arc<Mutex<Vec<Call>>> = Arc::default();
         let http = reqwest::Client::new();
         let recorded = calls.clone();
         let server = infra::http_server::Serving::spawn(listener, move |req| {
-            forward(http.clone(), upstream.clone(), recorded.clone(), req)
+            let upstream = match &bedrock {
+                Some(b) if req.uri().path().starts_with("/model/") => b.clone(),
+                _ => upstream.clone(),
+            };
+            forward(http.clone(), upstream, recorded.clone(), req)
         });
         AuditProxy {
             endpoint,
@@ -78,6 +88,32 @@ fn call_of(parts: &http::request::Parts, body: &[u8]) -> Call {
         .to_string();
     let json: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
     let field = |name: &str| json.get(name).and_then(|v| v.as_str()).map(str::to_string);
+    if service == "bedrock" {
+        // Converse needs bedrock:InvokeModel on the model it names: a profile's ARN for a
+        // profile id, a foundation model's ARN in the Region for a model id.
+        let id = parts
+            .uri
+            .path()
+            .strip_prefix("/model/")
+            .and_then(|p| p.strip_suffix("/converse"))
+            .map(infra::github_standin::rest::percent_decode)
+            .unwrap_or_default();
+        let resource = if id.starts_with("arn:") {
+            id
+        } else if id.split('.').count() > 2 {
+            format!("arn:aws:bedrock:us-east-1:123456789012:inference-profile/{id}")
+        } else {
+            format!("arn:aws:bedrock:us-east-1::foundation-model/{id}")
+        };
+        return Call {
+            action: "bedrock:InvokeModel".into(),
+            resource,
+            keys: Vec::new(),
+            attributes: Vec::new(),
+            return_values: None,
+            select: None,
+        };
+    }
     if service == "s3" {
         let path = parts.uri.path().trim_start_matches('/').to_string();
         return Call {

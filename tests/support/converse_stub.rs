@@ -5,15 +5,25 @@
 //!    SignedHeaders=…, Signature=<64 hex>` with `host` and `x-amz-date` signed, and an
 //!    `X-Amz-Date` header → else 403 `InvalidSignatureException` (the signature itself is not
 //!    recomputed: the test's credentials are fake);
-//! 2. the path's model id (percent-decoded) is the one it serves → else 400 `ValidationException`
-//!    "The provided model identifier is invalid.";
+//! 2. the path's model id (percent-decoded) is the one it serves: a foundation model id served
+//!    on demand, or a cross-Region inference profile (`us.…`, `global.…`) given by its id or its
+//!    ARN. The bare id of a profile's model is refused as Bedrock refuses a current Claude model
+//!    named without a profile (400 `ValidationException`, "Invocation of model ID … with
+//!    on-demand throughput isn’t supported…"); anything else → 400 `ValidationException` "The
+//!    provided model identifier is invalid.";
 //! 3. `Content-Type: application/json`; the body only `messages` (non-empty, starting with a
-//!    `user` turn, each `{role: user|assistant, content: [{text}]}`), `system` (`[{text}]`) and
+//!    `user` turn, each `{role: user|assistant, content: [{text}]}`), `system` (`[{text}]`, a
+//!    `{cachePoint: {type: default}}` allowed after a text block) and
 //!    `inferenceConfig` (`maxTokens` 1..=4096, `temperature` 0..=1) → else 400
 //!    `ValidationException`.
 //!
 //! Then the next scripted [`ConverseReply`]: a text, a `ThrottlingException` (429), or no
 //! answer for a while. With nothing scripted it answers 500 `InternalServerException`.
+//!
+//! `usage` counts a token per four characters. A system prompt followed by a `cachePoint` and
+//! at least [`MIN_CACHE_TOKENS`] long is written to the cache on first sight
+//! (`cacheWriteInputTokens`) and read from it afterwards (`cacheReadInputTokens`), as Claude
+//! models on Bedrock do; a shorter one is not cached.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -36,6 +46,9 @@ pub enum ConverseReply {
     Slow(Duration, String),
     /// The text, cut off: `stopReason: max_tokens`.
     Truncated(String),
+    /// The text, cut off at the model's context window: `stopReason:
+    /// model_context_window_exceeded`.
+    ContextWindowExceeded(String),
 }
 
 #[derive(Clone, Debug)]
@@ -46,8 +59,13 @@ pub struct ConverseRequest {
     pub status: u16,
 }
 
+/// The shortest prefix Claude Sonnet 4.5 caches on Bedrock, in tokens.
+pub const MIN_CACHE_TOKENS: u64 = 1024;
+
 struct State {
     model_id: String,
+    /// System prompts cached so far.
+    cached: std::collections::BTreeSet<String>,
     script: VecDeque<ConverseReply>,
     requests: Vec<ConverseRequest>,
 }
@@ -65,6 +83,7 @@ impl ConverseStub {
         let url = format!("http://{}", listener.local_addr().unwrap());
         let state = Arc::new(Mutex::new(State {
             model_id: model_id.to_string(),
+            cached: Default::default(),
             script: VecDeque::new(),
             requests: Vec::new(),
         }));
@@ -112,6 +131,43 @@ fn error(status: StatusCode, kind: &str, message: &str) -> Response<Full<Bytes>>
             json!({ "message": message }).to_string(),
         )))
         .unwrap()
+}
+
+/// Whether `asked` names the served model, else Bedrock's refusal.
+fn resolve(served: &str, asked: &str) -> Result<(), Response<Full<Bytes>>> {
+    if asked == served {
+        return Ok(());
+    }
+    const SCOPES: &[&str] = &["us", "eu", "apac", "jp", "au", "ca", "us-gov", "global"];
+    let profile = served
+        .split_once('.')
+        .filter(|(scope, rest)| SCOPES.contains(scope) && rest.contains('.'));
+    if let Some((_, foundation)) = profile {
+        let arn = regex::Regex::new(&format!(
+            r"^arn:aws:bedrock:[a-z0-9-]+:[0-9]{{12}}:inference-profile/{}$",
+            regex::escape(served)
+        ))
+        .unwrap();
+        if arn.is_match(asked) {
+            return Ok(());
+        }
+        if asked == foundation {
+            return Err(error(
+                StatusCode::BAD_REQUEST,
+                "ValidationException",
+                &format!(
+                    "Invocation of model ID {foundation} with on-demand throughput isn’t \
+                     supported. Retry your request with the ID or ARN of an inference profile \
+                     that contains this model."
+                ),
+            ));
+        }
+    }
+    Err(error(
+        StatusCode::BAD_REQUEST,
+        "ValidationException",
+        "The provided model identifier is invalid.",
+    ))
 }
 
 fn signed(headers: &http::HeaderMap) -> bool {
@@ -174,11 +230,18 @@ fn valid_body(body: &Value) -> Result<(), String> {
         }
     }
     if let Some(system) = top.get("system") {
-        let ok = system
-            .as_array()
-            .is_some_and(|s| s.iter().all(|b| b["text"].as_str().is_some()));
-        if !ok {
-            return Err("system must be a list of text blocks".into());
+        let blocks = system.as_array().ok_or("system must be a list")?;
+        for (i, b) in blocks.iter().enumerate() {
+            let text = b.as_object().is_some_and(|o| o.len() == 1) && b["text"].is_string();
+            let cache_point = b.as_object().is_some_and(|o| o.len() == 1)
+                && b["cachePoint"] == json!({"type": "default"})
+                && i > 0;
+            if !text && !cache_point {
+                return Err(
+                    "system blocks are {text} or, after a text, {cachePoint: {type: default}}"
+                        .into(),
+                );
+            }
         }
     }
     if let Some(config) = top.get("inferenceConfig") {
@@ -235,12 +298,8 @@ async fn handle(
                 "InvalidSignatureException",
                 "The request signature we calculated does not match the signature you provided.",
             ))
-            } else if model_id != st.model_id {
-                Err(error(
-                    StatusCode::BAD_REQUEST,
-                    "ValidationException",
-                    "The provided model identifier is invalid.",
-                ))
+            } else if let Err(refused) = resolve(&st.model_id, &model_id) {
+                Err(refused)
             } else if parts
                 .headers
                 .get("content-type")
@@ -263,6 +322,8 @@ async fn handle(
                     )
                 })
             };
+        let usage = usage(&mut st, &json);
+        let reply = |text: &str, stop: &str| reply(text, stop, &usage);
         let (response, slow) = match answer {
             Err(response) => (response, None),
             Ok(ConverseReply::Throttle) => (
@@ -276,6 +337,9 @@ async fn handle(
             Ok(ConverseReply::Text(text)) => (reply(&text, "end_turn"), None),
             Ok(ConverseReply::Slow(wait, text)) => (reply(&text, "end_turn"), Some(wait)),
             Ok(ConverseReply::Truncated(text)) => (reply(&text, "max_tokens"), None),
+            Ok(ConverseReply::ContextWindowExceeded(text)) => {
+                (reply(&text, "model_context_window_exceeded"), None)
+            }
         };
         st.requests.push(ConverseRequest {
             path: path.clone(),
@@ -291,11 +355,43 @@ async fn handle(
     Ok(answer)
 }
 
-fn reply(text: &str, stop: &str) -> Response<Full<Bytes>> {
+/// A token per four characters; the cached system prefix counted apart (see the module doc).
+fn usage(st: &mut State, body: &Value) -> (u64, u64, u64) {
+    let tokens = |t: &str| (t.chars().count() as u64).div_ceil(4);
+    let blocks = body["system"].as_array().cloned().unwrap_or_default();
+    let system: String = blocks.iter().filter_map(|b| b["text"].as_str()).collect();
+    let user: u64 = body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter_map(|c| c["text"].as_str().map(tokens))
+        .sum();
+    let marked = blocks.iter().any(|b| b.get("cachePoint").is_some());
+    if marked && tokens(&system) >= MIN_CACHE_TOKENS {
+        if st.cached.insert(system.clone()) {
+            (user, 0, tokens(&system))
+        } else {
+            (user, tokens(&system), 0)
+        }
+    } else {
+        (user + tokens(&system), 0, 0)
+    }
+}
+
+fn reply(text: &str, stop: &str, usage: &(u64, u64, u64)) -> Response<Full<Bytes>> {
+    let (input, read, write) = *usage;
+    let output = (text.chars().count() as u64).div_ceil(4);
     let body = json!({
         "output": {"message": {"role": "assistant", "content": [{"text": text}]}},
         "stopReason": stop,
-        "usage": {"inputTokens": 812, "outputTokens": 164, "totalTokens": 976},
+        "usage": {
+            "inputTokens": input,
+            "outputTokens": output,
+            "totalTokens": input + read + write + output,
+            "cacheReadInputTokens": read,
+            "cacheWriteInputTokens": write,
+        },
         "metrics": {"latencyMs": 1450}
     });
     Response::builder()

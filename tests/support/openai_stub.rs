@@ -2,6 +2,9 @@
 //! `/v1/chat/completions` with a JSON body naming the served model and a non-empty `messages`
 //! list of `{role: system|user|assistant, content: string}`; anything else is refused (404, or
 //! 400 with an OpenAI-style error). Answers the scripted replies in order.
+//!
+//! [`OpenAiStub::completion_tokens_only`] makes it refuse `max_tokens` as api.openai.com does for
+//! its newer models (400 `unsupported_parameter`: "Use 'max_completion_tokens' instead.").
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -16,6 +19,7 @@ use tokio::net::TcpListener;
 
 struct State {
     model: String,
+    completion_tokens_only: bool,
     replies: VecDeque<String>,
     requests: Vec<Value>,
 }
@@ -33,6 +37,7 @@ impl OpenAiStub {
         let url = format!("http://{}", listener.local_addr().unwrap());
         let state = Arc::new(Mutex::new(State {
             model: model.to_string(),
+            completion_tokens_only: false,
             replies: VecDeque::new(),
             requests: Vec::new(),
         }));
@@ -56,6 +61,11 @@ impl OpenAiStub {
             .unwrap()
             .replies
             .push_back(text.to_string());
+    }
+
+    /// Refuse `max_tokens`, as api.openai.com does for its reasoning models.
+    pub fn completion_tokens_only(&self) {
+        self.state.lock().unwrap().completion_tokens_only = true;
     }
 
     pub fn requests(&self) -> Vec<Value> {
@@ -109,6 +119,25 @@ async fn handle(
             StatusCode::NOT_FOUND,
             json!({"error": {"message": format!("model {} not found", json["model"]), "type": "not_found"}}),
         ));
+    }
+    if st.completion_tokens_only && json.get("max_tokens").is_some() {
+        return Ok(answer(
+            StatusCode::BAD_REQUEST,
+            json!({"error": {
+                "message": "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+                "type": "invalid_request_error",
+                "param": "max_tokens",
+                "code": "unsupported_parameter"
+            }}),
+        ));
+    }
+    for limit in ["max_tokens", "max_completion_tokens"] {
+        if json
+            .get(limit)
+            .is_some_and(|v| !v.as_u64().is_some_and(|n| n >= 1))
+        {
+            return Ok(refuse(&format!("{limit} must be a positive integer")));
+        }
     }
     let valid = json["messages"].as_array().is_some_and(|m| {
         !m.is_empty()

@@ -71,6 +71,19 @@ pub fn emf_line_with(
     line.to_string()
 }
 
+/// One EMF line of a metric an alarm watches, per function: its dimension `FunctionName` is
+/// the Lambda function's name (`AWS_LAMBDA_FUNCTION_NAME`; `local` elsewhere), so two stacks in
+/// one account do not share it.
+pub fn function_metric_line(now: time::OffsetDateTime, name: &str, value: u64) -> String {
+    let function =
+        std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|_| "local".to_string());
+    emf_line_with(
+        now,
+        &[("FunctionName", function.as_str())],
+        &[(name, "Count", serde_json::json!(value))],
+    )
+}
+
 /// `line` (an EMF line) with one more metric, a gauge (`Count`) of `value`.
 pub fn with_gauge(line: &str, name: &str, value: u64) -> String {
     let Ok(mut v) = serde_json::from_str::<serde_json::Value>(line) else {

@@ -64,22 +64,21 @@ pub const PAGE_REBUILD_SECONDS: &str = "PAGE_REBUILD_SECONDS";
 pub const PAGE_BUILD_CONCURRENCY: &str = "PAGE_BUILD_CONCURRENCY";
 /// `1`: publish Markdown too when Notion is configured (without Notion, Markdown is the default).
 pub const PUBLISH_MARKDOWN: &str = "PUBLISH_MARKDOWN";
-/// The variable whose presence turns LLM summaries on (the Anthropic Messages API).
-pub const ANTHROPIC_API_KEY: &str = "ANTHROPIC_API_KEY";
-/// The summaries' model.
-pub const ANTHROPIC_MODEL: &str = "ANTHROPIC_MODEL";
-/// A Secrets Manager secret holding the key (in AWS, instead of the key).
-pub const ANTHROPIC_API_KEY_ARN: &str = "ANTHROPIC_API_KEY_ARN";
-/// The API's base URL; tests point it at a local stand-in.
-pub const ANTHROPIC_API_URL: &str = "ANTHROPIC_API_URL";
-/// The optional LLM story of each module page: `bedrock`, `anthropic` or `openai`.
-pub const STORY_PROVIDER: &str = "STORY_PROVIDER";
-/// The model: a Bedrock model id, an Anthropic model, or the endpoint's model name.
+/// Who writes the optional LLM texts (the PR summaries and the module stories): `bedrock` (the
+/// function's role, no key), `anthropic` or `openai` (an OpenAI-compatible endpoint: Ollama,
+/// vLLM). Unset: no LLM; the texts are extractive and deterministic.
+pub const LLM_PROVIDER: &str = "LLM_PROVIDER";
+/// The provider's base URL (Anthropic: its default; OpenAI-compatible: required).
+pub const LLM_API_URL: &str = "LLM_API_URL";
+/// The provider's key (Anthropic: required; OpenAI-compatible: optional; Bedrock: none).
+pub const LLM_API_KEY: &str = "LLM_API_KEY";
+pub const LLM_API_KEY_ARN: &str = "LLM_API_KEY_ARN";
+pub const LLM_API_KEY_PARAM: &str = "LLM_API_KEY_PARAM";
+/// The model of each PR's summary paragraph (unset: the extractive summary). On Bedrock a
+/// foundation model id, an inference profile id or a profile ARN.
+pub const SUMMARY_MODEL: &str = "SUMMARY_MODEL";
+/// The model of each module's story (unset: the deterministic story only).
 pub const STORY_MODEL: &str = "STORY_MODEL";
-pub const STORY_API_URL: &str = "STORY_API_URL";
-pub const STORY_API_KEY: &str = "STORY_API_KEY";
-pub const STORY_API_KEY_ARN: &str = "STORY_API_KEY_ARN";
-pub const STORY_API_KEY_PARAM: &str = "STORY_API_KEY_PARAM";
 pub const STORY_MIN_NEW_ENTRIES: &str = "STORY_MIN_NEW_ENTRIES";
 /// A GitHub App's id, and its private key (PEM), for the app's own webhook deliveries.
 pub const GITHUB_APP_ID: &str = "GITHUB_APP_ID";
@@ -333,6 +332,8 @@ pub struct SummarizeConfig {
     /// Where a message goes when its row is given up, so the DLQ alarm fires and an operator can
     /// redrive it (SQS's own redrive covers messages that fail without an attempt being counted).
     pub dlq_url: Option<String>,
+    /// The optional LLM summary paragraph (`None`: extractive).
+    pub summary: Option<LlmConfig>,
 }
 
 /// Settings of the page builder function.
@@ -359,9 +360,9 @@ pub struct BuilderConfig {
     pub story: Option<StoryConfig>,
 }
 
-/// Who writes the optional "story so far" of a module page.
+/// Who writes the optional LLM texts: one provider for the summaries and the stories.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StoryProvider {
+pub enum LlmProvider {
     /// Amazon Bedrock's Converse API, with the function's role.
     Bedrock,
     /// Anthropic's Messages API at `url` with `key`.
@@ -370,60 +371,84 @@ pub enum StoryProvider {
     OpenAi { url: String, key: SecretSource },
 }
 
-/// Settings of the optional LLM story.
+/// One use of the LLM: the shared provider, and this use's model.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoryConfig {
-    pub provider: StoryProvider,
+pub struct LlmConfig {
+    pub provider: LlmProvider,
     pub model: String,
-    /// New entries that make a stored story stale (besides a week's age).
-    pub min_new_entries: u64,
 }
 
-impl StoryConfig {
-    /// `STORY_PROVIDER` (`bedrock`, `anthropic`, `openai`; unset or empty: no story),
-    /// `STORY_MODEL`, `STORY_API_URL`, `STORY_API_KEY` (or `…_ARN`, `…_PARAM`),
-    /// `STORY_MIN_NEW_ENTRIES` (default 20).
-    pub fn from_lookup(get: &impl Fn(&str) -> Option<String>) -> Result<Option<Self>, ConfigError> {
-        let non_empty = |k: &str| get(k).filter(|v| !v.trim().is_empty());
-        let Some(provider) = non_empty(STORY_PROVIDER) else {
+impl LlmConfig {
+    /// The provider (`LLM_PROVIDER`, `LLM_API_URL`, `LLM_API_KEY` or `…_ARN`, `…_PARAM`) with the
+    /// model in `model_var` (`SUMMARY_MODEL`, `STORY_MODEL`). `None` when that model is unset; an
+    /// error when it is set without a provider, or the provider is unknown.
+    pub fn from_lookup(
+        get: &impl Fn(&str) -> Option<String>,
+        model_var: &'static str,
+    ) -> Result<Option<Self>, ConfigError> {
+        let non_empty = |k: &str| {
+            get(k)
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+        };
+        let Some(model) = non_empty(model_var) else {
             return Ok(None);
         };
-        let model = non_empty(STORY_MODEL).ok_or(ConfigError::Missing(STORY_MODEL))?;
+        let provider = non_empty(LLM_PROVIDER).ok_or(ConfigError::Incomplete {
+            set: model_var,
+            missing: LLM_PROVIDER,
+        })?;
         let key = || {
             SecretSource::from_vars(
-                get(STORY_API_KEY),
-                get(STORY_API_KEY_ARN),
-                get(STORY_API_KEY_PARAM),
+                get(LLM_API_KEY),
+                get(LLM_API_KEY_ARN),
+                get(LLM_API_KEY_PARAM),
             )
         };
-        let provider = match provider.trim() {
-            "bedrock" => StoryProvider::Bedrock,
-            "anthropic" => StoryProvider::Anthropic {
+        let provider = match provider.as_str() {
+            "bedrock" => LlmProvider::Bedrock,
+            "anthropic" => LlmProvider::Anthropic {
                 url: secure_url(
-                    STORY_API_URL,
-                    non_empty(STORY_API_URL)
-                        .unwrap_or_else(|| DEFAULT_ANTHROPIC_API_URL.to_string()),
+                    LLM_API_URL,
+                    non_empty(LLM_API_URL).unwrap_or_else(|| DEFAULT_ANTHROPIC_API_URL.to_string()),
                 )?,
                 key: key(),
             },
-            "openai" => StoryProvider::OpenAi {
+            "openai" => LlmProvider::OpenAi {
                 url: secure_url(
-                    STORY_API_URL,
-                    non_empty(STORY_API_URL).ok_or(ConfigError::Missing(STORY_API_URL))?,
+                    LLM_API_URL,
+                    non_empty(LLM_API_URL).ok_or(ConfigError::Missing(LLM_API_URL))?,
                 )?,
                 key: key(),
             },
             other => {
                 return Err(invalid(
-                    STORY_PROVIDER,
+                    LLM_PROVIDER,
                     other.to_string(),
                     "bedrock, anthropic or openai",
                 ))
             }
         };
+        Ok(Some(LlmConfig { provider, model }))
+    }
+}
+
+/// Settings of the optional LLM story.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoryConfig {
+    pub llm: LlmConfig,
+    /// New entries that make a stored story stale (besides a week's age).
+    pub min_new_entries: u64,
+}
+
+impl StoryConfig {
+    /// The LLM with `STORY_MODEL` (unset: no story), and `STORY_MIN_NEW_ENTRIES` (default 20).
+    pub fn from_lookup(get: &impl Fn(&str) -> Option<String>) -> Result<Option<Self>, ConfigError> {
+        let Some(llm) = LlmConfig::from_lookup(get, STORY_MODEL)? else {
+            return Ok(None);
+        };
         Ok(Some(StoryConfig {
-            provider,
-            model,
+            llm,
             min_new_entries: parse_or(get, STORY_MIN_NEW_ENTRIES, 20, "a number of entries")?,
         }))
     }
@@ -515,6 +540,7 @@ impl SummarizeConfig {
             modules_file: non_empty(MODULES_CONFIG_FILE),
             modules_param: non_empty(MODULES_CONFIG_PARAM),
             dlq_url: non_empty(SUMMARIZE_DLQ_URL),
+            summary: LlmConfig::from_lookup(get, SUMMARY_MODEL)?,
         })
     }
 }
@@ -737,9 +763,9 @@ mod tests {
         assert!(notion("http://localhost:7000").unwrap().is_some());
         let story = |provider: &str, url: &str| {
             StoryConfig::from_lookup(&lookup(&[
-                ("STORY_PROVIDER", provider),
+                ("LLM_PROVIDER", provider),
                 ("STORY_MODEL", "m"),
-                ("STORY_API_URL", url),
+                ("LLM_API_URL", url),
             ]))
         };
         assert!(story("openai", "http://10.0.0.5:11434/v1").is_err());

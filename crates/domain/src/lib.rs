@@ -495,6 +495,15 @@ pub struct StoredStory {
     pub entry_count: u64,
     pub generated_at: String,
     pub model: String,
+    /// Sentences left out because the PRs they cite do not support them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dropped: u64,
+    /// Why the model was not asked successfully, when the configuration is at fault, and what
+    /// the operator must do (kept until a call succeeds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub advice: Option<String>,
 }
 
 #[cfg(test)]

@@ -7,8 +7,9 @@
 //! What a text may say is decided above (`stages::story` grounds the story); this crate only
 //! asks, with the key never logged.
 
+pub mod bedrock;
 pub mod summarizer;
 pub mod writer;
 
 pub use summarizer::*;
-pub use writer::{Answer, WriteError, Writer, DEADLINE_MARGIN};
+pub use writer::{Answer, Usage, WriteError, Writer, DEADLINE_MARGIN};

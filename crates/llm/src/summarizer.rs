@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chronicle_aws::secret::{Resolve, Secret};
+use chronicle_config::{LlmConfig, LlmProvider, LLM_API_KEY};
 use chronicle_summary::{
     cap, clean_body, collapse_whitespace, conventional_type, extractive, ExtractiveSummarizer,
     Summarizer, Summary, SummaryInput, SummarySource, SUMMARY_MAX_CHARS,
@@ -15,10 +16,7 @@ use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-pub use chronicle_config::{
-    ANTHROPIC_API_KEY, ANTHROPIC_API_KEY_ARN, ANTHROPIC_API_URL, ANTHROPIC_MODEL,
-};
-
+/// The Anthropic model the examples name.
 pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
 
 pub use chronicle_config::DEFAULT_ANTHROPIC_API_URL as DEFAULT_API_URL;
@@ -69,6 +67,7 @@ pub struct LlmSummarizer {
     timeout: Duration,
     retries: u32,
     backoff: Duration,
+    refused: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for LlmSummarizer {
@@ -195,6 +194,7 @@ impl LlmSummarizer {
             timeout,
             retries: DEFAULT_RETRIES,
             backoff: DEFAULT_BACKOFF,
+            refused: Default::default(),
         }
     }
 
@@ -358,6 +358,16 @@ impl Summarizer for LlmSummarizer {
                     },
                 },
                 Err(error) => {
+                    if matches!(
+                        error,
+                        LlmError::Api {
+                            status: 400 | 401 | 403 | 404,
+                            ..
+                        }
+                    ) {
+                        self.refused
+                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
                     tracing::warn!(
                         model = %self.model,
                         endpoint = %self.endpoint,
@@ -368,6 +378,10 @@ impl Summarizer for LlmSummarizer {
                 }
             }
         })
+    }
+
+    fn take_refusals(&self) -> u64 {
+        self.refused.swap(0, std::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -429,61 +443,150 @@ pub(super) fn user_prompt(input: &SummaryInput) -> String {
     m
 }
 
-/// From the environment lookup: [`LlmSummarizer`] if `ANTHROPIC_API_KEY` is set (and not blank),
-/// with `ANTHROPIC_MODEL` and `ANTHROPIC_API_URL` or their defaults; else [`ExtractiveSummarizer`].
-pub fn from_lookup(get: &impl Fn(&str) -> Option<String>) -> Arc<dyn Summarizer> {
-    let var = |name: &str| {
-        get(name)
-            .map(|v| v.trim().to_string())
-            .filter(|v| !v.is_empty())
+/// The summarizer a configuration asks for: the Messages API ([`LlmSummarizer`]) for Anthropic,
+/// [`WriterSummarizer`] for Bedrock and OpenAI-compatible endpoints, [`ExtractiveSummarizer`]
+/// without a summary model. A key that cannot be read is logged and the summaries stay
+/// extractive: the LLM is an option, never a reason to stop publishing.
+pub async fn summarizer_for(
+    config: Option<&LlmConfig>,
+    sdk: &aws_config::SdkConfig,
+) -> Arc<dyn Summarizer> {
+    let Some(config) = config else {
+        return Arc::new(ExtractiveSummarizer);
     };
-    match var(ANTHROPIC_API_KEY) {
-        Some(key) => {
-            let model = var(ANTHROPIC_MODEL).unwrap_or_else(|| DEFAULT_MODEL.to_string());
-            let url = var(ANTHROPIC_API_URL).unwrap_or_else(|| DEFAULT_API_URL.to_string());
-            if let Err(e) = chronicle_http::check_secure(&url) {
-                tracing::error!(error = %e, "{ANTHROPIC_API_URL} refused; summaries stay extractive");
-                return Arc::new(ExtractiveSummarizer);
+    match &config.provider {
+        LlmProvider::Anthropic { url, key } => match key.resolve(sdk).await {
+            Ok(Some(key)) => {
+                tracing::info!(model = %config.model, api_url = %url, "summaries are written by the Messages API");
+                Arc::new(LlmSummarizer::new(url, key, &config.model, DEFAULT_TIMEOUT))
             }
-            tracing::info!(
-                model,
-                api_url = url,
-                "summaries are written by the Messages API"
-            );
-            Arc::new(LlmSummarizer::new(
-                &url,
-                Secret::new(key),
-                &model,
-                DEFAULT_TIMEOUT,
-            ))
-        }
-        None => Arc::new(ExtractiveSummarizer),
+            Ok(None) => {
+                tracing::error!(
+                    "{LLM_API_KEY} is not set for the Anthropic API; summaries stay extractive"
+                );
+                Arc::new(ExtractiveSummarizer)
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "the LLM API key cannot be read; summaries stay extractive");
+                Arc::new(ExtractiveSummarizer)
+            }
+        },
+        _ => match crate::Writer::from_config(config, sdk).await {
+            Ok(writer) => {
+                tracing::info!(model = %writer.model(), "summaries are written by an LLM");
+                Arc::new(WriterSummarizer::new(writer))
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "the LLM API key cannot be read; summaries stay extractive");
+                Arc::new(ExtractiveSummarizer)
+            }
+        },
     }
 }
 
-/// [`from_lookup`] over the process environment, with the key read from Secrets Manager when
-/// `ANTHROPIC_API_KEY_ARN` names it (and `ANTHROPIC_API_KEY` is not set). A key that cannot be read is logged and the summaries
-/// stay extractive: the LLM is an option, never a reason to stop publishing.
-pub async fn from_env_resolved(sdk: &aws_config::SdkConfig) -> Arc<dyn Summarizer> {
-    let env = |name: &str| std::env::var(name).ok();
-    let source = chronicle_aws::secret::SecretSource::from_vars(
-        env(ANTHROPIC_API_KEY),
-        env(ANTHROPIC_API_KEY_ARN),
-        None,
-    );
-    match source.resolve(sdk).await {
-        Ok(Some(key)) => from_lookup(&|name| {
-            if name == ANTHROPIC_API_KEY {
-                Some(key.expose().to_string())
-            } else {
-                env(name)
-            }
-        }),
-        Ok(None) => Arc::new(ExtractiveSummarizer),
-        Err(e) => {
-            tracing::error!(error = %e, "the Anthropic API key cannot be read; summaries stay extractive");
-            Arc::new(ExtractiveSummarizer)
+/// Summaries written through a [`crate::Writer`] (Bedrock's Converse, an OpenAI-compatible
+/// endpoint) from the same prompt as [`LlmSummarizer`], each attempt within [`DEFAULT_TIMEOUT`]
+/// and the deadline; one more attempt after a transient failure (Bedrock's SDK retries
+/// throttling itself). A cut-off, empty or failed answer falls back to the extractive text, with
+/// the error (and, for a refused model, its advice) logged.
+pub struct WriterSummarizer {
+    writer: crate::Writer,
+    timeout: Duration,
+    refused: std::sync::atomic::AtomicU64,
+}
+
+impl WriterSummarizer {
+    pub fn new(writer: crate::Writer) -> Self {
+        WriterSummarizer {
+            writer,
+            timeout: DEFAULT_TIMEOUT,
+            refused: Default::default(),
         }
+    }
+
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The paragraph, or why there is none.
+    pub async fn generate(
+        &self,
+        input: &SummaryInput<'_>,
+        deadline: Instant,
+    ) -> Result<Generated, crate::WriteError> {
+        let (system, user) = (system_prompt(), user_prompt(input));
+        let mut attempt = 0;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left < MIN_ATTEMPT {
+                return Err(crate::WriteError::NoTime);
+            }
+            let answer = self
+                .writer
+                .write_within(&system, &user, MAX_TOKENS as i32, self.timeout.min(left))
+                .await;
+            match answer {
+                Ok(answer) if answer.truncated => {
+                    return Err(crate::WriteError::Failed {
+                        provider: "the model",
+                        message: "the answer was cut off".into(),
+                    })
+                }
+                Ok(answer) => {
+                    let text = collapse_whitespace(&answer.text);
+                    if text.is_empty() {
+                        return Err(crate::WriteError::Failed {
+                            provider: "the model",
+                            message: "the answer has no text".into(),
+                        });
+                    }
+                    return Ok(Generated {
+                        text: cap(&text, SUMMARY_MAX_CHARS),
+                        model: self.writer.model(),
+                    });
+                }
+                Err(e) if e.is_transient() && attempt == 0 => attempt += 1,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+impl Summarizer for WriterSummarizer {
+    fn summarize<'a>(
+        &'a self,
+        input: &'a SummaryInput<'a>,
+        deadline: Instant,
+    ) -> BoxFuture<'a, Summary> {
+        Box::pin(async move {
+            match self.generate(input, deadline).await {
+                Ok(generated) => Summary {
+                    text: generated.text,
+                    kind: conventional_type(input.title).0,
+                    source: SummarySource::Llm {
+                        model: generated.model,
+                    },
+                },
+                Err(error) => {
+                    if error.advice().is_some() {
+                        self.refused
+                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    tracing::warn!(
+                        model = %self.writer.model(),
+                        error = %error,
+                        advice = error.advice().unwrap_or(""),
+                        "the LLM summary failed; using the extractive summary"
+                    );
+                    extractive(input)
+                }
+            }
+        })
+    }
+
+    fn take_refusals(&self) -> u64 {
+        self.refused.swap(0, std::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -544,25 +647,6 @@ one-second sleep, so a throttled worker backs off for as long as Notion asks.\r\
         assert!(content.contains("backs off for as long as Notion asks."));
         assert!(!content.contains("Checklist") && !content.contains("<!--"));
         assert!(!format!("{s:?}").contains("\"k\""));
-    }
-
-    #[test]
-    fn from_lookup_without_a_key_is_extractive() {
-        // Without a key no HTTP client is made and nothing is sent anywhere.
-        let none = from_lookup(&|_| None);
-        let blank = from_lookup(&|name| (name == ANTHROPIC_API_KEY).then(|| "  ".to_string()));
-        let input = input("feat: x", Some("Body."));
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
-        for s in [none, blank] {
-            assert_eq!(
-                rt.block_on(
-                    s.summarize(&input, std::time::Instant::now() + Duration::from_secs(60))
-                ),
-                extractive(&input)
-            );
-        }
     }
 
     /// The fallback warning names the error, never the key: a raw local server answers 401.

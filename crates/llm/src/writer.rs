@@ -29,14 +29,57 @@ pub enum WriteError {
         provider: &'static str,
         message: String,
     },
+    /// The model, or the right to call it, is wrong: asking again will not help until the
+    /// operator acts on the advice.
+    #[error("{provider} refused the model: {message}")]
+    Misconfigured {
+        provider: &'static str,
+        message: String,
+        advice: String,
+    },
 }
 
-/// A model's answer: its text, and whether it stopped at its token limit.
+impl WriteError {
+    /// What the operator must do, when the configuration is at fault.
+    pub fn advice(&self) -> Option<&str> {
+        match self {
+            WriteError::Misconfigured { advice, .. } => Some(advice),
+            _ => None,
+        }
+    }
+
+    /// Worth asking again soon: throttling, a timeout, a transient fault.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            WriteError::Throttled { .. } | WriteError::Timeout { .. } | WriteError::Failed { .. }
+        )
+    }
+}
+
+/// A model's answer: its text, whether it was cut off (its token limit, or the model's context
+/// window), and the tokens it cost.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Answer {
     pub text: String,
     pub truncated: bool,
+    pub usage: Usage,
 }
+
+/// Tokens of one call, as the provider counted them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Input tokens billed at the full price (cached ones not included).
+    pub input: u64,
+    pub output: u64,
+    /// Input tokens read from the prompt cache (billed at a tenth).
+    pub cache_read: u64,
+    /// Input tokens written to the prompt cache (billed at a quarter more).
+    pub cache_write: u64,
+}
+
+/// Stop reasons that mean the text is cut off.
+const CUT_OFF: &[&str] = &["max_tokens", "model_context_window_exceeded", "length"];
 
 /// Which model answers, and how it is reached.
 pub enum Writer {
@@ -44,6 +87,8 @@ pub enum Writer {
     Bedrock {
         client: aws_sdk_bedrockruntime::Client,
         model_id: String,
+        /// Mark the system prompt as a cacheable prefix (`cachePoint`), where the model caches.
+        cache: bool,
     },
     /// Anthropic's Messages API (`{url}/v1/messages`).
     Anthropic {
@@ -63,9 +108,16 @@ pub enum Writer {
 
 impl Writer {
     pub fn bedrock(sdk: &aws_config::SdkConfig, model_id: &str) -> Self {
+        Self::bedrock_with(aws_sdk_bedrockruntime::Client::new(sdk), model_id)
+    }
+
+    /// Over `client` (a stand-in's in tests), caching the system prompt where the model can.
+    pub fn bedrock_with(client: aws_sdk_bedrockruntime::Client, model_id: &str) -> Self {
+        let model_id = model_id.trim().to_string();
         Writer::Bedrock {
-            client: aws_sdk_bedrockruntime::Client::new(sdk),
-            model_id: model_id.to_string(),
+            cache: crate::bedrock::supports_caching(&crate::bedrock::ModelRef::parse(&model_id)),
+            client,
+            model_id,
         }
     }
 
@@ -89,6 +141,29 @@ impl Writer {
             key,
             model: model.to_string(),
         }
+    }
+
+    /// The writer a configuration names, its key read from where it is kept.
+    pub async fn from_config(
+        config: &chronicle_config::LlmConfig,
+        sdk: &aws_config::SdkConfig,
+    ) -> Result<Self, chronicle_aws::secret::SecretError> {
+        use chronicle_aws::secret::Resolve;
+        use chronicle_config::LlmProvider;
+        Ok(match &config.provider {
+            LlmProvider::Bedrock => Writer::bedrock(sdk, &config.model),
+            LlmProvider::Anthropic { url, key } => {
+                let key = key.resolve(sdk).await?.ok_or_else(|| {
+                    chronicle_aws::secret::SecretError::EmptyParameter {
+                        name: chronicle_config::LLM_API_KEY.into(),
+                    }
+                })?;
+                Writer::anthropic(url, key, &config.model)
+            }
+            LlmProvider::OpenAi { url, key } => {
+                Writer::openai(url, key.resolve(sdk).await?, &config.model)
+            }
+        })
     }
 
     /// `provider/model`, as stored with what it wrote.
@@ -117,7 +192,6 @@ impl Writer {
         max_tokens: i32,
         deadline: Instant,
     ) -> Result<Answer, WriteError> {
-        let provider = self.provider();
         let timeout = deadline
             .saturating_duration_since(Instant::now())
             .saturating_sub(DEADLINE_MARGIN)
@@ -125,6 +199,18 @@ impl Writer {
         if timeout < Duration::from_secs(5) {
             return Err(WriteError::NoTime);
         }
+        self.write_within(system, user, max_tokens, timeout).await
+    }
+
+    /// The model's text, asked once, given up after `timeout`.
+    pub async fn write_within(
+        &self,
+        system: &str,
+        user: &str,
+        max_tokens: i32,
+        timeout: Duration,
+    ) -> Result<Answer, WriteError> {
+        let provider = self.provider();
         match tokio::time::timeout(timeout, self.ask(system, user, max_tokens, timeout)).await {
             Ok(answer) => answer,
             Err(_) => Err(WriteError::Timeout { provider, timeout }),
@@ -140,8 +226,18 @@ impl Writer {
     ) -> Result<Answer, WriteError> {
         let provider = self.provider();
         match self {
-            Writer::Bedrock { client, model_id } => {
-                converse(client, model_id, system, user, max_tokens, provider).await
+            Writer::Bedrock {
+                client,
+                model_id,
+                cache,
+            } => {
+                let ask = Ask {
+                    system,
+                    user,
+                    max_tokens,
+                    cache: *cache,
+                };
+                converse(client, model_id, &ask, provider).await
             }
             Writer::Anthropic {
                 http,
@@ -160,6 +256,7 @@ impl Writer {
                     .header("x-api-key", key.expose())
                     .header("anthropic-version", crate::summarizer::ANTHROPIC_VERSION);
                 let answer = post_json(request, &body, timeout, provider).await?;
+                let tokens = |k: &str| answer["usage"][k].as_u64().unwrap_or(0);
                 Ok(Answer {
                     text: answer["content"]
                         .as_array()
@@ -168,7 +265,13 @@ impl Writer {
                         .filter_map(|c| c["text"].as_str())
                         .collect::<Vec<_>>()
                         .join("\n"),
-                    truncated: answer["stop_reason"] == "max_tokens",
+                    truncated: CUT_OFF.contains(&answer["stop_reason"].as_str().unwrap_or("")),
+                    usage: Usage {
+                        input: tokens("input_tokens"),
+                        output: tokens("output_tokens"),
+                        cache_read: tokens("cache_read_input_tokens"),
+                        cache_write: tokens("cache_creation_input_tokens"),
+                    },
                 })
             }
             Writer::OpenAi {
@@ -177,58 +280,127 @@ impl Writer {
                 key,
                 model,
             } => {
-                let body = serde_json::json!({
-                    "model": model,
-                    "max_tokens": max_tokens,
-                    "temperature": 0.2,
-                    "messages": [
-                        {"role": "system", "content": system},
-                        {"role": "user", "content": user},
-                    ],
-                });
-                let mut request = http.post(format!("{url}/v1/chat/completions"));
-                if let Some(key) = key {
-                    request = request.bearer_auth(key.expose());
-                }
-                let answer = post_json(request, &body, timeout, provider).await?;
-                Ok(Answer {
-                    text: answer["choices"][0]["message"]["content"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_string(),
-                    truncated: answer["choices"][0]["finish_reason"] == "length",
-                })
+                let ask = Ask {
+                    system,
+                    user,
+                    max_tokens,
+                    cache: false,
+                };
+                chat_completions(http, url, key.as_ref(), model, &ask, timeout, provider).await
             }
         }
     }
 }
 
-/// Bedrock's Converse API, once: its text blocks joined, and whether it stopped at its limit.
+/// One request's text and limits.
+struct Ask<'a> {
+    system: &'a str,
+    user: &'a str,
+    max_tokens: i32,
+    cache: bool,
+}
+
+/// An OpenAI-compatible `chat/completions`, once. The limit goes as `max_tokens`, which Ollama
+/// and vLLM read; api.openai.com has deprecated it for `max_completion_tokens` (and refuses it
+/// for reasoning models), so that host gets the new name, and any endpoint that refuses
+/// `max_tokens` as unsupported is asked again with it.
+async fn chat_completions(
+    http: &reqwest::Client,
+    url: &str,
+    key: Option<&Secret>,
+    model: &str,
+    ask: &Ask<'_>,
+    timeout: Duration,
+    provider: &'static str,
+) -> Result<Answer, WriteError> {
+    let mut new_name = reqwest::Url::parse(url)
+        .ok()
+        .and_then(|u| u.host_str().map(|h| h == "api.openai.com"))
+        .unwrap_or(false);
+    loop {
+        let limit = if new_name {
+            "max_completion_tokens"
+        } else {
+            "max_tokens"
+        };
+        let body = serde_json::json!({
+            "model": model,
+            limit: ask.max_tokens,
+            "temperature": 0.2,
+            "messages": [
+                {"role": "system", "content": ask.system},
+                {"role": "user", "content": ask.user},
+            ],
+        });
+        let mut request = http.post(format!("{url}/v1/chat/completions"));
+        if let Some(key) = key {
+            request = request.bearer_auth(key.expose());
+        }
+        let answer = match post_json(request, &body, timeout, provider).await {
+            Err(WriteError::Misconfigured { message, .. })
+                if !new_name && message.contains("max_completion_tokens") =>
+            {
+                new_name = true;
+                continue;
+            }
+            other => other?,
+        };
+        let tokens = |k: &str| answer["usage"][k].as_u64().unwrap_or(0);
+        let cached = answer["usage"]["prompt_tokens_details"]["cached_tokens"]
+            .as_u64()
+            .unwrap_or(0);
+        return Ok(Answer {
+            text: answer["choices"][0]["message"]["content"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            truncated: CUT_OFF
+                .contains(&answer["choices"][0]["finish_reason"].as_str().unwrap_or("")),
+            usage: Usage {
+                input: tokens("prompt_tokens").saturating_sub(cached),
+                output: tokens("completion_tokens"),
+                cache_read: cached,
+                cache_write: 0,
+            },
+        });
+    }
+}
+
+/// Bedrock's Converse API, once: its text blocks joined, whether it was cut off, and its usage.
+/// The system prompt is marked as a cacheable prefix where the model caches; Bedrock caches it
+/// once it is long enough for the model (else the mark is ignored).
 async fn converse(
     client: &aws_sdk_bedrockruntime::Client,
     model_id: &str,
-    system: &str,
-    user: &str,
-    max_tokens: i32,
+    ask: &Ask<'_>,
     provider: &'static str,
 ) -> Result<Answer, WriteError> {
     let failed = |message: String| WriteError::Failed { provider, message };
     use aws_sdk_bedrockruntime::types::{
-        ContentBlock, ConversationRole, InferenceConfiguration, Message, SystemContentBlock,
+        CachePointBlock, CachePointType, ContentBlock, ConversationRole, InferenceConfiguration,
+        Message, StopReason, SystemContentBlock,
     };
     let message = Message::builder()
         .role(ConversationRole::User)
-        .content(ContentBlock::Text(user.to_string()))
+        .content(ContentBlock::Text(ask.user.to_string()))
         .build()
         .map_err(|e| failed(e.to_string()))?;
-    let answer = client
+    let mut request = client
         .converse()
         .model_id(model_id)
-        .system(SystemContentBlock::Text(system.to_string()))
+        .system(SystemContentBlock::Text(ask.system.to_string()));
+    if ask.cache {
+        let point = CachePointBlock::builder()
+            .r#type(CachePointType::Default)
+            .build()
+            .map_err(|e| failed(e.to_string()))?;
+        request = request.system(SystemContentBlock::CachePoint(point));
+    }
+    let answer = request
         .messages(message)
         .inference_config(
             InferenceConfiguration::builder()
-                .max_tokens(max_tokens)
+                .max_tokens(ask.max_tokens)
                 .temperature(0.2)
                 .build(),
         )
@@ -243,6 +415,18 @@ async fn converse(
                 .unwrap_or_default()
                 .to_string();
             let message = chronicle_aws::error_message(&e);
+            let region = client
+                .config()
+                .region()
+                .map(|r| r.to_string())
+                .unwrap_or_default();
+            if let Some(advice) = crate::bedrock::advice(model_id, &code, &message, &region) {
+                return Err(WriteError::Misconfigured {
+                    provider,
+                    message: format!("{code}: {message}"),
+                    advice,
+                });
+            }
             return Err(if code == "ThrottlingException" {
                 WriteError::Throttled { provider, message }
             } else {
@@ -250,7 +434,20 @@ async fn converse(
             });
         }
     };
-    let truncated = output.stop_reason == aws_sdk_bedrockruntime::types::StopReason::MaxTokens;
+    let truncated = matches!(
+        output.stop_reason,
+        StopReason::MaxTokens | StopReason::ModelContextWindowExceeded
+    );
+    let usage = output
+        .usage
+        .as_ref()
+        .map(|u| Usage {
+            input: u.input_tokens.max(0) as u64,
+            output: u.output_tokens.max(0) as u64,
+            cache_read: u.cache_read_input_tokens.unwrap_or(0).max(0) as u64,
+            cache_write: u.cache_write_input_tokens.unwrap_or(0).max(0) as u64,
+        })
+        .unwrap_or_default();
     let text: Vec<String> = match output.output {
         Some(aws_sdk_bedrockruntime::types::ConverseOutput::Message(m)) => m
             .content
@@ -265,6 +462,7 @@ async fn converse(
     Ok(Answer {
         text: text.join("\n"),
         truncated,
+        usage,
     })
 }
 
@@ -287,6 +485,20 @@ async fn post_json(
         return Err(WriteError::Throttled {
             provider,
             message: format!("{status}"),
+        });
+    }
+    if matches!(status.as_u16(), 400 | 401 | 403 | 404) {
+        let advice = match status.as_u16() {
+            401 | 403 => {
+                "the API key is missing, wrong or not allowed this model: check the key's secret"
+            }
+            404 => "the model or the endpoint does not exist: check the model name and the API URL",
+            _ => "the endpoint refused the request: check the model name and the API URL",
+        };
+        return Err(WriteError::Misconfigured {
+            provider,
+            message: format!("{status}: {answer}"),
+            advice: advice.to_string(),
         });
     }
     if !status.is_success() {

@@ -55,6 +55,8 @@ pub struct ModuleFacts {
     pub owners: Vec<String>,
     /// The LLM-written story (grounded), shown above the years' lines.
     pub story: Option<String>,
+    /// Its sentences left out as unsupported by the PRs they cite.
+    pub story_dropped: u64,
     /// The team's `notes:` for the module (`.github/chronicle.yml`), shown as written.
     pub notes: Option<String>,
 }
@@ -136,6 +138,7 @@ pub fn module_page(facts: &ModuleFacts, entries: &[ModuleEntry]) -> Document {
             now,
             description: facts.description.as_ref(),
             story: facts.story.as_deref(),
+            story_dropped: facts.story_dropped,
             gone: facts.gone.as_deref(),
             owners: &facts.owners,
             notes: facts.notes.as_deref(),

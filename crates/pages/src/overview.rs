@@ -225,6 +225,8 @@ pub struct OverviewInput<'a> {
     pub description: Option<&'a Description>,
     /// The LLM-written story (grounded), when one is configured.
     pub story: Option<&'a str>,
+    /// Its sentences left out as unsupported by the PRs they cite.
+    pub story_dropped: u64,
     /// The directory it stands for, when that no longer exists on the default branch.
     pub gone: Option<&'a str>,
     /// Its CODEOWNERS owners (of its start-here files).
@@ -586,6 +588,16 @@ fn story_so_far(input: &OverviewInput, created: Option<&Milestone>, blocks: &mut
                 None => std::borrow::Cow::Borrowed(paragraph),
             };
             blocks.push(Block::Paragraph(super::blocks::inline_spans(&linked)));
+        }
+        if input.story.is_some_and(|s| !s.trim().is_empty()) {
+            let dropped = match input.story_dropped {
+                0 => String::new(),
+                1 => " One sentence the cited PRs did not support was left out.".to_string(),
+                n => format!(" {n} sentences the cited PRs did not support were left out."),
+            };
+            blocks.push(Block::Paragraph(vec![Span::text(format!(
+                "(Written by an LLM; every sentence was checked against the PRs it cites.{dropped})"
+            ))]));
         }
         for (year, stats) in years {
             blocks.push(Block::Bullet(story_line(year, stats, created)));

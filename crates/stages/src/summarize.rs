@@ -166,7 +166,7 @@ impl SummarizeHandler {
             modules,
             config.max_attempts,
         )
-        .with_summarizer(chronicle_llm::from_env_resolved(sdk).await);
+        .with_summarizer(chronicle_llm::summarizer_for(config.summary.as_ref(), sdk).await);
         Ok(match &config.dlq_url {
             Some(url) => handler.with_dead_letter_queue(aws_sdk_sqs::Client::new(sdk), url.clone()),
             None => handler,
@@ -225,9 +225,10 @@ impl SummarizeHandler {
     }
 
     /// The outcomes since the last call as one EMF line (`MessagesSummarized`, …,
-    /// `MessagesFailed`), every outcome present; the counts start again.
+    /// `MessagesFailed`), every outcome present; the counts start again. Then, on a line of its
+    /// own (per function, for its alarm), `SummaryModelRefused`.
     pub fn emf_line(&self, now: OffsetDateTime) -> String {
-        crate::telemetry::outcomes_emf_line(
+        let line = crate::telemetry::outcomes_emf_line(
             now,
             "Messages",
             &[
@@ -240,7 +241,13 @@ impl SummarizeHandler {
                 "Failed",
             ],
             &self.outcomes.take(),
-        )
+        );
+        let refused = crate::telemetry::function_metric_line(
+            now,
+            "SummaryModelRefused",
+            self.summarizer.take_refusals(),
+        );
+        format!("{line}\n{refused}")
     }
 
     /// One message, logged in one line.

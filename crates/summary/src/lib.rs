@@ -75,6 +75,12 @@ pub trait Summarizer: Send + Sync {
         input: &'a SummaryInput<'a>,
         deadline: Instant,
     ) -> BoxFuture<'a, Summary>;
+
+    /// Calls refused for the model or the key since the last time this was asked (an operator
+    /// must act: the `SummaryModelRefused` alarm), and zero again.
+    fn take_refusals(&self) -> u64 {
+        0
+    }
 }
 
 /// [`extractive`] behind the [`Summarizer`] trait.

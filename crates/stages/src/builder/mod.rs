@@ -58,6 +58,9 @@ pub struct PageBuilder {
         std::sync::Mutex<std::collections::HashMap<(String, String), crate::story::StoredStory>>,
     /// When this instance's recent story calls began.
     story_calls: std::sync::Mutex<std::collections::VecDeque<Instant>>,
+    /// Story calls whose model was refused, and sentences dropped, since the last report.
+    story_refused: std::sync::atomic::AtomicU64,
+    story_dropped: std::sync::atomic::AtomicU64,
 }
 
 /// Story calls one builder instance makes at most per minute (each up to a minute long).
@@ -86,6 +89,8 @@ impl PageBuilder {
             story: None,
             stories: Default::default(),
             story_calls: Default::default(),
+            story_refused: Default::default(),
+            story_dropped: Default::default(),
         }
     }
 
@@ -168,21 +173,7 @@ impl PageBuilder {
         let Some(story) = &config.story else {
             return Ok(builder);
         };
-        use crate::config::StoryProvider;
-        let writer = match &story.provider {
-            StoryProvider::Bedrock => chronicle_llm::Writer::bedrock(sdk, &story.model),
-            StoryProvider::Anthropic { url, key } => {
-                let key = key.resolve(sdk).await?.ok_or_else(|| {
-                    crate::secret::SecretError::EmptyParameter {
-                        name: crate::config::STORY_API_KEY.into(),
-                    }
-                })?;
-                chronicle_llm::Writer::anthropic(url, key, &story.model)
-            }
-            StoryProvider::OpenAi { url, key } => {
-                chronicle_llm::Writer::openai(url, key.resolve(sdk).await?, &story.model)
-            }
-        };
+        let writer = chronicle_llm::Writer::from_config(&story.llm, sdk).await?;
         tracing::info!(model = %writer.model(), "module stories written by an LLM");
         Ok(builder.with_story(writer, story.min_new_entries))
     }
@@ -243,7 +234,19 @@ impl PageBuilder {
             deadline,
         )
         .await;
+        use std::sync::atomic::Ordering::Relaxed;
+        if let Some(refused) = story.as_ref().filter(|s| s.error.is_some()) {
+            // A stored refusal is never current: this build asked, and was refused again.
+            self.story_refused.fetch_add(1, Relaxed);
+            tracing::error!(
+                repo,
+                module,
+                advice = refused.advice.as_deref().unwrap_or(""),
+                "the story's model was refused; see the page's advice in `chronicle status`"
+            );
+        }
         if let Some(new) = story.as_ref().filter(|s| Some(*s) != stored.as_ref()) {
+            self.story_dropped.fetch_add(new.dropped, Relaxed);
             self.pages.set_story(repo, module, new).await?;
             self.stories
                 .lock()
@@ -352,6 +355,12 @@ impl PageBuilder {
         }
         report.stopped_early = Instant::now() + self.deadline_margin >= deadline;
         report.items_read = (self.meter.reading() - before).items_read;
+        report.story_refused = self
+            .story_refused
+            .swap(0, std::sync::atomic::Ordering::Relaxed);
+        report.story_sentences_dropped = self
+            .story_dropped
+            .swap(0, std::sync::atomic::Ordering::Relaxed);
         Ok(report)
     }
 
@@ -622,6 +631,7 @@ impl PageBuilder {
             .as_ref()
             .map(|s| s.text.clone())
             .filter(|t| !t.is_empty());
+        facts.story_dropped = story.as_ref().map(|s| s.dropped).unwrap_or(0);
         let mut all_docs = vec![content::module_page(&facts, main)];
         all_docs.extend(docs);
         // The index lists this module (and, in Notion, holds its page): its item must exist.

@@ -52,6 +52,10 @@ pub struct BuildReport {
     /// DynamoDB items read by the tick (the stale index, entries, page items).
     pub items_read: u64,
     pub stopped_early: bool,
+    /// Story calls refused for their model or its grant (alarmed: `StoryModelRefused`).
+    pub story_refused: u64,
+    /// Sentences of new stories left out as unsupported by the PRs they cite.
+    pub story_sentences_dropped: u64,
 }
 
 /// What building one page did.
@@ -74,10 +78,12 @@ pub enum BuildOutcome {
 }
 
 /// The run's figures as one Embedded Metric Format line (CloudWatch Logs turns it into metrics
-/// with no API call).
+/// with no API call), then `StoryModelRefused` on a line of its own (per function, alarmed).
 pub fn emf_line(report: &BuildReport, now: OffsetDateTime) -> String {
     use serde_json::json;
-    crate::telemetry::emf_line(
+    let refused =
+        crate::telemetry::function_metric_line(now, "StoryModelRefused", report.story_refused);
+    let line = crate::telemetry::emf_line(
         now,
         &[
             ("StalePages", "Count", json!(report.stale)),
@@ -85,6 +91,12 @@ pub fn emf_line(report: &BuildReport, now: OffsetDateTime) -> String {
             ("PageBuildsFailed", "Count", json!(report.failed)),
             ("PublishRequests", "Count", json!(report.publish_requests)),
             ("PageItemsRead", "Count", json!(report.items_read)),
+            (
+                "StorySentencesDropped",
+                "Count",
+                json!(report.story_sentences_dropped),
+            ),
         ],
-    )
+    );
+    format!("{line}\n{refused}")
 }
