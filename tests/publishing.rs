@@ -3,6 +3,7 @@
 //! One test binary per group, not per file: each binary links the AWS SDKs once.
 
 mod golden;
+mod grounding;
 mod notion;
 mod pages;
 mod story;

@@ -224,6 +224,29 @@ enum BenchTarget {
         #[arg(long)]
         limit: Option<usize>,
     },
+    /// What the LLM texts cost: tokens per PR summary and per module story, calls per 1,000
+    /// merged PRs (StoryMinNewEntries and the week rule), dollars at the stated prices, with and
+    /// without Bedrock's prompt cache. Against the Converse stand-in (no emulator).
+    Story {
+        #[arg(long, default_value_t = 2_000)]
+        prs: usize,
+        #[arg(long, default_value_t = 30)]
+        modules: usize,
+        #[arg(long, default_value_t = 7)]
+        seed: u64,
+        #[arg(long, default_value_t = 20)]
+        min_new_entries: u64,
+        /// The story model's dollars per million input tokens (Claude Sonnet 4.5 on Bedrock).
+        #[arg(long, default_value_t = 3.0)]
+        story_input_price: f64,
+        #[arg(long, default_value_t = 15.0)]
+        story_output_price: f64,
+        /// The summary model's dollars per million input tokens (Claude Haiku 4.5 on Bedrock).
+        #[arg(long, default_value_t = 1.0)]
+        summary_input_price: f64,
+        #[arg(long, default_value_t = 5.0)]
+        summary_output_price: f64,
+    },
     /// Sweep time and DynamoDB items read for backlogs of pending rows in a large table.
     Sweep {
         #[arg(long, default_value_t = 100_000)]
@@ -479,6 +502,27 @@ async fn bench(target: BenchTarget) -> anyhow::Result<()> {
         BenchTarget::Quality {
             prs, modules, seed, ..
         } => infra::bench_quality::run_bench(prs, modules, seed),
+        BenchTarget::Story {
+            prs,
+            modules,
+            seed,
+            min_new_entries,
+            story_input_price,
+            story_output_price,
+            summary_input_price,
+            summary_output_price,
+        } => {
+            let price = |input, output| infra::bench_story::Prices { input, output };
+            infra::bench_story::run(
+                prs,
+                modules,
+                seed,
+                min_new_entries,
+                price(story_input_price, story_output_price),
+                price(summary_input_price, summary_output_price),
+            )
+            .await
+        }
         BenchTarget::Webhook {
             iterations,
             round_trips,

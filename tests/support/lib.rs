@@ -16,7 +16,8 @@ use stages::store::{Item, PrStore};
 use stages::webhook::{Verifier, WebhookHandler, WebhookRequest};
 
 pub mod audit_proxy;
-pub mod converse_stub;
+/// The Converse stand-in lives in `infra` (`chronicle bench story` uses it too).
+pub use infra::converse_standin as converse_stub;
 pub mod dynamo_proxy;
 pub mod messages_stub;
 /// The Notion stand-in lives in `infra` (the benches use it too).

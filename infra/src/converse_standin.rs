@@ -57,6 +57,8 @@ pub struct ConverseRequest {
     pub model_id: String,
     pub body: Value,
     pub status: u16,
+    /// Tokens answered: input, read from the cache, written to it, output.
+    pub usage: (u64, u64, u64, u64),
 }
 
 /// The shortest prefix Claude Sonnet 4.5 caches on Bedrock, in tokens.
@@ -74,7 +76,7 @@ struct State {
 pub struct ConverseStub {
     url: String,
     state: Arc<Mutex<State>>,
-    _server: infra::http_server::Serving,
+    _server: crate::http_server::Serving,
 }
 
 impl ConverseStub {
@@ -89,7 +91,7 @@ impl ConverseStub {
         }));
         let shared = state.clone();
         let server =
-            infra::http_server::Serving::spawn(listener, move |req| handle(shared.clone(), req));
+            crate::http_server::Serving::spawn(listener, move |req| handle(shared.clone(), req));
         ConverseStub {
             url,
             state,
@@ -281,7 +283,7 @@ async fn handle(
     let model_id = path
         .strip_prefix("/model/")
         .and_then(|p| p.strip_suffix("/converse"))
-        .map(infra::github_standin::rest::percent_decode)
+        .map(crate::github_standin::rest::percent_decode)
         .unwrap_or_default();
     let (answer, slow) = {
         let mut st = state.lock().unwrap();
@@ -322,8 +324,20 @@ async fn handle(
                     )
                 })
             };
-        let usage = usage(&mut st, &json);
+        let usage = match &answer {
+            Ok(_) => usage(&mut st, &json),
+            Err(_) => (0, 0, 0),
+        };
         let reply = |text: &str, stop: &str| reply(text, stop, &usage);
+        let answer_text = match &answer {
+            Ok(
+                ConverseReply::Text(t)
+                | ConverseReply::Slow(_, t)
+                | ConverseReply::Truncated(t)
+                | ConverseReply::ContextWindowExceeded(t),
+            ) => Some(t.clone()),
+            _ => None,
+        };
         let (response, slow) = match answer {
             Err(response) => (response, None),
             Ok(ConverseReply::Throttle) => (
@@ -341,11 +355,21 @@ async fn handle(
                 (reply(&text, "model_context_window_exceeded"), None)
             }
         };
+        let answered = match (&answer_text, response.status().as_u16()) {
+            (Some(text), 200) => (
+                usage.0,
+                usage.1,
+                usage.2,
+                (text.chars().count() as u64).div_ceil(4),
+            ),
+            _ => (0, 0, 0, 0),
+        };
         st.requests.push(ConverseRequest {
             path: path.clone(),
             model_id: model_id.clone(),
             body: json.clone(),
             status: response.status().as_u16(),
+            usage: answered,
         });
         (response, slow)
     };

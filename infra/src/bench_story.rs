@@ -1,0 +1,293 @@
+//! `chronicle bench story`: what the LLM texts cost, replayed over a synthetic history against
+//! the Converse stand-in with a recorded answer. Every merged PR is summarized once; each module
+//! page is built after each of its PRs, and its story is asked whenever the stored one is no
+//! longer current (`StoryMinNewEntries` new entries, or a week with a changed input). Prints the
+//! tokens per call, the calls per 1,000 merged PRs and the dollars at the stated prices, with
+//! Bedrock's prompt cache on the fixed system prompt and without it.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use stages::domain::{ModuleEntry, YearStats};
+use stages::story::{story_for, StoredStory};
+use stages::summary::{Summarizer, SummaryInput};
+
+use crate::converse_standin::{ConverseReply, ConverseStub};
+use crate::synthetic::HistorySpec;
+
+/// Prices in dollars per million tokens (input, output), as stated on the command line.
+#[derive(Clone, Copy, Debug)]
+pub struct Prices {
+    pub input: f64,
+    pub output: f64,
+}
+
+impl Prices {
+    /// Bedrock's cache: a write costs 1.25 times input, a read a tenth.
+    fn dollars(&self, t: &Tokens) -> f64 {
+        (t.input as f64 * self.input
+            + t.cache_write as f64 * self.input * 1.25
+            + t.cache_read as f64 * self.input * 0.1
+            + t.output as f64 * self.output)
+            / 1e6
+    }
+}
+
+/// Tokens summed over calls.
+#[derive(Clone, Copy, Debug, Default)]
+struct Tokens {
+    calls: u64,
+    input: u64,
+    output: u64,
+    cache_read: u64,
+    cache_write: u64,
+}
+
+impl Tokens {
+    fn add(&mut self, u: &chronicle_llm::Usage) {
+        self.calls += 1;
+        self.input += u.input;
+        self.output += u.output;
+        self.cache_read += u.cache_read;
+        self.cache_write += u.cache_write;
+    }
+
+    fn per_call(&self, n: u64) -> f64 {
+        n as f64 / self.calls.max(1) as f64
+    }
+}
+
+/// A story the stand-in answers (its grounding does not change what a call costs).
+/// Its length is a real story's (some 250 tokens).
+const RECORDED_STORY: &str = "The module began as a small set of handlers for the public API, \
+and its first pull request laid out the request and response types that every later change \
+builds on (#1). Over the next year contributors added validation of request bodies, paging for \
+the list endpoints and a cursor that survives concurrent writes (#2).\n\nThe largest change \
+moved the storage calls behind a trait, so that tests run against an in-memory store and the \
+production store can be swapped without touching the handlers (#3). A later fix retried the \
+writes that timed out, because a lost write left a half-updated record behind (#3).\n\nMost \
+recently the work has been smaller: error messages that name the field at fault, a faster path \
+for the common read, and documentation of the module's configuration for newcomers (#2).";
+
+/// A summary the stand-in answers, as long as a real one (some 110 tokens).
+const RECORDED_SUMMARY: &str = "The change moves the retry of a timed-out payment capture from \
+the browser into the worker, because a closed tab would otherwise lose the order. Captures are \
+retried with exponential backoff before the order is marked failed, and the worker logs each \
+attempt with the gateway's error code. A new test drives the timeout path against the in-memory \
+gateway, and the checkout documentation now says how long an order may stay pending.";
+
+pub async fn run(
+    prs: usize,
+    modules: usize,
+    seed: u64,
+    min_new_entries: u64,
+    story_prices: Prices,
+    summary_prices: Prices,
+) -> anyhow::Result<()> {
+    const STORY_MODEL: &str = "us.anthropic.claude-sonnet-4-5-20250929-v1:0";
+    const SUMMARY_MODEL: &str = "us.anthropic.claude-haiku-4-5-20251001-v1:0";
+    let started = Instant::now();
+    let spec = HistorySpec {
+        prs,
+        modules,
+        per_day: 1.0,
+        seed,
+        end: time::macros::datetime!(2026-11-30 12:00 UTC),
+    };
+    let repo = stages::domain::RepoName::parse("acme/widgets")?;
+    let history = crate::synthetic::history(&spec);
+    let config = stages::tagging::ModulesConfig::from_yaml(stages::tagging::BUNDLED_MODULES_YAML)?;
+    let entries = crate::bench_quality::entries(&repo, &history, config.for_repo(&repo));
+    let sdk = crate::emulator::sdk_config("http://127.0.0.1:9").await;
+
+    // Summaries: one call per merged PR, the prompt of the summarize worker.
+    let summary_stub = ConverseStub::start(SUMMARY_MODEL).await;
+    summary_stub.script((0..history.len()).map(|_| ConverseReply::Text(RECORDED_SUMMARY.into())));
+    let summarizer = chronicle_llm::WriterSummarizer::new(chronicle_llm::Writer::bedrock_with(
+        summary_stub.client(&sdk),
+        SUMMARY_MODEL,
+    ));
+    let far = || Instant::now() + Duration::from_secs(600);
+    for pr in &history {
+        let files: Vec<String> = pr.files.iter().map(|f| f.path.clone()).collect();
+        let input = SummaryInput {
+            title: &pr.title,
+            body: Some(pr.body.as_str()),
+            labels: &pr.labels,
+            files: &files,
+            issues: &[],
+            modules: &[],
+        };
+        summarizer.summarize(&input, far()).await;
+    }
+    let mut summaries = Tokens::default();
+    for r in summary_stub.requests() {
+        summaries.add(&usage_of(&r.usage));
+    }
+
+    // Stories: each module's page built after each of its PRs, in merge order.
+    let story_stub = ConverseStub::start(STORY_MODEL).await;
+    let writer = chronicle_llm::Writer::bedrock_with(story_stub.client(&sdk), STORY_MODEL);
+    let mut by_module: BTreeMap<String, Vec<ModuleEntry>> = BTreeMap::new();
+    let mut stored: BTreeMap<String, StoredStory> = BTreeMap::new();
+    let mut ordered: Vec<&ModuleEntry> = entries.iter().collect();
+    ordered.sort_by_key(|e| e.order_key());
+    let mut asked = 0u64;
+    for e in ordered {
+        let list = by_module.entry(e.module.to_string()).or_default();
+        list.push(e.clone());
+        let now = stages::domain::parse_rfc3339(&e.merged_at).unwrap_or(spec.end);
+        let recent: Vec<ModuleEntry> = list.iter().rev().take(100).cloned().collect();
+        let prompt = stages::story::prompt(
+            repo.as_str(),
+            e.module.as_str(),
+            None,
+            &years_of(list),
+            &recent,
+        );
+        let count = list.len() as u64;
+        let previous = stored.get(e.module.as_str());
+        if previous
+            .is_some_and(|s| stages::story::is_current(s, &prompt, count, min_new_entries, now))
+        {
+            continue;
+        }
+        story_stub.script([ConverseReply::Text(RECORDED_STORY.into())]);
+        asked += 1;
+        if let Some(story) = story_for(
+            &writer,
+            previous,
+            &prompt,
+            count,
+            min_new_entries,
+            now,
+            far(),
+        )
+        .await
+        {
+            stored.insert(e.module.to_string(), story);
+        }
+    }
+    let mut stories = Tokens::default();
+    let mut uncached = Tokens::default();
+    for r in story_stub.requests() {
+        let u = usage_of(&r.usage);
+        stories.add(&u);
+        // The same call without the cache: every input token at the full price.
+        uncached.add(&chronicle_llm::Usage {
+            input: u.input + u.cache_read + u.cache_write,
+            cache_read: 0,
+            cache_write: 0,
+            ..u
+        });
+    }
+    let per_thousand = |calls: u64| 1000.0 * calls as f64 / history.len().max(1) as f64;
+    println!(
+        "LLM cost of a synthetic history: {} merged PRs, {} module entries over {} modules, \
+         StoryMinNewEntries {min_new_entries} and the week rule; {:.1} s",
+        history.len(),
+        entries.len(),
+        by_module.len(),
+        started.elapsed().as_secs_f64()
+    );
+    println!("  tokens: the stand-in counts one per four characters, as the prompt is sent");
+    println!(
+        "  PR summary ({SUMMARY_MODEL}, ${}/${} per M in/out)",
+        summary_prices.input, summary_prices.output
+    );
+    println!(
+        "    calls per 1,000 PRs          {:.0}",
+        per_thousand(summaries.calls)
+    );
+    println!(
+        "    input / output per call      {:.0} / {:.0} tokens (cached {:.0})",
+        summaries.per_call(summaries.input + summaries.cache_read + summaries.cache_write),
+        summaries.per_call(summaries.output),
+        summaries.per_call(summaries.cache_read)
+    );
+    println!(
+        "    dollars per 1,000 PRs        {:.3}",
+        summary_prices.dollars(&summaries) * 1000.0 / history.len().max(1) as f64
+    );
+    println!(
+        "  module story ({STORY_MODEL}, ${}/${} per M in/out)",
+        story_prices.input, story_prices.output
+    );
+    println!(
+        "    calls per 1,000 PRs          {:.1} ({asked} calls)",
+        per_thousand(stories.calls)
+    );
+    println!(
+        "    input / output per call      {:.0} / {:.0} tokens",
+        stories.per_call(stories.input + stories.cache_read + stories.cache_write),
+        stories.per_call(stories.output)
+    );
+    println!(
+        "    of which the fixed prompt    {:.0} tokens: written to the cache {} times, read {} times",
+        stories.per_call(stories.cache_read + stories.cache_write),
+        story_stub
+            .requests()
+            .iter()
+            .filter(|r| r.usage.2 > 0)
+            .count(),
+        story_stub
+            .requests()
+            .iter()
+            .filter(|r| r.usage.1 > 0)
+            .count(),
+    );
+    let (with, without) = (
+        story_prices.dollars(&stories),
+        story_prices.dollars(&uncached),
+    );
+    println!(
+        "    dollars per 1,000 PRs        {:.3} with the prompt cache, {:.3} without ({:.0}% saved)",
+        with * 1000.0 / history.len().max(1) as f64,
+        without * 1000.0 / history.len().max(1) as f64,
+        100.0 * (1.0 - with / without.max(f64::MIN_POSITIVE))
+    );
+    println!(
+        "  (the stand-in's cache lives as long as the run; Bedrock's lasts 5 minutes from its last \
+         use, so reads happen when pages are built close together, as a backfill or a busy day \
+         builds them)"
+    );
+    Ok(())
+}
+
+fn usage_of(u: &(u64, u64, u64, u64)) -> chronicle_llm::Usage {
+    chronicle_llm::Usage {
+        input: u.0,
+        cache_read: u.1,
+        cache_write: u.2,
+        output: u.3,
+    }
+}
+
+fn years_of(entries: &[ModuleEntry]) -> BTreeMap<String, YearStats> {
+    let mut by_year: BTreeMap<String, Vec<ModuleEntry>> = BTreeMap::new();
+    for e in entries {
+        by_year
+            .entry(format!("{:04}", e.year()))
+            .or_default()
+            .push(e.clone());
+    }
+    by_year
+        .into_iter()
+        .map(|(year, of_year)| {
+            let stats = YearStats {
+                count: of_year.len() as u64,
+                first: of_year
+                    .first()
+                    .map(|e| e.merged_at.clone())
+                    .unwrap_or_default(),
+                last: of_year
+                    .last()
+                    .map(|e| e.merged_at.clone())
+                    .unwrap_or_default(),
+                digest: stages::pages::overview::digest(&of_year),
+                ..Default::default()
+            };
+            (year, stats)
+        })
+        .collect()
+}
