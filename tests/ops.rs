@@ -93,6 +93,21 @@ async fn status_and_failed_count_what_the_fixture_holds_without_a_scan() {
         .await
         .unwrap());
 
+    // A module whose story model Bedrock refused: its advice is shown for the repository.
+    t.pages
+        .set_story(
+            REPO,
+            "api",
+            &stages::domain::StoredStory {
+                error: Some("Bedrock refused the model: ValidationException: …".into()),
+                advice: Some("set the model to `us.anthropic.claude-sonnet-4-5`".into()),
+                generated_at: "2026-12-03T10:00:00.000Z".into(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+
     // Every request of the subcommands through a recording proxy.
     let proxy = AuditProxy::start(endpoint()).await;
     let mut target = ops_target(&t, proxy.sdk().await);
@@ -146,8 +161,18 @@ async fn status_and_failed_count_what_the_fixture_holds_without_a_scan() {
         serde_json::Value::Null,
         "no checkpoint yet"
     );
-    assert_eq!(json["attention"].as_array().unwrap().len(), 4, "{json}");
-    assert!(stages::status::render(&report).contains("needs attention:"));
+    assert_eq!(json["refusedStories"][0]["module"], "api");
+    assert_eq!(
+        json["refusedStories"][0]["advice"],
+        "set the model to `us.anthropic.claude-sonnet-4-5`"
+    );
+    assert_eq!(json["attention"].as_array().unwrap().len(), 5, "{json}");
+    let text = stages::status::render(&report);
+    assert!(text.contains("needs attention:"));
+    assert!(
+        text.contains("story refused       Codertocat/Hello-World · api: Bedrock refused"),
+        "{text}"
+    );
 
     // `failed`: exactly the two given-up rows, newest first, with why and how many attempts.
     let rows = infra::ops_cli::failed(&target, None).await.unwrap();

@@ -134,6 +134,8 @@ pub struct StatusReport {
     pub stale_pages: u64,
     /// Stale pages whose last build failed (of the first [`PAGES_INSPECTED`]).
     pub failing_pages: Vec<FailingPage>,
+    /// With a repository: its module stories whose model was refused, with the advice.
+    pub refused_stories: Vec<FailingPage>,
     pub backfill: Option<BackfillProgress>,
     /// Why it needs attention (empty: all is well); the CLI exits 1 when not empty.
     pub attention: Vec<String>,
@@ -202,6 +204,17 @@ pub async fn gather(
     }
 
     if let Some(repo) = repo {
+        for item in sources.pages.repo_stories(repo.as_str()).await? {
+            if let Some(story) = item.story.filter(|s| s.error.is_some()) {
+                report.refused_stories.push(FailingPage {
+                    repo: item.repo,
+                    module: item.module,
+                    last_error: story.error.unwrap_or_default(),
+                    advice: story.advice,
+                    at: Some(story.generated_at),
+                });
+            }
+        }
         report.backfill = sources
             .checkpoints
             .get(repo)
@@ -330,6 +343,12 @@ fn attention(r: &StatusReport) -> Vec<String> {
             r.failing_pages.len()
         ));
     }
+    if !r.refused_stories.is_empty() {
+        out.push(format!(
+            "{} module stories whose model was refused (see their advice)",
+            r.refused_stories.len()
+        ));
+    }
     if let Some(o) = &r.oldest_pending {
         if o.age_seconds.is_some_and(|a| a > PENDING_ATTENTION_SECONDS) {
             out.push(format!(
@@ -395,6 +414,19 @@ pub fn render(r: &StatusReport) -> String {
         let _ = writeln!(
             s,
             "page failing        {} · {}: {}{}",
+            p.repo,
+            p.module,
+            p.last_error,
+            p.advice
+                .as_deref()
+                .map(|a| format!(" — {a}"))
+                .unwrap_or_default()
+        );
+    }
+    for p in &r.refused_stories {
+        let _ = writeln!(
+            s,
+            "story refused       {} · {}: {}{}",
             p.repo,
             p.module,
             p.last_error,

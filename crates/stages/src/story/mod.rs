@@ -595,6 +595,10 @@ mod tests {
     /// about four characters each), so every story after the first reads it at a tenth.
     #[test]
     fn the_fixed_prompt_is_long_enough_to_cache() {
-        assert!(super::SYSTEM.len() >= 4_096 + 200, "{}", super::SYSTEM.len());
+        assert!(
+            super::SYSTEM.len() >= 4_096 + 200,
+            "{}",
+            super::SYSTEM.len()
+        );
     }
 }

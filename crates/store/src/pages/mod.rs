@@ -650,6 +650,13 @@ impl PageStore {
         self.repo_items(repo, None).await
     }
 
+    /// Every page item of a repository with only its stored story (for `chronicle status`: the
+    /// stories whose model was refused, with the advice).
+    pub async fn repo_stories(&self, repo: &str) -> Result<Vec<PageItem>, StoreError> {
+        self.repo_items(repo, Some(&[a::REPO, a::MODULE, a::STORY]))
+            .await
+    }
+
     /// Every page item of a repository with only what its index page shows of a module (its
     /// figures and where its Notion page is), not its years: the index build reads this.
     pub async fn repo_index_rows(&self, repo: &str) -> Result<Vec<PageItem>, StoreError> {
