@@ -664,6 +664,7 @@ async fn the_command_writes_nothing_for_any_bad_input() {
         pages_table: t.pages.table_name().to_string(),
         api_url: stand_in.url().to_string(),
         token: token.map(Secret::new),
+        app: None,
         max_paths: 500,
         issue_scope: Default::default(),
     };
@@ -725,4 +726,124 @@ async fn the_command_writes_nothing_for_any_bad_input() {
         items_in(&sdk, t.pages.table_name()).await > 0,
         "context and checkpoint"
     );
+}
+
+fn fixture(name: &str) -> String {
+    std::fs::read_to_string(
+        infra::emulator::repo_root()
+            .join("tests/fixtures/github")
+            .join(name),
+    )
+    .unwrap()
+}
+
+/// One command for an organisation: the App's installation lists its repositories (the
+/// archived one skipped), each is imported through the installation's token with a checkpoint
+/// of its own; the token expires mid-run (a compressed clock: two seconds) and is refused once,
+/// and is minted again without a failed PR; the installation's GraphQL points are one budget
+/// that never goes below the reserve. A second run writes nothing.
+#[tokio::test]
+async fn an_organisation_is_backfilled_through_its_app_installation() {
+    use infra::backfill_cli::{BackfillArgs, Target};
+    use infra::github_standin::InstalledSpec;
+    let stand_in = GitHubStandIn::start(TOKEN).await.unwrap();
+    stand_in.add_app_hook("1", &fixture("app-test-key.pub.pem"), 1, None);
+    let (api, web, old) = ("acme/api", "acme/web", "acme/old");
+    let mut merged = 0;
+    for (repo, prs) in [(api, 120), (web, 80), (old, 10)] {
+        let pulls = history_pulls(repo, &spec(prs));
+        merged += if repo == old { 0 } else { merged_count(&pulls) };
+        stand_in.set_repo(repo, pulls);
+    }
+    let installed = |name: &str, archived| InstalledSpec {
+        full_name: name.into(),
+        archived,
+        empty: false,
+    };
+    stand_in.add_installation(
+        4242,
+        "acme",
+        vec![
+            installed(api, false),
+            installed(web, false),
+            installed(old, true),
+        ],
+    );
+    stand_in.set_installation_token_ttl(Duration::from_secs(2));
+    // A compressed hour: 8 points per 3 seconds, 2 kept in reserve; a page of 40 costs 2.
+    stand_in.set_budget(8, Duration::from_secs(3));
+    let tables = fresh_tables(&sdk().await).await;
+    let target = Target {
+        sdk: sdk().await,
+        table: tables.prs.table().clone(),
+        pages_table: tables.pages.table_name().to_string(),
+        api_url: stand_in.url().to_string(),
+        token: None,
+        app: Some(("1".into(), Secret::new(fixture("app-test-key.pem")))),
+        max_paths: 500,
+        issue_scope: Default::default(),
+    };
+    let args = BackfillArgs {
+        org: Some("acme".into()),
+        page_size: 40,
+        reserve_points: 2,
+        ..Default::default()
+    };
+    // Every token issued so far is revoked a moment into the run: the next request is refused.
+    let revoker = {
+        let stand_in = stand_in.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(700)).await;
+            stand_in.expire_installation_tokens();
+        })
+    };
+    let report = infra::backfill_org::run_org(&args, &target).await.unwrap();
+    revoker.await.unwrap();
+    assert_eq!(report.installation, 4242);
+    assert!(report.failed.is_empty(), "{report:?}");
+    assert_eq!(report.skipped, [(old.to_string(), "archived".to_string())]);
+    let names: Vec<&str> = report.done.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, [api, web]);
+    let imported: u64 = report.done.iter().map(|(_, r)| r.imported).sum();
+    assert_eq!(imported, merged as u64, "{report:?}");
+    assert!(report.done.iter().all(|(_, r)| r.complete));
+    let rows = all_items(&tables.prs).await;
+    assert_eq!(rows.len(), merged);
+    assert!(rows.iter().all(|r| r
+        .get(attr::REPO)
+        .and_then(|v| v.as_s().ok())
+        .map(String::as_str)
+        != Some(old)));
+    // The token was minted again: before it expired, and once after GitHub refused it.
+    assert!(report.tokens_minted >= 2, "{report:?}");
+    assert!(report.tokens_refreshed >= 1, "{report:?}");
+    assert_eq!(stand_in.installation_tokens_minted(), report.tokens_minted);
+    // One budget: waited for, never refused, never below the reserve.
+    let stats = stand_in.stats();
+    assert_eq!(stats.rate_limited, 0, "{stats:?}");
+    assert!(stats.min_remaining.unwrap() >= 2, "{stats:?}");
+    assert!(report.done.iter().any(|(_, r)| r.waited > Duration::ZERO));
+    println!("{}", infra::backfill_org::summary(&report));
+
+    // A second run: every repository resumes at its checkpoint, and nothing is written.
+    let again = infra::backfill_org::run_org(&args, &target).await.unwrap();
+    assert!(again.failed.is_empty(), "{again:?}");
+    for (repo, r) in &again.done {
+        assert_eq!((r.imported, r.updated), (0, 0), "{repo}: {r:?}");
+    }
+    assert_eq!(all_items(&tables.prs).await.len(), merged);
+
+    // `--repos` keeps only the matching ones.
+    let only_web = BackfillArgs {
+        repos: vec!["web".into()],
+        ..args.clone()
+    };
+    let filtered = infra::backfill_org::run_org(&only_web, &target)
+        .await
+        .unwrap();
+    let names: Vec<&str> = filtered.done.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, [web]);
+    assert!(filtered
+        .skipped
+        .contains(&(api.to_string(), "not matched by --repos".to_string())));
 }

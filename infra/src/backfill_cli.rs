@@ -34,6 +34,12 @@ pub struct BackfillArgs {
     pub page_size: u32,
     pub reserve_points: u64,
     pub restart: bool,
+    /// Every repository of the App's installation on this organisation (instead of `repo`).
+    pub org: Option<String>,
+    /// Every repository of this installation of the App.
+    pub installation: Option<u64>,
+    /// With `org` or `installation`: only the repositories matching one of these globs.
+    pub repos: Vec<String>,
 }
 
 /// Where the rows go and how GitHub is reached.
@@ -43,6 +49,8 @@ pub struct Target {
     pub pages_table: String,
     pub api_url: String,
     pub token: Option<Secret>,
+    /// A GitHub App's id and private key (PEM): installation tokens instead of `token`.
+    pub app: Option<(String, Secret)>,
     pub max_paths: usize,
     /// Where linked issues may be (`LINKED_ISSUES_SCOPE`, or the stack's `LinkedIssuesScope`).
     pub issue_scope: stages::domain::IssueScope,
@@ -59,6 +67,8 @@ impl Target {
             api_url: env(stages::config::GITHUB_API_URL)
                 .unwrap_or_else(|| stages::github::DEFAULT_API_URL.to_string()),
             token: env(stages::config::GITHUB_TOKEN).map(Secret::new),
+            app: env(stages::config::GITHUB_APP_ID)
+                .zip(env(stages::config::GITHUB_APP_PRIVATE_KEY).map(Secret::new)),
             max_paths: env(stages::config::ENRICH_MAX_PATHS)
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(500),
@@ -165,6 +175,21 @@ async fn target_of(stack: Option<&str>, token_parameters: &[&str]) -> Result<Tar
             {
                 target.issue_scope = scope;
             }
+            if let (None, Some(id), Some(arn)) = (
+                &target.app,
+                stack
+                    .parameter("GitHubAppId")
+                    .filter(|v| !v.trim().is_empty()),
+                stack
+                    .parameter("GitHubAppPrivateKeySecretArn")
+                    .filter(|v| !v.trim().is_empty()),
+            ) {
+                let key = SecretSource::SecretsManager(arn.to_string())
+                    .resolve(&target.sdk)
+                    .await
+                    .map_err(|e| UsageError::Bad(e.to_string()))?;
+                target.app = key.map(|k| (id.to_string(), k));
+            }
             if target.token.is_none() {
                 let arn = token_parameters
                     .iter()
@@ -194,26 +219,17 @@ async fn target_of(stack: Option<&str>, token_parameters: &[&str]) -> Result<Tar
 /// Runs the backfill against `target`, printing progress to stderr and the summary to stdout.
 /// Refreshes the repository's stored context before an import; a failure is reported and the
 /// import goes on (its PRs are then tagged without the context, by top-level directory).
-async fn context_first(
+pub(crate) async fn context_first(
     target: &Target,
-    token: &stages::secret::Secret,
+    rest: &stages::github::GitHubClient,
     repo: &stages::domain::RepoName,
     client: aws_sdk_dynamodb::Client,
 ) {
     let contexts = stages::store::ContextStore::new(client, target.pages_table.clone());
-    let rest =
-        match stages::github::GitHubClient::new(&target.api_url, token, Duration::from_secs(30), 3)
-        {
-            Ok(rest) => rest,
-            Err(e) => {
-                eprintln!("repository context: not read (building the HTTP client failed: {e})");
-                return;
-            }
-        };
     let deadline = std::time::Instant::now() + Duration::from_secs(300);
     match stages::enrich::refresh_repo_context(
         &contexts,
-        &rest,
+        rest,
         repo,
         time::OffsetDateTime::now_utc(),
         deadline,
@@ -261,7 +277,10 @@ pub async fn run_with(
     }
     // The repository's context first (CODEOWNERS, workspace packages, READMEs): the imported
     // history is then tagged with it from its first PR, as new PRs will be.
-    context_first(target, token, &options.repo, client.clone()).await;
+    match stages::github::GitHubClient::new(&target.api_url, token, Duration::from_secs(30), 3) {
+        Ok(rest) => context_first(target, &rest, &options.repo, client.clone()).await,
+        Err(e) => eprintln!("repository context: not read (building the HTTP client failed: {e})"),
+    }
     let backfill = Backfill {
         github: &github,
         store: &store,
@@ -291,7 +310,20 @@ fn backfill_error(e: BackfillError) -> (u8, String) {
 /// The command: resolves the target, runs, prints; the exit status.
 pub async fn run(args: BackfillArgs) -> u8 {
     // Bad dates or names are reported before the stack is even looked up.
-    if let Err(e) = options(&args, 500) {
+    let whole_installation = args.org.is_some() || args.installation.is_some();
+    if whole_installation != args.repo.is_empty() {
+        eprintln!("chronicle backfill: name one OWNER/REPO, or --org ORG / --installation ID");
+        return EXIT_USAGE;
+    }
+    let probe = BackfillArgs {
+        repo: if whole_installation {
+            "owner/each-repository".into()
+        } else {
+            args.repo.clone()
+        },
+        ..args.clone()
+    };
+    if let Err(e) = options(&probe, 500) {
         eprintln!("chronicle backfill: {e}");
         return EXIT_USAGE;
     }
@@ -302,6 +334,22 @@ pub async fn run(args: BackfillArgs) -> u8 {
             return EXIT_USAGE;
         }
     };
+    if args.org.is_some() || args.installation.is_some() {
+        return match crate::backfill_org::run_org(&args, &target).await {
+            Ok(report) => {
+                println!("{}", crate::backfill_org::summary(&report));
+                if report.failed.is_empty() {
+                    0
+                } else {
+                    EXIT_FAILED
+                }
+            }
+            Err((code, message)) => {
+                eprintln!("chronicle backfill: {message}");
+                code
+            }
+        };
+    }
     match run_with(&args, &target).await {
         Ok(report) => {
             println!("{}", summary(&args.repo, &report));
@@ -350,12 +398,12 @@ pub fn summary(repo: &str, r: &BackfillReport) -> String {
 }
 
 /// A progress bar on a terminal, one line per page otherwise.
-struct Terminal {
+pub(crate) struct Terminal {
     bar: Option<indicatif::ProgressBar>,
 }
 
 impl Terminal {
-    fn new(tty: bool) -> Self {
+    pub(crate) fn new(tty: bool) -> Self {
         let bar = tty.then(|| {
             let bar = indicatif::ProgressBar::new(0);
             bar.set_style(
@@ -369,7 +417,7 @@ impl Terminal {
         Terminal { bar }
     }
 
-    fn finish(&self) {
+    pub(crate) fn finish(&self) {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }

@@ -3,6 +3,7 @@
 
 pub mod alloc;
 pub mod backfill_cli;
+pub mod backfill_org;
 pub mod bench;
 pub mod bench_backfill;
 pub mod bench_backpressure;

@@ -155,8 +155,21 @@ enum Command {
     /// Import a repository's merged pull requests from before the install (GitHub GraphQL),
     /// through the webhook's own upsert, already enriched. Resumable: run it again after a stop.
     Backfill {
-        /// OWNER/REPO.
+        /// OWNER/REPO (or --org / --installation for every repository of a GitHub App
+        /// installation).
+        #[arg(default_value = "")]
         repo: String,
+        /// Every repository the GitHub App's installation on this organisation can see
+        /// (GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY, or the stack's App parameters).
+        #[arg(long, conflicts_with = "installation")]
+        org: Option<String>,
+        /// Every repository of this installation of the GitHub App.
+        #[arg(long)]
+        installation: Option<u64>,
+        /// With --org or --installation: only repositories matching one of these globs
+        /// (`api-*`, `acme/web`), comma-separated.
+        #[arg(long, value_delimiter = ',')]
+        repos: Vec<String>,
         /// Only PRs merged on or after this date (YYYY-MM-DD or RFC 3339).
         #[arg(long)]
         since: Option<String>,
@@ -434,6 +447,9 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Backfill {
             repo,
+            org,
+            installation,
+            repos,
             since,
             until,
             limit,
@@ -451,6 +467,9 @@ async fn main() -> anyhow::Result<()> {
                 page_size,
                 reserve_points,
                 restart,
+                org,
+                installation,
+                repos,
             })
             .await;
             std::process::exit(i32::from(code));

@@ -98,6 +98,8 @@ pub enum GraphQlError {
     Decode { what: String, message: String },
     #[error("no time left for GitHub GraphQL {what}")]
     OutOfTime { what: String },
+    #[error("no GitHub App installation token: {0}")]
+    Installation(#[from] crate::installation::InstallationError),
 }
 
 impl GraphQlError {
@@ -161,9 +163,11 @@ pub struct GraphQlClient {
     url: String,
     timeout: Duration,
     notice: Option<WaitNotice>,
+    auth: crate::installation::Auth,
     requests: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// The points left in the hour, as the last answer said (`u64::MAX`: none said yet).
     rate_remaining: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    last_rate: std::sync::Arc<std::sync::Mutex<Option<RateLimit>>>,
 }
 
 /// `{api}/graphql` for api.github.com; `https://HOST/api/graphql` for a GitHub Enterprise
@@ -228,17 +232,33 @@ fn joined(errors: &[ErrorEntry]) -> String {
 
 impl GraphQlClient {
     pub fn new(api_url: &str, token: &Secret, timeout: Duration) -> Result<Self, reqwest::Error> {
+        Self::with_auth(
+            api_url,
+            crate::installation::Auth::Token(token.clone()),
+            timeout,
+        )
+    }
+
+    /// A client authenticated by `auth`: a token, or a GitHub App installation's (minted as
+    /// needed, and again when GitHub refuses one).
+    pub fn with_auth(
+        api_url: &str,
+        auth: crate::installation::Auth,
+        timeout: Duration,
+    ) -> Result<Self, reqwest::Error> {
         let http = chronicle_http::credentialed()
             .redirect(chronicle_http::same_host_redirects())
-            .default_headers(default_headers(token))
+            .default_headers(default_headers())
             .build()?;
         Ok(GraphQlClient {
             http,
             url: graphql_url(api_url),
             timeout,
             notice: None,
+            auth,
             requests: Default::default(),
             rate_remaining: std::sync::Arc::new(std::sync::atomic::AtomicU64::new(u64::MAX)),
+            last_rate: Default::default(),
         })
     }
 
@@ -260,7 +280,17 @@ impl GraphQlClient {
         if let Some(rate) = rate {
             self.rate_remaining
                 .store(rate.remaining, std::sync::atomic::Ordering::Relaxed);
+            *self.last_rate.lock().unwrap_or_else(|e| e.into_inner()) = Some(rate.clone());
         }
+    }
+
+    /// The budget as the last answer of this client said: shared by every run that uses it
+    /// (the repositories of one installation draw on one budget).
+    pub fn last_rate(&self) -> Option<RateLimit> {
+        self.last_rate
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Requests sent so far.
@@ -457,11 +487,39 @@ impl GraphQlClient {
         left: Option<Duration>,
         what: &str,
     ) -> Result<(StatusCode, reqwest::header::HeaderMap, bytes::Bytes), GraphQlError> {
+        let mut refreshed = false;
+        loop {
+            let token = self.auth.bearer().await?;
+            let answer = self.send_with(body, left, what, &token).await?;
+            // An installation token expired or was revoked: a new one, once.
+            if answer.0 == StatusCode::UNAUTHORIZED && !refreshed && self.auth.refused(&token) {
+                tracing::info!(
+                    what,
+                    "GitHub refused the installation token; minting another"
+                );
+                refreshed = true;
+                continue;
+            }
+            return Ok(answer);
+        }
+    }
+
+    async fn send_with<B: serde::Serialize>(
+        &self,
+        body: &B,
+        left: Option<Duration>,
+        what: &str,
+        token: &Secret,
+    ) -> Result<(StatusCode, reqwest::header::HeaderMap, bytes::Bytes), GraphQlError> {
         self.requests
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let sent = self
             .http
             .post(&self.url)
+            .header(
+                reqwest::header::AUTHORIZATION,
+                crate::installation::sensitive_bearer(token),
+            )
             .timeout(left.map_or(self.timeout, |l| l.min(self.timeout)))
             .json(body)
             .send()

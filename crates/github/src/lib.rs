@@ -6,6 +6,7 @@
 pub mod app;
 pub mod deliveries;
 pub mod graphql;
+pub mod installation;
 mod rest;
 
 pub use rest::*;

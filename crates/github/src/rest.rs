@@ -53,6 +53,8 @@ pub enum GitHubError {
     Decode { path: String, message: String },
     #[error("no time left for GitHub request {path}")]
     OutOfTime { path: String },
+    #[error("no GitHub App installation token: {0}")]
+    Installation(#[from] crate::installation::InstallationError),
 }
 
 /// Totals of a pull request (`GET /repos/{owner}/{repo}/pulls/{n}`).
@@ -112,6 +114,7 @@ pub struct GitHubClient {
     pub(super) base: String,
     pub(super) timeout: Duration,
     max_retries: u32,
+    auth: crate::installation::Auth,
 }
 
 impl GitHubClient {
@@ -121,7 +124,23 @@ impl GitHubClient {
         timeout: Duration,
         max_retries: u32,
     ) -> Result<Self, reqwest::Error> {
-        let mut headers = default_headers(token);
+        Self::with_auth(
+            api_url,
+            crate::installation::Auth::Token(token.clone()),
+            timeout,
+            max_retries,
+        )
+    }
+
+    /// A client authenticated by `auth`: a token, or a GitHub App installation's (minted as
+    /// needed, and again when GitHub refuses one).
+    pub fn with_auth(
+        api_url: &str,
+        auth: crate::installation::Auth,
+        timeout: Duration,
+        max_retries: u32,
+    ) -> Result<Self, reqwest::Error> {
+        let mut headers = default_headers();
         headers.insert(
             ACCEPT,
             reqwest::header::HeaderValue::from_static("application/vnd.github+json"),
@@ -135,6 +154,7 @@ impl GitHubClient {
             base: api_url.trim_end_matches('/').to_string(),
             timeout,
             max_retries,
+            auth,
         })
     }
 
@@ -358,7 +378,12 @@ impl GitHubClient {
                     path: path.to_string(),
                 });
             }
-            let mut request = self.http.get(url).timeout(left.min(self.timeout));
+            let token = self.auth.bearer().await?;
+            let mut request = self
+                .http
+                .get(url)
+                .header(AUTHORIZATION, crate::installation::sensitive_bearer(&token))
+                .timeout(left.min(self.timeout));
             if let Some(accept) = accept {
                 request = request.header(ACCEPT, accept);
             }
@@ -407,6 +432,16 @@ impl GitHubClient {
                             "GitHub rate limit: waiting"
                         );
                         wait
+                    } else if status == StatusCode::UNAUTHORIZED
+                        && attempts == 1
+                        && self.auth.refused(&token)
+                    {
+                        // An installation token expired or was revoked: a new one, at once.
+                        tracing::info!(
+                            path,
+                            "GitHub refused the installation token; minting another"
+                        );
+                        Duration::ZERO
                     } else if status == StatusCode::NOT_FOUND || status == StatusCode::GONE {
                         return Err(GitHubError::Gone {
                             status: status.as_u16(),
@@ -577,15 +612,12 @@ pub(super) fn reset_wait(headers: &HeaderMap) -> Option<Duration> {
     Some(Duration::from_secs(reset.saturating_sub(now).max(1)))
 }
 
-/// The headers every GitHub request carries, REST or GraphQL: the token (marked sensitive, so
-/// it is never logged), a User-Agent (GitHub refuses requests without one), the API version.
-pub(super) fn default_headers(token: &Secret) -> HeaderMap {
+/// The headers every GitHub request carries, REST, GraphQL or the App's: a User-Agent (GitHub
+/// refuses requests without one) and the API version. The token goes with each request (marked
+/// sensitive, so it is never logged): an installation's changes within a client's life.
+pub(super) fn default_headers() -> HeaderMap {
     use reqwest::header::HeaderValue;
     let mut headers = HeaderMap::new();
-    let mut auth = HeaderValue::from_str(&format!("Bearer {}", token.expose()))
-        .unwrap_or_else(|_| HeaderValue::from_static("Bearer invalid-token"));
-    auth.set_sensitive(true);
-    headers.insert(AUTHORIZATION, auth);
     headers.insert(
         USER_AGENT,
         HeaderValue::from_static(concat!("chronicle/", env!("CARGO_PKG_VERSION"))),

@@ -267,7 +267,9 @@ impl Backfill<'_> {
         options: &BackfillOptions,
         progress: &dyn Progress,
     ) {
-        let Some(rate) = &report.last_rate else {
+        // This run's last answer, else the client's (an earlier run over the same budget: the
+        // repositories of one installation).
+        let Some(rate) = report.last_rate.clone().or_else(|| self.github.last_rate()) else {
             return;
         };
         let expected = expected_cost(size) + options.reserve_points;

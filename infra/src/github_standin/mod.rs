@@ -43,7 +43,7 @@ use crate::synthetic::{history, HistorySpec, Rng, SyntheticPr};
 mod resolve;
 pub mod rest;
 use resolve::*;
-pub use rest::{DeliverySpec, FileSpec, PullSpec, RecordedRequest, StubAttempt};
+pub use rest::{DeliverySpec, FileSpec, InstalledSpec, PullSpec, RecordedRequest, StubAttempt};
 
 /// GitHub's published schema, with one duplicate declaration removed (see tests/fixtures).
 const SCHEMA_SDL: &str = include_str!("../../../tests/fixtures/github/graphql/schema.graphql");
@@ -87,6 +87,8 @@ pub struct Stats {
     pub rejected: u64,
     pub rate_limited: u64,
     pub faults_served: u64,
+    /// The fewest points left after a served query, over the run (`None`: none served).
+    pub min_remaining: Option<u64>,
 }
 
 struct Budget {
@@ -113,6 +115,8 @@ impl Budget {
 
 struct State {
     token: String,
+    /// The App's installations and their tokens, shared with the REST half.
+    installations: Arc<Mutex<rest::installations::Installations>>,
     repos: HashMap<String, RepoData>,
     budget: Budget,
     faults: VecDeque<(Option<String>, Fault)>,
@@ -133,6 +137,7 @@ pub struct GitHubStandIn {
     state: Arc<Mutex<State>>,
     /// The REST half (`rest.rs`): every path but `/graphql`.
     rest: Arc<Mutex<rest::State>>,
+    installations: Arc<Mutex<rest::installations::Installations>>,
     serving: Serving,
 }
 
@@ -146,8 +151,10 @@ impl GitHubStandIn {
         );
         let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).await?;
         let url = format!("http://{}", listener.local_addr()?);
+        let installations: Arc<Mutex<rest::installations::Installations>> = Arc::default();
         let state = Arc::new(Mutex::new(State {
             token: token.to_string(),
+            installations: installations.clone(),
             repos: HashMap::new(),
             budget: Budget {
                 limit: 5_000,
@@ -160,7 +167,11 @@ impl GitHubStandIn {
             stats: Stats::default(),
             missing: Vec::new(),
         }));
-        let rest = Arc::new(Mutex::new(rest::State::new(token, &url)));
+        let rest = Arc::new(Mutex::new(rest::State::new(
+            token,
+            &url,
+            installations.clone(),
+        )));
         let fixtures = Arc::new(rest::Fixtures::load());
         let (graphql, rest_state) = (state.clone(), rest.clone());
         let serving = Serving::spawn(listener, move |request| {
@@ -183,6 +194,7 @@ impl GitHubStandIn {
             url,
             state,
             rest,
+            installations,
             serving,
         })
     }
@@ -287,12 +299,25 @@ async fn handle(state: Arc<Mutex<State>>, request: Request<Incoming>) -> Respons
             &json!({ "message": "GraphQL only accepts POST" }),
         );
     }
-    let expected = format!("Bearer {}", lock().token);
-    let authorized = request
-        .headers()
-        .get(http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        == Some(expected.as_str());
+    // The stand-in's token, or an installation's until it expires.
+    let authorized = {
+        let st = lock();
+        let given = request
+            .headers()
+            .get(http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or_default()
+            .to_string();
+        let installation = matches!(
+            st.installations
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .bearer(&given),
+            rest::installations::Bearer::Installation(_)
+        );
+        given == st.token || installation
+    };
     let has_agent = request.headers().contains_key(http::header::USER_AGENT);
     let Ok(body) = request.into_body().collect().await.map(|b| b.to_bytes()) else {
         return answer(
@@ -593,6 +618,8 @@ fn charge(
     }
     s.budget.used += cost;
     s.stats.points += cost;
+    let left = s.budget.limit - s.budget.used;
+    s.stats.min_remaining = Some(s.stats.min_remaining.map_or(left, |m| m.min(left)));
     Ok((
         s.budget.limit - s.budget.used,
         s.budget.reset_at(),

@@ -44,11 +44,13 @@ use super::GitHubStandIn;
 mod answer;
 mod contents;
 mod hooks;
+pub mod installations;
 mod json;
 mod route;
 use answer::*;
 use contents::*;
 pub use hooks::{DeliverySpec, StubAttempt, REDELIVERY_WINDOW_SECS};
+pub use installations::InstalledSpec;
 use json::*;
 use route::*;
 
@@ -172,6 +174,8 @@ pub(super) struct State {
     served: u64,
     /// Webhooks and their deliveries (`hooks.rs`).
     hooks: hooks::Hooks,
+    /// The App's installations and their tokens (`installations.rs`), shared with GraphQL.
+    installations: Arc<Mutex<installations::Installations>>,
 }
 
 pub(super) struct Fixtures {
@@ -182,7 +186,11 @@ pub(super) struct Fixtures {
 }
 
 impl State {
-    pub(super) fn new(token: &str, base_url: &str) -> State {
+    pub(super) fn new(
+        token: &str,
+        base_url: &str,
+        installations: Arc<Mutex<installations::Installations>>,
+    ) -> State {
         State {
             token: token.to_string(),
             base_url: base_url.to_string(),
@@ -197,6 +205,7 @@ impl State {
             window: None,
             served: 0,
             hooks: Default::default(),
+            installations,
         }
     }
 }
@@ -291,6 +300,10 @@ impl GitHubStandIn {
     /// Requests answered 2xx with a resource (not refused, not faulted).
     pub fn served_count(&self) -> u64 {
         self.rest().served
+    }
+
+    fn installations(&self) -> MutexGuard<'_, installations::Installations> {
+        self.installations.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn rest(&self) -> MutexGuard<'_, State> {
@@ -489,10 +502,20 @@ fn gate(
         if let Err(answer) = hooks::check_app_jwt(st, header("authorization")) {
             return Some(answer);
         }
+        if let Some(answer) = installations::app_route(st, method, path) {
+            return Some(answer);
+        }
         return Some(match hooks::HookRoute::parse(path) {
             Some(route) => hooks::answer(st, method, &route, query),
             None => not_found(),
         });
+    }
+    // The installation of a repository: the App's JWT, too.
+    if installations::takes_jwt(path) {
+        if let Err(answer) = hooks::check_app_jwt(st, header("authorization")) {
+            return Some(answer);
+        }
+        return installations::repo_installation(st, method, path);
     }
     match header("authorization") {
         None => {
@@ -502,7 +525,21 @@ fn gate(
             ))
         }
         Some(value) if !token_matches(value, &st.token) => {
-            return Some(Answer::error(StatusCode::UNAUTHORIZED, "Bad credentials"))
+            let bearer = value.split_once(' ').map(|(_, t)| t).unwrap_or_default();
+            let who = st
+                .installations
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .bearer(bearer);
+            match who {
+                installations::Bearer::Installation(id) => {
+                    let base = st.base_url.clone();
+                    if let Some(answer) = installations::with_token(st, &base, id, path, query) {
+                        return Some(answer);
+                    }
+                }
+                _ => return Some(Answer::error(StatusCode::UNAUTHORIZED, "Bad credentials")),
+            }
         }
         Some(_) => {}
     }

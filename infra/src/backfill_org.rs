@@ -1,0 +1,183 @@
+//! `chronicle backfill --org ORG` (or `--installation ID`): every repository a GitHub App
+//! installation can see, imported one after another, oldest PRs first, through the App's
+//! installation token.
+//!
+//! - One GraphQL client for the whole run: the installation's points are one budget, read from
+//!   every answer, and no repository's import eats into the reserve.
+//! - Each repository keeps its own checkpoint, so a stopped run resumes where each stood, and a
+//!   second run writes nothing.
+//! - Archived and empty repositories are skipped and reported; `--repos` filters by glob.
+//! - The token is minted per installation, renewed before it expires and again when GitHub
+//!   refuses it, so an import longer than the token's hour never fails a PR for it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use stages::backfill::{Backfill, BackfillReport};
+use stages::github::graphql::GraphQlClient;
+use stages::github::installation::{AppClient, Auth, InstalledRepo};
+use stages::store::{CheckpointStore, PrStore};
+
+use crate::backfill_cli::Terminal;
+use crate::backfill_cli::{BackfillArgs, Target, EXIT_FAILED, EXIT_USAGE};
+
+/// What an organisation's run did, per repository.
+#[derive(Debug, Default)]
+pub struct OrgReport {
+    pub installation: u64,
+    /// Imported (or already there), by repository, in the order they ran.
+    pub done: Vec<(String, BackfillReport)>,
+    /// Failed (resumable), with why.
+    pub failed: Vec<(String, String)>,
+    /// Not imported, with why (archived, empty, not matched by `--repos`).
+    pub skipped: Vec<(String, String)>,
+    /// Installation tokens minted, and of those after GitHub refused one.
+    pub tokens_minted: u64,
+    pub tokens_refreshed: u64,
+}
+
+/// The repositories to import, and those left out with why.
+pub fn choose(
+    repos: Vec<InstalledRepo>,
+    patterns: &[String],
+) -> Result<(Vec<InstalledRepo>, Vec<(String, String)>), String> {
+    let mut builder = globset::GlobSetBuilder::new();
+    for p in patterns {
+        builder.add(
+            globset::GlobBuilder::new(p)
+                .literal_separator(true)
+                .build()
+                .map_err(|e| format!("--repos {p:?}: {e}"))?,
+        );
+    }
+    let globs = builder.build().map_err(|e| e.to_string())?;
+    let mut chosen = Vec::new();
+    let mut skipped = Vec::new();
+    for r in repos {
+        let name = r.full_name.clone();
+        let short = name.split_once('/').map(|(_, n)| n).unwrap_or(&name);
+        if !patterns.is_empty() && !globs.is_match(&name) && !globs.is_match(short) {
+            skipped.push((name, "not matched by --repos".into()));
+        } else if r.archived {
+            skipped.push((name, "archived".into()));
+        } else if r.size == 0 {
+            skipped.push((name, "empty".into()));
+        } else {
+            chosen.push(r);
+        }
+    }
+    chosen.sort_by(|a, b| a.full_name.cmp(&b.full_name));
+    Ok((chosen, skipped))
+}
+
+/// Runs the import of every repository the installation sees.
+pub async fn run_org(args: &BackfillArgs, target: &Target) -> Result<OrgReport, (u8, String)> {
+    let Some((app_id, key)) = &target.app else {
+        return Err((
+            EXIT_USAGE,
+            "--org and --installation need the GitHub App: set GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY, or deploy the stack with GitHubAppId and GitHubAppPrivateKeySecretArn".into(),
+        ));
+    };
+    let usage = |e: String| (EXIT_USAGE, e);
+    let credentials =
+        stages::github::app::AppCredentials::new(app_id, key).map_err(|e| usage(e.to_string()))?;
+    let app = Arc::new(
+        AppClient::new(&target.api_url, credentials, Duration::from_secs(30))
+            .map_err(|e| (EXIT_FAILED, format!("building the HTTP client failed: {e}")))?,
+    );
+    let installation = match (&args.org, args.installation) {
+        (_, Some(id)) => id,
+        (Some(org), None) => app
+            .org_installation(org)
+            .await
+            .map_err(|e| (EXIT_FAILED, e.to_string()))?,
+        (None, None) => return Err(usage("--org ORG or --installation ID".into())),
+    };
+    let listed = app
+        .repositories(installation)
+        .await
+        .map_err(|e| (EXIT_FAILED, e.to_string()))?;
+    let (repos, skipped) = choose(listed, &args.repos).map_err(usage)?;
+    let mut report = OrgReport {
+        installation,
+        skipped,
+        ..Default::default()
+    };
+    let auth = Auth::Installation {
+        app: app.clone(),
+        id: installation,
+    };
+    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let github = GraphQlClient::with_auth(&target.api_url, auth.clone(), Duration::from_secs(30))
+        .map_err(|e| (EXIT_FAILED, format!("building the HTTP client failed: {e}")))?
+        .with_wait_notice(Arc::new(|wait, why| {
+            eprintln!("waiting {:.0} s: {why}", wait.as_secs_f64())
+        }));
+    let client = aws_sdk_dynamodb::Client::new(&target.sdk);
+    let store = PrStore::new(client.clone(), target.table.clone());
+    let checkpoints = CheckpointStore::new(client.clone(), target.pages_table.clone());
+    let total = repos.len();
+    for (i, repo) in repos.iter().enumerate() {
+        // A line per repository, then its own bar over its PRs.
+        eprintln!("[{}/{total} repositories] {}", i + 1, repo.full_name);
+        let progress = Terminal::new(tty);
+        let mut one = args.clone();
+        one.repo = repo.full_name.clone();
+        let mut options = match crate::backfill_cli::options(&one, target.max_paths) {
+            Ok(o) => o,
+            Err(e) => {
+                report.failed.push((repo.full_name.clone(), e.to_string()));
+                continue;
+            }
+        };
+        options.issue_scope = target.issue_scope;
+        let rest = stages::github::GitHubClient::with_auth(
+            &target.api_url,
+            auth.clone(),
+            Duration::from_secs(30),
+            3,
+        )
+        .map_err(|e| (EXIT_FAILED, format!("building the HTTP client failed: {e}")))?;
+        crate::backfill_cli::context_first(target, &rest, &options.repo, client.clone()).await;
+        let backfill = Backfill {
+            github: &github,
+            store: &store,
+            checkpoints: &checkpoints,
+        };
+        let result = backfill.run(&options, &progress).await;
+        progress.finish();
+        match result {
+            Ok(r) => report.done.push((repo.full_name.clone(), r)),
+            Err(e) => report.failed.push((repo.full_name.clone(), e.to_string())),
+        }
+    }
+    for h in app.health() {
+        report.tokens_minted += h.minted;
+        report.tokens_refreshed += h.refreshed_on_401;
+    }
+    Ok(report)
+}
+
+/// The closing lines of an organisation's run.
+pub fn summary(r: &OrgReport) -> String {
+    let mut out = format!(
+        "backfill of installation {}: {} repositories imported, {} failed, {} skipped; {} installation tokens ({} after a refusal)",
+        r.installation,
+        r.done.len(),
+        r.failed.len(),
+        r.skipped.len(),
+        r.tokens_minted,
+        r.tokens_refreshed
+    );
+    for (repo, report) in &r.done {
+        out.push('\n');
+        out.push_str(&crate::backfill_cli::summary(repo, report));
+    }
+    for (repo, why) in &r.failed {
+        out.push_str(&format!("\nfailed  {repo}: {why} (run again to resume)"));
+    }
+    for (repo, why) in &r.skipped {
+        out.push_str(&format!("\nskipped {repo}: {why}"));
+    }
+    out
+}

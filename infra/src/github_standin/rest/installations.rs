@@ -1,0 +1,267 @@
+//! A GitHub App's installations, as GitHub serves them:
+//!
+//! - `POST /app/installations/{id}/access_tokens` (the App's JWT) → 201
+//!   `{token, expires_at, permissions, repository_selection}`; the token lives
+//!   [`GitHubStandIn::set_installation_token_ttl`] (an hour on GitHub; seconds in tests, a
+//!   compressed clock);
+//! - `GET /repos/{owner}/{repo}/installation` (the App's JWT) → the installation, or 404;
+//! - `GET /installation/repositories` (an installation token only) → `{total_count,
+//!   repository_selection, repositories}`, paginated with a `Link` header.
+//!
+//! An installation token is accepted by every other route, REST and GraphQL, until it expires
+//! (then 401 "Bad credentials", as GitHub answers); on REST it reads only its installation's
+//! repositories (another is 404).
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
+
+use super::*;
+
+/// A repository of an installation.
+#[derive(Clone, Debug)]
+pub struct InstalledSpec {
+    pub full_name: String,
+    pub archived: bool,
+    /// An empty repository (size 0, no default branch content).
+    pub empty: bool,
+}
+
+struct Install {
+    account: String,
+    repos: Vec<InstalledSpec>,
+}
+
+/// The installations and the tokens issued for them; shared by the REST and GraphQL halves.
+pub struct Installations {
+    by_id: BTreeMap<u64, Install>,
+    issued: HashMap<String, (u64, Instant)>,
+    ttl: Duration,
+    minted: u64,
+}
+
+impl Default for Installations {
+    fn default() -> Self {
+        Installations {
+            by_id: BTreeMap::new(),
+            issued: HashMap::new(),
+            ttl: Duration::from_secs(3600),
+            minted: 0,
+        }
+    }
+}
+
+/// Who a bearer token is.
+pub enum Bearer {
+    /// The stand-in's own token: everything.
+    Owner,
+    /// An installation's token, unexpired.
+    Installation(u64),
+    Expired,
+    Unknown,
+}
+
+impl Installations {
+    pub fn bearer(&self, token: &str) -> Bearer {
+        match self.issued.get(token) {
+            Some((_, until)) if Instant::now() >= *until => Bearer::Expired,
+            Some((id, _)) => Bearer::Installation(*id),
+            None => Bearer::Unknown,
+        }
+    }
+
+    fn can_read(&self, id: u64, repo: &str) -> bool {
+        self.by_id
+            .get(&id)
+            .is_some_and(|i| i.repos.iter().any(|r| r.full_name == repo))
+    }
+}
+
+impl GitHubStandIn {
+    /// Registers installation `id` of the App on `account`, seeing `repos`.
+    pub fn add_installation(&self, id: u64, account: &str, repos: Vec<InstalledSpec>) {
+        for r in &repos {
+            super::check_repo(&r.full_name);
+        }
+        self.installations().by_id.insert(
+            id,
+            Install {
+                account: account.to_string(),
+                repos,
+            },
+        );
+    }
+
+    /// Removes `repo` from installation `id` (the App was uninstalled from it).
+    pub fn remove_from_installation(&self, id: u64, repo: &str) {
+        if let Some(i) = self.installations().by_id.get_mut(&id) {
+            i.repos.retain(|r| r.full_name != repo);
+        }
+    }
+
+    /// How long an installation token lives from now on (GitHub: an hour).
+    pub fn set_installation_token_ttl(&self, ttl: Duration) {
+        self.installations().ttl = ttl;
+    }
+
+    /// Every installation token issued so far expires now (as a revocation, or the end of its
+    /// hour, would): the next request with one is refused with 401.
+    pub fn expire_installation_tokens(&self) {
+        let now = Instant::now();
+        for (_, until) in self.installations().issued.values_mut() {
+            *until = now;
+        }
+    }
+
+    /// Installation tokens minted so far.
+    pub fn installation_tokens_minted(&self) -> u64 {
+        self.installations().minted
+    }
+}
+
+/// `POST /app/installations/{id}/access_tokens`, once the JWT is checked; `None` for another
+/// `/app/` route.
+pub(super) fn app_route(st: &mut State, method: &Method, path: &str) -> Option<Answer> {
+    let segments: Vec<&str> = path.strip_prefix('/')?.split('/').collect();
+    let ["app", "installations", id, "access_tokens"] = segments.as_slice() else {
+        return None;
+    };
+    if method != Method::POST {
+        return Some(Answer::error(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "Method Not Allowed",
+        ));
+    }
+    let Some(id) = positive(id) else {
+        return Some(not_found());
+    };
+    let mut inst = st.installations.lock().unwrap_or_else(|e| e.into_inner());
+    if !inst.by_id.contains_key(&id) {
+        return Some(not_found());
+    }
+    inst.minted += 1;
+    let token = format!("ghs_standin{:04}{id}", inst.minted);
+    let ttl = inst.ttl;
+    inst.issued
+        .insert(token.clone(), (id, Instant::now() + ttl));
+    let expires_at = time::OffsetDateTime::now_utc() + ttl;
+    Some(Answer::json(
+        StatusCode::CREATED,
+        json!({
+            "token": token,
+            "expires_at": expires_at
+                .replace_nanosecond(0)
+                .unwrap_or(expires_at)
+                .format(&time::format_description::well_known::Rfc3339)
+                .unwrap_or_default(),
+            "permissions": {"contents": "read", "metadata": "read", "pull_requests": "read"},
+            "repository_selection": "selected",
+        }),
+    ))
+}
+
+/// `GET /repos/{owner}/{repo}/installation` or `GET /orgs/{org}/installation`, once the JWT
+/// is checked; `None` for another path.
+pub(super) fn repo_installation(st: &State, method: &Method, path: &str) -> Option<Answer> {
+    let segments: Vec<&str> = path.strip_prefix('/')?.split('/').collect();
+    let org = match segments.as_slice() {
+        ["orgs", org, "installation"] => Some(org.to_string()),
+        ["repos", _, _, "installation"] => None,
+        _ => return None,
+    };
+    if method != Method::GET {
+        return Some(Answer::error(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "Method Not Allowed",
+        ));
+    }
+    let inst = st.installations.lock().unwrap_or_else(|e| e.into_inner());
+    let found = inst
+        .by_id
+        .iter()
+        .find(|(_, i)| match (&org, &segments[..]) {
+            (Some(org), _) => i.account == *org,
+            (None, [_, owner, name, _]) => i
+                .repos
+                .iter()
+                .any(|r| r.full_name == format!("{owner}/{name}")),
+            _ => false,
+        });
+    Some(match found {
+        Some((id, i)) => Answer::json(
+            StatusCode::OK,
+            json!({
+                "id": id,
+                "account": {"login": i.account, "type": "Organization"},
+                "repository_selection": "selected",
+                "target_type": "Organization",
+                "permissions": {"contents": "read", "metadata": "read", "pull_requests": "read"},
+                "events": ["pull_request"],
+            }),
+        ),
+        None => not_found(),
+    })
+}
+
+/// Whether `path` takes the App's JWT rather than a token.
+pub(super) fn takes_jwt(path: &str) -> bool {
+    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    matches!(
+        segments.as_slice(),
+        ["repos", _, _, "installation"] | ["orgs", _, "installation"]
+    )
+}
+
+/// The installation token's check for a route: `GET /installation/repositories` answered here,
+/// another repository's route refused; `None` to go on.
+pub(super) fn with_token(
+    st: &State,
+    base: &str,
+    installation: u64,
+    path: &str,
+    query: Option<&str>,
+) -> Option<Answer> {
+    let inst = st.installations.lock().unwrap_or_else(|e| e.into_inner());
+    if path == "/installation/repositories" {
+        let params = match Params::parse(query, true) {
+            Ok(p) => p,
+            Err(field) => return Some(validation_failed(&field, "Installation")),
+        };
+        let repos = inst
+            .by_id
+            .get(&installation)
+            .map(|i| i.repos.clone())
+            .unwrap_or_default();
+        let listed = page(base, path, &params, repos.len(), |i| {
+            let r = &repos[i];
+            let (owner, name) = r.full_name.split_once('/').unwrap_or_default();
+            json!({
+                "id": 1_000_000 + i as u64,
+                "name": name,
+                "full_name": r.full_name,
+                "owner": {"login": owner},
+                "private": true,
+                "archived": r.archived,
+                "size": if r.empty { 0 } else { 2_048 },
+                "default_branch": "main",
+            })
+        });
+        let items = listed.body.clone();
+        let mut answer = Answer::json(
+            StatusCode::OK,
+            json!({
+                "total_count": repos.len(),
+                "repository_selection": "selected",
+                "repositories": items,
+            }),
+        );
+        answer.headers = listed.headers;
+        return Some(answer);
+    }
+    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    if let ["repos", owner, name, ..] = segments.as_slice() {
+        if !inst.can_read(installation, &format!("{owner}/{name}")) {
+            return Some(not_found());
+        }
+    }
+    None
+}
