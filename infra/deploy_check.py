@@ -823,10 +823,14 @@ def check_functions(report, tpl, values, live, ev):
     env = lambda lid: lam.get_function(FunctionName=live.physical(lid))["Configuration"]["Environment"]["Variables"]
     for lid in function_ids(tpl):
         report.equal(f"{lid} TABLE_NAME = the PrTable's name", env(lid).get("TABLE_NAME"), live.physical("PrTable"))
+    # Enrichment reads GitHub as the App when there is one (installation tokens), else the token.
+    app = bool(values["GitHubAppId"] and values["GitHubAppPrivateKeySecretArn"])
     report.equal("EnrichFunction GITHUB_TOKEN_ARN", env("EnrichFunction").get("GITHUB_TOKEN_ARN"),
-                 values["GitHubTokenSecretArn"])
+                 "" if app else values["GitHubTokenSecretArn"])
+    report.equal("EnrichFunction GITHUB_APP_PRIVATE_KEY_ARN", env("EnrichFunction").get("GITHUB_APP_PRIVATE_KEY_ARN"),
+                 values["GitHubAppPrivateKeySecretArn"] if app else "")
     report.equal("SweeperFunction ENRICH_ENABLED", env("SweeperFunction").get("ENRICH_ENABLED"),
-                 "true" if values["GitHubTokenSecretArn"] else "false")
+                 "true" if values["GitHubTokenSecretArn"] or app else "false")
     on_key = values["LlmProvider"] != "bedrock"
     for fn, model in (("SummarizeFunction", "SummaryModel"), ("PageBuilderFunction", "StoryModel")):
         var = "SUMMARY_MODEL" if model == "SummaryModel" else "STORY_MODEL"
@@ -1079,7 +1083,11 @@ def check_roles(report, tpl, values, live, ev):
     notion = bool(values["NotionTokenSecretArn"] and values["NotionParentPageId"])
     on_key = values["LlmProvider"] != "bedrock"
     optional = [
-        ("EnrichFunction", "secretsmanager:GetSecretValue", values["GitHubTokenSecretArn"], "GitHubTokenSecretArn"),
+        ("EnrichFunction", "secretsmanager:GetSecretValue",
+         "" if values["GitHubAppId"] and values["GitHubAppPrivateKeySecretArn"] else values["GitHubTokenSecretArn"],
+         "GitHubTokenSecretArn"),
+        ("EnrichFunction", "secretsmanager:GetSecretValue",
+         values["GitHubAppPrivateKeySecretArn"] if values["GitHubAppId"] else "", "GitHubAppPrivateKeySecretArn"),
         # Redelivery reads its own token when given, else enrichment's (never both).
         ("RedeliverFunction", "secretsmanager:GetSecretValue",
          values.get("RedeliverTokenSecretArn") or values["GitHubTokenSecretArn"],

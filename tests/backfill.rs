@@ -789,16 +789,10 @@ async fn an_organisation_is_backfilled_through_its_app_installation() {
         reserve_points: 2,
         ..Default::default()
     };
-    // Every token issued so far is revoked a moment into the run: the next request is refused.
-    let revoker = {
-        let stand_in = stand_in.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(700)).await;
-            stand_in.expire_installation_tokens();
-        })
-    };
+    // The token in hand expires just before the second GraphQL query: that query is refused
+    // with 401 and asked again with a new token.
+    stand_in.expire_installation_tokens_at_graphql_request(2);
     let report = infra::backfill_org::run_org(&args, &target).await.unwrap();
-    revoker.await.unwrap();
     assert_eq!(report.installation, 4242);
     assert!(report.failed.is_empty(), "{report:?}");
     assert_eq!(report.skipped, [(old.to_string(), "archived".to_string())]);

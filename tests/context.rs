@@ -353,9 +353,11 @@ async fn enrichment_stores_the_context_once_a_day_and_concurrent_refreshes_store
     assert_eq!(stub.request_count(), failed_at, "not retried at once");
 
     // No token: no context, quietly.
-    let disabled = EnrichHandler::new(t.prs.clone(), None, 4, 500).with_contexts(
-        ContextStore::new(aws_sdk_dynamodb::Client::new(&sdk), "no-such-table"),
-    );
+    let disabled = EnrichHandler::new(t.prs.clone(), None::<stages::enrich::GitHubAccess>, 4, 500)
+        .with_contexts(ContextStore::new(
+            aws_sdk_dynamodb::Client::new(&sdk),
+            "no-such-table",
+        ));
     disabled.refresh_context(&repo(), later, within(10)).await;
 }
 

@@ -288,7 +288,12 @@ async fn three_thousand_file_cap_and_truncated_paths() {
 async fn no_token_means_no_http_call_and_success() {
     let (store, github) = setup().await;
     stored_pr(&store, 4, None).await;
-    let disabled = Arc::new(EnrichHandler::new(store.clone(), None, 4, 500));
+    let disabled = Arc::new(EnrichHandler::new(
+        store.clone(),
+        None::<stages::enrich::GitHubAccess>,
+        4,
+        500,
+    ));
     let response = disabled
         .handle(
             event(vec![insert_record(4, "1"), insert_record(5, "2")]),
@@ -999,7 +1004,12 @@ async fn edits_are_passed_on_without_a_token_and_body_only_edits_change_nothing(
     edited["pull_request"]["updated_at"] = json!("2019-05-16T09:00:00Z");
     store_merged(&store, &edited, time::OffsetDateTime::now_utc()).await;
     let after = row(&store, 70).await;
-    let no_token = Arc::new(EnrichHandler::new(store.clone(), None, 4, 500));
+    let no_token = Arc::new(EnrichHandler::new(
+        store.clone(),
+        None::<stages::enrich::GitHubAccess>,
+        4,
+        500,
+    ));
     let r = no_token
         .handle(
             event(vec![modify_record(&before, &after, "9")]),

@@ -109,9 +109,11 @@ const FUNCTIONS: [&str; 6] = [
 
 /// Conditions the full parameter set makes false: redelivery has its own token there, so it
 /// does not read enrichment's; the LLM is Bedrock (no key) through profile ids (not ARNs, not
-/// foundation models), and only the story's profile is global.
+/// foundation models), and only the story's profile is global; enrichment reads GitHub as
+/// the App, not with the token.
 const FALSE_IN_FULL_SET: &[&str] = &[
     "RedeliverWithEnrichToken",
+    "EnrichWithToken",
     "SummaryKeyRead",
     "StoryKeyRead",
     "SummaryIsArn",
@@ -605,6 +607,22 @@ async fn every_function_calls_exactly_what_its_role_grants() {
     for n in [a, b] {
         github.put_pull(&repo, support::standin_pull(&repo, n, 3));
     }
+    // The full set's GitHub App, installed on the repository: enrichment reads it with the
+    // installation's token (so its role reads the App's key, not the token).
+    let app_public = std::fs::read_to_string(
+        infra::emulator::repo_root().join("tests/fixtures/github/app-test-key.pub.pem"),
+    )
+    .unwrap();
+    github.add_app_hook("424242", &app_public, 1, None);
+    github.add_installation(
+        31,
+        repo.split('/').next().unwrap(),
+        vec![infra::github_standin::InstalledSpec {
+            full_name: repo.clone(),
+            archived: false,
+            empty: false,
+        }],
+    );
     let (notion, parent) = support::notion_stub::NotionStub::start(NOTION_TOKEN).await;
     let summary_model = support::converse_stub::ConverseStub::start(SUMMARY_PROFILE).await;
     summary_model.script([support::converse_stub::ConverseReply::Text(
@@ -675,6 +693,8 @@ async fn every_function_calls_exactly_what_its_role_grants() {
                 max_wait: Duration::from_secs(3600),
                 pages_table: Some(pages_table.clone()),
                 issue_scope: Default::default(),
+                app_id: Some("424242".into()),
+                app_key: SecretSource::SecretsManager(app_key_secret.clone()),
             },
             &sdk,
         )

@@ -203,6 +203,10 @@ pub struct EnrichConfig {
     /// Where linked issues are looked up (`LINKED_ISSUES_SCOPE`: `repository`, the default, or
     /// `owner`).
     pub issue_scope: chronicle_domain::IssueScope,
+    /// A GitHub App (`GITHUB_APP_ID`, `GITHUB_APP_PRIVATE_KEY` or `…_ARN`, `…_PARAM`): each
+    /// repository is read with its installation's token, preferred to `token` when both are set.
+    pub app_id: Option<String>,
+    pub app_key: SecretSource,
 }
 
 impl EnrichConfig {
@@ -252,6 +256,12 @@ impl EnrichConfig {
             )?),
             pages_table: get(PAGES_TABLE).filter(|t| !t.trim().is_empty()),
             issue_scope: issue_scope(get)?,
+            app_id: get(GITHUB_APP_ID).filter(|v| !v.trim().is_empty()),
+            app_key: SecretSource::from_vars(
+                get(GITHUB_APP_PRIVATE_KEY),
+                get(GITHUB_APP_PRIVATE_KEY_ARN),
+                get(GITHUB_APP_PRIVATE_KEY_PARAM),
+            ),
         })
     }
 }

@@ -122,9 +122,17 @@ impl GitHubClient {
         if left.is_zero() {
             return Redelivery::NotDone(format!("no time left for {path}"));
         }
+        let token = match self.auth.bearer().await {
+            Ok(token) => token,
+            Err(e) => return Redelivery::NotDone(e.to_string()),
+        };
         let sent = self
             .http
             .post(format!("{}{path}", self.base))
+            .header(
+                reqwest::header::AUTHORIZATION,
+                crate::installation::sensitive_bearer(&token),
+            )
             .timeout(left.min(self.timeout))
             .send()
             .await;

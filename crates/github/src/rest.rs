@@ -114,7 +114,7 @@ pub struct GitHubClient {
     pub(super) base: String,
     pub(super) timeout: Duration,
     max_retries: u32,
-    auth: crate::installation::Auth,
+    pub(super) auth: crate::installation::Auth,
 }
 
 impl GitHubClient {

@@ -302,6 +302,10 @@ async fn handle(state: Arc<Mutex<State>>, request: Request<Incoming>) -> Respons
     // The stand-in's token, or an installation's until it expires.
     let authorized = {
         let st = lock();
+        st.installations
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .on_graphql_request(st.stats.graphql_requests + 1);
         let given = request
             .headers()
             .get(http::header::AUTHORIZATION)

@@ -3,6 +3,106 @@
 
 use super::*;
 
+/// How enrichment reaches GitHub: with one token for every repository, or as a GitHub App, each
+/// repository through its installation's token (the clients of an installation made once).
+pub enum GitHubAccess {
+    Token(Arc<GitHubApis>),
+    App(AppAccess),
+}
+
+pub struct AppAccess {
+    pub app: Arc<crate::github::installation::AppClient>,
+    pub api_url: String,
+    pub timeout: Duration,
+    pub max_retries: u32,
+    pub issue_scope: IssueScope,
+    clients: std::sync::Mutex<std::collections::HashMap<u64, Arc<GitHubApis>>>,
+}
+
+impl From<GitHubApis> for GitHubAccess {
+    fn from(apis: GitHubApis) -> Self {
+        GitHubAccess::Token(Arc::new(apis))
+    }
+}
+
+impl GitHubAccess {
+    pub fn app(
+        app: Arc<crate::github::installation::AppClient>,
+        api_url: &str,
+        timeout: Duration,
+        max_retries: u32,
+        issue_scope: IssueScope,
+    ) -> Self {
+        GitHubAccess::App(AppAccess {
+            app,
+            api_url: api_url.to_string(),
+            timeout,
+            max_retries,
+            issue_scope,
+            clients: Default::default(),
+        })
+    }
+
+    /// The clients that read `repo`: the token's, or its installation's (GitHub asked once
+    /// which installation that is).
+    pub async fn for_repo(
+        &self,
+        repo: &RepoName,
+    ) -> Result<Arc<GitHubApis>, crate::github::installation::InstallationError> {
+        let access = match self {
+            GitHubAccess::Token(apis) => return Ok(apis.clone()),
+            GitHubAccess::App(access) => access,
+        };
+        let id = access.app.installation_of(repo.as_str()).await?;
+        let mut clients = access.clients.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(apis) = clients.get(&id) {
+            return Ok(apis.clone());
+        }
+        let auth = crate::github::installation::Auth::Installation {
+            app: access.app.clone(),
+            id,
+        };
+        let apis = Arc::new(
+            GitHubApis::with_auth(&access.api_url, auth, access.timeout, access.max_retries)
+                .map_err(
+                    |e| crate::github::installation::InstallationError::Transport {
+                        what: "the HTTP client".into(),
+                        message: e.to_string(),
+                    },
+                )?
+                .with_issue_scope(access.issue_scope),
+        );
+        clients.insert(id, apis.clone());
+        Ok(apis)
+    }
+
+    /// Every client's GraphQL requests so far.
+    pub fn requests(&self) -> u64 {
+        self.each(|a| a.graphql.requests()).into_iter().sum()
+    }
+
+    /// The fewest points any installation had left, as its last answer said.
+    pub fn rate_remaining(&self) -> Option<u64> {
+        self.each(|a| a.graphql.rate_remaining())
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    fn each<T>(&self, f: impl Fn(&GitHubApis) -> T) -> Vec<T> {
+        match self {
+            GitHubAccess::Token(apis) => vec![f(apis)],
+            GitHubAccess::App(access) => access
+                .clients
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .values()
+                .map(|a| f(a))
+                .collect(),
+        }
+    }
+}
+
 /// GitHub's two APIs with one token: GraphQL for everything it can serve, REST as the fallback.
 #[derive(Clone)]
 pub struct GitHubApis {
@@ -25,6 +125,21 @@ impl GitHubApis {
         Ok(GitHubApis {
             graphql: GraphQlClient::new(api_url, token, timeout)?,
             rest: GitHubClient::new(api_url, token, timeout, max_retries)?,
+            max_retries,
+            issue_scope: IssueScope::default(),
+        })
+    }
+
+    /// Both clients, authenticated by `auth` (an installation's token).
+    pub fn with_auth(
+        api_url: &str,
+        auth: crate::github::installation::Auth,
+        timeout: Duration,
+        max_retries: u32,
+    ) -> Result<Self, reqwest::Error> {
+        Ok(GitHubApis {
+            graphql: GraphQlClient::with_auth(api_url, auth.clone(), timeout)?,
+            rest: GitHubClient::with_auth(api_url, auth, timeout, max_retries)?,
             max_retries,
             issue_scope: IssueScope::default(),
         })

@@ -65,6 +65,8 @@ pub enum EnrichError {
     LeaseHeld(String),
     #[error("the enrichment lease was lost before the write-back")]
     LeaseLost,
+    #[error(transparent)]
+    Installation(#[from] crate::github::installation::InstallationError),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -73,6 +75,8 @@ pub enum EnrichInitError {
     Secret(#[from] SecretError),
     #[error("building the GitHub HTTP client failed: {0}")]
     Http(String),
+    #[error(transparent)]
+    AppKey(#[from] crate::github::app::AppKeyError),
 }
 
 /// What happened to one record (all of these are successes for the stream).
@@ -103,7 +107,7 @@ const RETRY_MARGIN: Duration = Duration::from_secs(5);
 
 pub struct EnrichHandler {
     store: PrStore,
-    github: Option<GitHubApis>,
+    github: Option<GitHubAccess>,
     /// Where repository contexts are kept; `None`: none fetched.
     contexts: Option<crate::store::ContextStore>,
     /// This invocation's outcomes, for its EMF line.
@@ -121,13 +125,13 @@ pub struct EnrichHandler {
 impl EnrichHandler {
     pub fn new(
         store: PrStore,
-        github: Option<GitHubApis>,
+        github: Option<impl Into<GitHubAccess>>,
         concurrency: usize,
         max_paths: usize,
     ) -> Self {
         EnrichHandler {
             store,
-            github,
+            github: github.map(Into::into),
             contexts: None,
             outcomes: Default::default(),
             requests_seen: Default::default(),
@@ -156,13 +160,38 @@ impl EnrichHandler {
         config: &EnrichConfig,
         sdk: &aws_config::SdkConfig,
     ) -> Result<Self, EnrichInitError> {
-        let github = match config.token.resolve(sdk).await? {
-            Some(token) => Some(
+        let app = match &config.app_id {
+            Some(id) => config.app_key.resolve(sdk).await?.map(|key| (id, key)),
+            None => None,
+        };
+        let token = match app {
+            Some(_) => None,
+            None => config.token.resolve(sdk).await?,
+        };
+        let github = match (app, token) {
+            (Some((id, key)), _) => {
+                let credentials = crate::github::app::AppCredentials::new(id, &key)?;
+                let client = crate::github::installation::AppClient::new(
+                    &config.api_url,
+                    credentials,
+                    config.timeout,
+                )
+                .map_err(|e| EnrichInitError::Http(e.to_string()))?;
+                tracing::info!(app_id = %id, "GitHub is read as the App, each repository with its installation's token");
+                Some(GitHubAccess::app(
+                    Arc::new(client),
+                    &config.api_url,
+                    config.timeout,
+                    config.max_retries,
+                    config.issue_scope,
+                ))
+            }
+            (None, Some(token)) => Some(GitHubAccess::Token(Arc::new(
                 GitHubApis::new(&config.api_url, &token, config.timeout, config.max_retries)
                     .map_err(|e| EnrichInitError::Http(e.to_string()))?
                     .with_issue_scope(config.issue_scope),
-            ),
-            None => {
+            ))),
+            (None, None) => {
                 tracing::info!(
                     "no GitHub token configured ({} / {} / {}): enrichment is skipped",
                     crate::config::GITHUB_TOKEN,
@@ -290,8 +319,20 @@ impl EnrichHandler {
         now: OffsetDateTime,
         deadline: Instant,
     ) -> bool {
-        let (Some(store), Some(github)) = (&self.contexts, &self.github) else {
+        let (Some(store), Some(access)) = (&self.contexts, &self.github) else {
             return true;
+        };
+        let github = match access.for_repo(repo).await {
+            Ok(github) => github,
+            Err(e) if e.is_permanent() => {
+                // Not installed there (any more): nothing to read, its rows go ahead without.
+                tracing::warn!(repo = %repo, error = %e, "the repository's context cannot be read");
+                return true;
+            }
+            Err(e) => {
+                tracing::warn!(repo = %repo, error = %e, "no installation token for the repository's context");
+                return false;
+            }
         };
         let backing_off = self
             .context_failures
@@ -352,13 +393,13 @@ impl EnrichHandler {
     pub fn emf_line(&self, now: OffsetDateTime) -> String {
         let mut remaining = None;
         if let Some(github) = &self.github {
-            let total = github.graphql.requests();
+            let total = github.requests();
             let before = self.requests_seen.swap(total, Ordering::Relaxed);
             self.outcomes
                 .add_n("GitHubRequests", total.saturating_sub(before));
             // Only when this invocation asked: an old figure would outlive the hour's reset.
             if total > before {
-                remaining = github.graphql.rate_remaining();
+                remaining = github.rate_remaining();
             }
         }
         let line = crate::telemetry::outcomes_emf_line(
@@ -516,14 +557,20 @@ impl EnrichHandler {
     /// Everything after the claim: fetch, then write the enrichment, the skip, or the deferral.
     async fn enrich_claimed(
         &self,
-        github: &GitHubApis,
+        access: &GitHubAccess,
         repo: &RepoName,
         number: u64,
         body: &str,
         deadline: Instant,
         owner: &str,
     ) -> Result<RecordOutcome, EnrichError> {
-        let (attributes, outcome) = match fetch(github, repo, number, body, deadline).await? {
+        let fetched = match access.for_repo(repo).await {
+            Ok(github) => fetch(&github, repo, number, body, deadline).await?,
+            // The App is not installed on it (any more): summarized unenriched, never asked again.
+            Err(e) if e.is_permanent() => Fetched::Skip(e.to_string()),
+            Err(e) => return Err(e.into()),
+        };
+        let (attributes, outcome) = match fetched {
             Fetched::Enriched(enrichment) => (
                 enrichment.attributes(self.max_paths),
                 RecordOutcome::Enriched,

@@ -37,6 +37,8 @@ pub struct Installations {
     issued: HashMap<String, (u64, Instant)>,
     ttl: Duration,
     minted: u64,
+    /// Every token issued expires just before this GraphQL request (counted from 1).
+    expire_at_graphql: Option<u64>,
 }
 
 impl Default for Installations {
@@ -46,6 +48,7 @@ impl Default for Installations {
             issued: HashMap::new(),
             ttl: Duration::from_secs(3600),
             minted: 0,
+            expire_at_graphql: None,
         }
     }
 }
@@ -61,6 +64,20 @@ pub enum Bearer {
 }
 
 impl Installations {
+    /// Called with each GraphQL request's number: the scripted expiry, when it is due.
+    pub fn on_graphql_request(&mut self, n: u64) {
+        if self.expire_at_graphql == Some(n) {
+            self.expire_all();
+        }
+    }
+
+    fn expire_all(&mut self) {
+        let now = Instant::now();
+        for (_, until) in self.issued.values_mut() {
+            *until = now;
+        }
+    }
+
     pub fn bearer(&self, token: &str) -> Bearer {
         match self.issued.get(token) {
             Some((_, until)) if Instant::now() >= *until => Bearer::Expired,
@@ -106,10 +123,13 @@ impl GitHubStandIn {
     /// Every installation token issued so far expires now (as a revocation, or the end of its
     /// hour, would): the next request with one is refused with 401.
     pub fn expire_installation_tokens(&self) {
-        let now = Instant::now();
-        for (_, until) in self.installations().issued.values_mut() {
-            *until = now;
-        }
+        self.installations().expire_all();
+    }
+
+    /// Every token issued so far expires just before the `n`-th GraphQL request (from 1), so
+    /// that request is refused with 401 mid-run, whatever the machine's speed.
+    pub fn expire_installation_tokens_at_graphql_request(&self, n: u64) {
+        self.installations().expire_at_graphql = Some(n);
     }
 
     /// Installation tokens minted so far.
