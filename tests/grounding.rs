@@ -1,5 +1,5 @@
-//! The claim check measured on a corpus of written stories (`tests/fixtures/grounding/
-//! corpus.json`): faithful ones, and ones with a plausible claim its cited PR never made, an
+//! The claim check measured on corpora of written stories (`tests/fixtures/grounding/*.json`,
+//! each one module's facts and stories written from them): faithful ones, and ones with a plausible claim its cited PR never made, an
 //! invented number, person, PR, link or domain, a sentence without a citation, or an injection
 //! carried over from a PR body. Every sentence is labelled; the test prints the confusion table
 //! and holds the check to it: every faithful sentence kept, every unsupported one dropped.
@@ -89,9 +89,24 @@ fn entry(corpus: &Corpus, pr: &Pr) -> ModuleEntry {
 
 #[test]
 fn every_faithful_sentence_is_kept_and_every_unsupported_one_dropped() {
-    let path = infra::emulator::repo_root().join("tests/fixtures/grounding/corpus.json");
-    let corpus: Corpus = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let mut entries: Vec<ModuleEntry> = corpus.prs.iter().map(|p| entry(&corpus, p)).collect();
+    let dir = infra::emulator::repo_root().join("tests/fixtures/grounding");
+    let mut paths: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    paths.sort();
+    assert!(!paths.is_empty());
+    for path in paths {
+        let corpus: Corpus =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        println!("{}:", path.file_name().unwrap().to_string_lossy());
+        check_corpus(&corpus);
+    }
+}
+
+fn check_corpus(corpus: &Corpus) {
+    let mut entries: Vec<ModuleEntry> = corpus.prs.iter().map(|p| entry(corpus, p)).collect();
     entries.sort_by_key(|e| std::cmp::Reverse(e.order_key()));
     let mut by_year: BTreeMap<String, Vec<ModuleEntry>> = BTreeMap::new();
     for e in &entries {
@@ -122,8 +137,9 @@ fn every_faithful_sentence_is_kept_and_every_unsupported_one_dropped() {
         &entries,
     );
 
-    // (label, category) → (kept, dropped)
+    // (label, category) → (kept, dropped), over every sentence and over distinct ones.
     let mut table: BTreeMap<(String, String), (usize, usize)> = BTreeMap::new();
+    let mut distinct: BTreeMap<String, (String, bool)> = BTreeMap::new();
     let mut wrong = Vec::new();
     let (mut stories_kept, mut stories_refused) = (0, 0);
     for answer in &corpus.answers {
@@ -153,6 +169,7 @@ fn every_faithful_sentence_is_kept_and_every_unsupported_one_dropped() {
                 Ok(()) => cell.0 += 1,
                 Err(_) => cell.1 += 1,
             }
+            distinct.insert(s.text.clone(), (s.label.clone(), c.verdict.is_ok()));
             let faithful = s.label == "faithful";
             if faithful != c.verdict.is_ok() {
                 wrong.push(format!(
@@ -182,6 +199,19 @@ fn every_faithful_sentence_is_kept_and_every_unsupported_one_dropped() {
     }
     println!("  {:<33} {fk:>5} {fd:>8}", "faithful, all");
     println!("  {:<33} {uk:>5} {ud:>8}", "unsupported, all");
+    let count = |label: &str, kept: bool| {
+        distinct
+            .values()
+            .filter(|(l, k)| (l == "faithful") == (label == "faithful") && *k == kept)
+            .count()
+    };
+    println!(
+        "  distinct sentences: faithful {} kept, {} dropped; unsupported {} kept, {} dropped",
+        count("faithful", true),
+        count("faithful", false),
+        count("unsupported", true),
+        count("unsupported", false)
+    );
     println!(
         "  stories published with their unsupported sentences dropped: {stories_kept}; \
          refused whole (too little left): {stories_refused}"
@@ -193,4 +223,8 @@ fn every_faithful_sentence_is_kept_and_every_unsupported_one_dropped() {
         wrong.join("\n")
     );
     assert!(corpus.answers.len() >= 30 && fk >= 60 && ud >= 30);
+    assert_eq!(
+        stories_refused, 0,
+        "every story keeps its faithful sentences"
+    );
 }

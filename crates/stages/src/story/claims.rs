@@ -5,7 +5,8 @@
 //! prints):
 //! 1. The sentence cites at least one PR (`#N`), and every PR it cites is one the prompt gave.
 //! 2. Every `@login` it names is an author the prompt showed; every number of two digits or more
-//!    is one the facts hold; it holds no link, URL, e-mail address or domain name.
+//!    is one its sources hold (the cited PRs' facts, or the module's figures: years, counts); it
+//!    holds no link, URL, e-mail address or domain name.
 //! 3. Its distinctive terms occur in its sources (the cited PRs' facts, and the module's own):
 //!    each code span's words, and each capitalised word after the sentence's first.
 //! 4. At least [`MIN_SUPPORT`] of its content words occur in its sources. Content words are the
@@ -283,6 +284,8 @@ pub struct Source {
     stems: BTreeSet<String>,
     /// Its words, lowercased and unstemmed (for code spans and names).
     words: BTreeSet<String>,
+    /// Its numbers.
+    numbers: BTreeSet<u64>,
 }
 
 impl Source {
@@ -291,6 +294,7 @@ impl Source {
             self.stems.insert(stem(&word));
             self.words.insert(word);
         }
+        self.numbers.extend(super::numbers_in(text));
     }
 
     fn holds(&self, word: &str) -> bool {
@@ -308,6 +312,15 @@ pub struct Sources {
 impl Sources {
     pub fn add_pr(&mut self, number: u64, text: &str) {
         self.prs.entry(number).or_default().add(text);
+    }
+
+    /// Whether `n` is among the numbers of the PRs `cited`, or the module's.
+    fn holds_number(&self, cited: &BTreeSet<u64>, n: u64) -> bool {
+        self.module.numbers.contains(&n)
+            || cited
+                .iter()
+                .filter_map(|c| self.prs.get(c))
+                .any(|s| s.numbers.contains(&n))
     }
 
     /// Whether `word` occurs in the facts of the PRs `cited`, or the module's.
@@ -396,13 +409,13 @@ pub fn check(sentence: &str, facts: &Facts) -> Result<(), Unsupported> {
     {
         return Err(Unsupported::UnknownPerson(login));
     }
-    if let Some(n) = super::numbers_in(&shown)
+    let sources = facts.sources;
+    if let Some(n) = super::numbers_in(&strip_references(&shown))
         .into_iter()
-        .find(|n| *n >= 10 && !facts.numbers.contains(n))
+        .find(|n| *n >= 10 && !facts.numbers.contains(n) && !sources.holds_number(&cited, *n))
     {
         return Err(Unsupported::UnknownNumber(n));
     }
-    let sources = facts.sources;
     // Distinctive terms: every word of a code span, every capitalised word after the first.
     for span in spans.iter().filter(|s| s.code) {
         if words(&span.text)
@@ -522,20 +535,23 @@ fn words(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// Capitalised words after the sentence's first word (and not opening a clause after a colon).
+/// Capitalised words after the sentence's first word (and not opening a clause after a colon),
+/// each piece of a hyphenated or dotted token on its own (`UTF-8` is `UTF`).
 fn capitalised(prose: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut first = true;
     for token in prose.split_whitespace() {
-        let word: String = token.chars().filter(|c| c.is_alphanumeric()).collect();
-        if word.is_empty() {
+        if !token.chars().any(char::is_alphanumeric) {
             continue;
         }
-        if !first
-            && word.chars().next().is_some_and(char::is_uppercase)
-            && !is_stop_word(&word.to_lowercase())
-        {
-            out.push(word);
+        if !first {
+            for word in token.split(|c: char| !c.is_alphanumeric()) {
+                if word.chars().next().is_some_and(char::is_uppercase)
+                    && !is_stop_word(&word.to_lowercase())
+                {
+                    out.push(word.to_string());
+                }
+            }
         }
         first = token.ends_with(':');
     }

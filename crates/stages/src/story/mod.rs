@@ -46,8 +46,8 @@ pub struct StoryPrompt {
     pub prs: BTreeSet<u64>,
     /// Authors (lowercased logins): the only people the story may name.
     pub people: BTreeSet<String>,
-    /// Every number the facts hold (PR numbers, counts, years): the only numbers the story may
-    /// state.
+    /// The module's own numbers (its years, their counts, the PR numbers of its milestones): a
+    /// sentence may state these, and those of the PRs it cites.
     pub numbers: BTreeSet<u64>,
     /// What each PR's facts say: what a sentence citing it may say.
     pub sources: Sources,
@@ -182,6 +182,8 @@ pub fn prompt(
             ));
         }
     }
+    // The module's own figures end here: its numbers may be stated by any sentence.
+    let numbers = numbers_in(&user);
     user.push_str("\nSignificant pull requests (newest first):\n");
     let milestone_numbers: BTreeSet<u64> = prs.clone();
     let mut ranked: Vec<&ModuleEntry> = recent
@@ -237,7 +239,6 @@ pub fn prompt(
     digest.update(SYSTEM.as_bytes());
     digest.update([0]);
     digest.update(user.as_bytes());
-    let numbers = numbers_in(&user);
     StoryPrompt {
         system: SYSTEM.to_string(),
         user,
