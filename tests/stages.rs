@@ -7,6 +7,7 @@ mod context;
 mod enrich;
 mod local_stack;
 mod ops;
+mod org;
 mod queues;
 mod redeliver;
 mod streams;

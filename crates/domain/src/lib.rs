@@ -484,6 +484,31 @@ pub struct OtherPage {
     pub database: bool,
 }
 
+/// One repository on its organisation's index: kept by the repository's index build.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OrgRepo {
+    /// `owner/name`.
+    pub repo: String,
+    #[serde(default)]
+    pub latest_merged_at: Option<String>,
+    #[serde(default)]
+    pub modules: Vec<OrgModule>,
+}
+
+/// One module of a repository on the organisation's index.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OrgModule {
+    pub module: String,
+    pub entry_count: u64,
+    #[serde(default)]
+    pub latest_merged_at: Option<String>,
+    /// Its most active recent authors (logins).
+    #[serde(default)]
+    pub authors: Vec<String>,
+}
+
 /// A module's LLM story as stored on the page item (`story` writes it).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -18,6 +18,7 @@ pub mod decisions;
 pub mod experts;
 pub mod layout;
 pub mod milestones;
+pub mod org;
 pub mod overview;
 pub mod path;
 pub mod plan;

@@ -115,6 +115,16 @@ pub trait Publisher: Send + Sync {
 
     /// A short name for logs and metrics (`markdown`, `notion`).
     fn name(&self) -> &'static str;
+
+    /// Replaces the organisation index of `owner` (CommonMark, links relative to the output
+    /// root). Publishers without one (Notion, for now) publish nothing.
+    fn publish_org<'a>(
+        &'a self,
+        _owner: &'a str,
+        _markdown: &'a str,
+    ) -> BoxFuture<'a, Result<Published, PublishError>> {
+        Box::pin(async { Ok(Published::default()) })
+    }
 }
 
 /// A shared publisher (`Arc<dyn Publisher>`) is a publisher.
@@ -128,6 +138,14 @@ impl<P: Publisher + ?Sized> Publisher for Arc<P> {
 
     fn name(&self) -> &'static str {
         (**self).name()
+    }
+
+    fn publish_org<'a>(
+        &'a self,
+        owner: &'a str,
+        markdown: &'a str,
+    ) -> BoxFuture<'a, Result<Published, PublishError>> {
+        (**self).publish_org(owner, markdown)
     }
 }
 
@@ -158,6 +176,23 @@ impl Publisher for Publishers {
             [one] => one.name(),
             _ => "several",
         }
+    }
+
+    fn publish_org<'a>(
+        &'a self,
+        owner: &'a str,
+        markdown: &'a str,
+    ) -> BoxFuture<'a, Result<Published, PublishError>> {
+        Box::pin(async move {
+            let mut total = Published::default();
+            for publisher in &self.0 {
+                let one = publisher.publish_org(owner, markdown).await?;
+                total.documents += one.documents;
+                total.bytes += one.bytes;
+                total.requests += one.requests;
+            }
+            Ok(total)
+        })
     }
 }
 
@@ -239,6 +274,30 @@ impl Publisher for MarkdownPublisher {
 
     fn name(&self) -> &'static str {
         "markdown"
+    }
+
+    fn publish_org<'a>(
+        &'a self,
+        owner: &'a str,
+        markdown: &'a str,
+    ) -> BoxFuture<'a, Result<Published, PublishError>> {
+        let path = self.out_dir.join(chronicle_pages::org::org_path(owner));
+        let markdown = markdown.to_string();
+        Box::pin(async move {
+            let bytes = markdown.len();
+            let shown = path.display().to_string();
+            tokio::task::spawn_blocking(move || write_atomically(&path, &markdown))
+                .await
+                .map_err(|e| PublishError::Io {
+                    path: shown,
+                    message: format!("the write task did not finish: {e}"),
+                })??;
+            Ok(Published {
+                documents: 1,
+                bytes,
+                ..Default::default()
+            })
+        })
     }
 }
 
@@ -338,6 +397,31 @@ impl Publisher for S3MarkdownPublisher {
 
     fn name(&self) -> &'static str {
         "markdown-s3"
+    }
+
+    fn publish_org<'a>(
+        &'a self,
+        owner: &'a str,
+        markdown: &'a str,
+    ) -> BoxFuture<'a, Result<Published, PublishError>> {
+        Box::pin(async move {
+            let key = format!("{}{}", self.prefix, chronicle_pages::org::org_path(owner));
+            self.client
+                .put_object()
+                .bucket(&self.bucket)
+                .key(&key)
+                .content_type("text/markdown; charset=utf-8")
+                .body(markdown.as_bytes().to_vec().into())
+                .send()
+                .await
+                .map_err(|e| self.remote_error(&key, &e))?;
+            Ok(Published {
+                documents: 1,
+                bytes: markdown.len(),
+                requests: 1,
+                ..Default::default()
+            })
+        })
     }
 }
 

@@ -119,6 +119,7 @@ pub enum BuildCompletion {
 }
 
 mod notion;
+mod org;
 pub use notion::*;
 
 #[derive(Clone, Debug)]

@@ -1,0 +1,73 @@
+//! The organisation index's rows: one item per repository under the partition `#org/<owner>`,
+//! written by the repository's index build and read whole by the organisation's (bounded by the
+//! repositories, never by their PRs).
+
+use super::*;
+
+/// The attribute holding a repository's row.
+const ORG: &str = "org";
+
+/// The partition of an owner's organisation rows.
+pub fn org_partition(owner: &str) -> String {
+    format!("#org/{owner}")
+}
+
+impl PageStore {
+    /// Records (replaces) one repository's row on its owner's index: one `UpdateItem` setting
+    /// the row as one map attribute, as every other page item write is.
+    pub async fn put_org_repo(
+        &self,
+        owner: &str,
+        row: &chronicle_domain::OrgRepo,
+    ) -> Result<(), StoreError> {
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(Self::key(&org_partition(owner), &row.repo)))
+            .update_expression("SET #org = :org")
+            .expression_attribute_names("#org", ORG)
+            .expression_attribute_values(
+                ":org",
+                serde_dynamo::to_attribute_value(row).map_err(|e| self.bad(e))?,
+            )
+            .send()
+            .await
+            .map_err(|e| dynamo_error(&self.table, "UpdateItem", &e))?;
+        Ok(())
+    }
+
+    /// Every repository row of `owner`'s index.
+    pub async fn org_repos(
+        &self,
+        owner: &str,
+    ) -> Result<Vec<chronicle_domain::OrgRepo>, StoreError> {
+        let mut rows = Vec::new();
+        let mut start = None;
+        loop {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("#repo = :repo")
+                .expression_attribute_names("#repo", a::REPO)
+                .expression_attribute_values(":repo", AttributeValue::S(org_partition(owner)))
+                .consistent_read(true)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(|e| dynamo_error(&self.table, "Query", &e))?;
+            self.meter.read(out.items().len());
+            for item in out.items.unwrap_or_default() {
+                if let Some(row) = item.get(ORG) {
+                    rows.push(
+                        serde_dynamo::from_attribute_value(row.clone()).map_err(|e| self.bad(e))?,
+                    );
+                }
+            }
+            match out.last_evaluated_key {
+                Some(next) => start = Some(next),
+                None => return Ok(rows),
+            }
+        }
+    }
+}

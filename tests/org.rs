@@ -1,0 +1,259 @@
+//! One install for an organisation: a GitHub App's deliveries from two repositories, signed with
+//! its one secret, are stored under their own repositories, enriched each with the
+//! installation's token, summarized, and published to their own repositories' pages; the
+//! organisation's index (`out/<org>.md`) lists both, newest first, with where each module's page
+//! lives. A repository the App was removed from is no longer enriched; its pages stay.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_lambda_events::event::dynamodb::{Event, EventRecord};
+use infra::github_standin::{GitHubStandIn, InstalledSpec};
+use stages::config::{EnrichConfig, SummarizeConfig};
+use stages::secret::SecretSource;
+use support::*;
+
+const TOKEN: &str = "ghp_org_test";
+
+fn fixture(name: &str) -> String {
+    std::fs::read_to_string(
+        infra::emulator::repo_root()
+            .join("tests/fixtures/github")
+            .join(name),
+    )
+    .unwrap()
+}
+
+fn insert_record(repo: &str, number: u64) -> EventRecord {
+    let mut record = EventRecord::default();
+    record.event_id = format!("event-{repo}-{number}");
+    record.event_name = "INSERT".into();
+    record.change.sequence_number = Some(format!("{number}00"));
+    record.change.keys = serde_dynamo::Item::from(std::collections::HashMap::from([
+        (
+            stages::store::attr::REPO.to_string(),
+            serde_dynamo::AttributeValue::S(repo.into()),
+        ),
+        (
+            stages::store::attr::PR_NUMBER.to_string(),
+            serde_dynamo::AttributeValue::N(number.to_string()),
+        ),
+    ]));
+    record
+}
+
+/// The recorded merged delivery, as the App sends it for `repo`: its `installation` named.
+fn delivery(repo: &str, number: u64, merged_at: &str) -> serde_json::Value {
+    let mut p = merged_payload();
+    let (owner, name) = repo.split_once('/').unwrap();
+    p["repository"]["full_name"] = repo.into();
+    p["repository"]["name"] = name.into();
+    p["repository"]["owner"]["login"] = owner.into();
+    p["number"] = number.into();
+    p["pull_request"]["number"] = number.into();
+    p["pull_request"]["merged_at"] = merged_at.into();
+    p["pull_request"]["updated_at"] = merged_at.into();
+    p["pull_request"]["html_url"] = format!("https://github.com/{repo}/pull/{number}").into();
+    p["pull_request"]["title"] = format!("Change {number} of {name}").into();
+    p["installation"] =
+        serde_json::json!({ "id": 31, "node_id": "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uMzE=" });
+    p
+}
+
+#[tokio::test]
+async fn two_repositories_of_one_installation_land_on_their_own_pages_and_the_org_index() {
+    let sdk = sdk().await;
+    let t = fresh_tables(&sdk).await;
+    let (api, web) = ("acme/api", "acme/web");
+    let github = GitHubStandIn::start(TOKEN).await.unwrap();
+    github.add_app_hook("7", &fixture("app-test-key.pub.pem"), 1, None);
+    let installed = |name: &str| InstalledSpec {
+        full_name: name.into(),
+        archived: false,
+        empty: false,
+    };
+    github.add_installation(31, "acme", vec![installed(api), installed(web)]);
+    let pulls = [
+        (api, 11, "2024-03-01T10:00:00Z"),
+        (web, 21, "2025-02-01T10:00:00Z"),
+    ];
+    for (repo, n, _) in pulls {
+        github.put_pull(repo, standin_pull(repo, n, 3));
+    }
+
+    // The webhook: one secret for every repository of the App.
+    let webhook = handler(t.prs.clone());
+    for (repo, n, merged_at) in pulls {
+        let body = serde_json::to_vec(&delivery(repo, n, merged_at)).unwrap();
+        let response = webhook
+            .handle(signed("pull_request", &format!("guid-{n}"), body))
+            .await;
+        assert_eq!(response.status, 200, "{response:?}");
+        assert!(stored_row(&t.prs, repo, n).await.contains_key("title"));
+    }
+
+    // Enrichment as the App: each repository through the installation's token.
+    let enrich = Arc::new(
+        stages::enrich::EnrichHandler::from_config(
+            &EnrichConfig {
+                table: t.prs.table().clone(),
+                api_url: github.url().to_string(),
+                token: SecretSource::Unset,
+                timeout: Duration::from_secs(10),
+                max_retries: 1,
+                concurrency: 2,
+                max_paths: 500,
+                max_wait: Duration::from_secs(3600),
+                pages_table: Some(t.pages.table_name().to_string()),
+                issue_scope: Default::default(),
+                app_id: Some("7".into()),
+                app_key: SecretSource::Plain(stages::secret::Secret::new(fixture(
+                    "app-test-key.pem",
+                ))),
+            },
+            &sdk,
+        )
+        .await
+        .unwrap(),
+    );
+    let mut stream = Event::default();
+    stream.records = pulls
+        .iter()
+        .map(|(repo, n, _)| insert_record(repo, *n))
+        .collect();
+    let response = enrich
+        .invoke(
+            stages::enrich::EnrichTrigger::Stream(stream),
+            within(30),
+            "inv-enrich",
+        )
+        .await
+        .unwrap();
+    assert!(
+        matches!(&response, stages::enrich::EnrichResponse::Stream(r) if r.batch_item_failures.is_empty()),
+        "{response:?}"
+    );
+    for (repo, n, _) in pulls {
+        let row = stored_row(&t.prs, repo, n).await;
+        assert!(
+            row.contains_key(stages::store::attr::ENRICHED_AT),
+            "{repo}: {row:?}"
+        );
+    }
+    assert_eq!(github.installation_tokens_minted(), 1, "one token for both");
+
+    // Summaries, then the pages.
+    let summarize = Arc::new(
+        stages::summarize::SummarizeHandler::from_config(
+            &SummarizeConfig {
+                table: t.prs.table().clone(),
+                entries_table: t.entries.table_name().to_string(),
+                pages_table: t.pages.table_name().to_string(),
+                max_attempts: 3,
+                modules_file: None,
+                modules_param: None,
+                dlq_url: None,
+                summary: None,
+            },
+            &sdk,
+        )
+        .await
+        .unwrap(),
+    );
+    let response = summarize
+        .handle(
+            sqs_batch(
+                pulls
+                    .iter()
+                    .map(|(repo, n, _)| summarize_message(&format!("m{n}"), repo, *n))
+                    .collect(),
+            ),
+            within(30),
+            "inv-summarize",
+        )
+        .await;
+    assert!(response.batch_item_failures.is_empty(), "{response:?}");
+    let dir = std::env::temp_dir().join(format!("chronicle-org-{}", uuid::Uuid::new_v4().simple()));
+    let builder = t.builder(
+        Arc::new(stages::publish::MarkdownPublisher::new(dir.clone())),
+        stages::tagging::ModulesConfig::empty(),
+        Duration::ZERO,
+    );
+    for _ in 0..5 {
+        builder
+            .tick(time::OffsetDateTime::now_utc(), within(60), "tick")
+            .await
+            .unwrap();
+        if t.pages.stale_pages().await.unwrap().is_empty() {
+            break;
+        }
+    }
+    for repo in [api, web] {
+        let index = std::fs::read_to_string(dir.join(format!("{repo}.md"))).unwrap();
+        assert!(index.contains(repo), "{index}");
+    }
+    // Each PR on its own repository's pages only.
+    let api_pages = std::fs::read_to_string(dir.join("acme/api.md")).unwrap();
+    assert!(!api_pages.contains("acme/web"), "{api_pages}");
+    let org = std::fs::read_to_string(dir.join("acme.md")).unwrap();
+    let (at_web, at_api) = (
+        org.find("### [acme/web]").expect("web listed"),
+        org.find("### [acme/api]").expect("api listed"),
+    );
+    assert!(at_web < at_api, "the most recently active first:\n{org}");
+    assert!(
+        org.contains("](<acme/api/"),
+        "links to the module pages:\n{org}"
+    );
+
+    // The App is removed from acme/web: its next PR is not enriched (skipped, with why), and
+    // its pages stay.
+    github.remove_from_installation(31, web);
+    let fresh = Arc::new(
+        stages::enrich::EnrichHandler::from_config(
+            &EnrichConfig {
+                table: t.prs.table().clone(),
+                api_url: github.url().to_string(),
+                token: SecretSource::Unset,
+                timeout: Duration::from_secs(10),
+                max_retries: 1,
+                concurrency: 2,
+                max_paths: 500,
+                max_wait: Duration::from_secs(3600),
+                pages_table: Some(t.pages.table_name().to_string()),
+                issue_scope: Default::default(),
+                app_id: Some("7".into()),
+                app_key: SecretSource::Plain(stages::secret::Secret::new(fixture(
+                    "app-test-key.pem",
+                ))),
+            },
+            &sdk,
+        )
+        .await
+        .unwrap(),
+    );
+    github.put_pull(web, standin_pull(web, 22, 2));
+    let body = serde_json::to_vec(&delivery(web, 22, "2025-03-01T10:00:00Z")).unwrap();
+    webhook
+        .handle(signed("pull_request", "guid-22", body))
+        .await;
+    let mut stream = Event::default();
+    stream.records = vec![insert_record(web, 22)];
+    fresh
+        .invoke(
+            stages::enrich::EnrichTrigger::Stream(stream),
+            within(30),
+            "inv-enrich-2",
+        )
+        .await
+        .unwrap();
+    let row = stored_row(&t.prs, web, 22).await;
+    let reason = row
+        .get(stages::store::attr::ENRICH_SKIPPED_REASON)
+        .and_then(|v| v.as_s().ok())
+        .cloned()
+        .unwrap_or_default();
+    assert!(reason.contains("not installed on acme/web"), "{row:?}");
+    assert!(dir.join("acme/web.md").exists(), "its pages stay");
+    let _ = std::fs::remove_dir_all(&dir);
+}
