@@ -299,6 +299,7 @@ async fn local_queues(sqs: &aws_sdk_sqs::Client, table: &str) -> Vec<QueueRef> {
 
 fn ops_target(t: &Tables, sdk: aws_config::SdkConfig) -> infra::ops_cli::OpsTarget {
     infra::ops_cli::OpsTarget {
+        app: None,
         sdk,
         table: stages::config::TableConfig {
             table_name: t.prs.table_name().to_string(),

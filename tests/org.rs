@@ -255,5 +255,36 @@ async fn two_repositories_of_one_installation_land_on_their_own_pages_and_the_or
         .unwrap_or_default();
     assert!(reason.contains("not installed on acme/web"), "{row:?}");
     assert!(dir.join("acme/web.md").exists(), "its pages stay");
+
+    // `chronicle status`: each installation's token health and what it sees, and why acme/web
+    // is no longer enriched.
+    let target = infra::ops_cli::OpsTarget {
+        sdk: sdk.clone(),
+        table: t.prs.table().clone(),
+        pages_table: t.pages.table_name().to_string(),
+        queues: vec![],
+        guard: Default::default(),
+        app: Some((
+            github.url().to_string(),
+            "7".into(),
+            stages::secret::Secret::new(fixture("app-test-key.pem")),
+        )),
+    };
+    let (report, code) = infra::ops_cli::status(&target, Some(web)).await.unwrap();
+    assert_eq!(code, 1, "needs attention: {report:?}");
+    let health = &report.installations[0];
+    assert_eq!((health.id, health.account.as_str()), (31, "acme"));
+    assert_eq!(health.repos, [api]);
+    assert!(health.token_expires_at.is_some() && health.error.is_none());
+    assert!(report
+        .not_installed
+        .as_deref()
+        .is_some_and(|w| w.contains("not installed on acme/web")));
+    let text = stages::status::render(&report);
+    assert!(
+        text.contains("installation        31 (acme): token valid until"),
+        "{text}"
+    );
+    assert!(!text.contains("ghs_"), "never a token: {text}");
     let _ = std::fs::remove_dir_all(&dir);
 }

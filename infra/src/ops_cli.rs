@@ -21,6 +21,9 @@ pub struct OpsTarget {
     pub queues: Vec<QueueRef>,
     /// Whether a bulk change needs `--yes` (a deployed stack) and whether it was given.
     pub guard: crate::confirm::Guard,
+    /// The GitHub App (API URL, id, private key), when one is configured: `status` shows each
+    /// installation's token health.
+    pub app: Option<(String, String, stages::secret::Secret)>,
 }
 
 impl OpsTarget {
@@ -59,6 +62,28 @@ pub async fn target(stack: Option<&str>) -> Result<OpsTarget, UsageError> {
                     dead_letter,
                 });
             }
+            let mut app = app_from_env();
+            if let (None, Some(id), Some(arn)) = (
+                &app,
+                stack
+                    .parameter("GitHubAppId")
+                    .filter(|v| !v.trim().is_empty()),
+                stack
+                    .parameter("GitHubAppPrivateKeySecretArn")
+                    .filter(|v| !v.trim().is_empty()),
+            ) {
+                use stages::secret::Resolve;
+                let key = stages::secret::SecretSource::SecretsManager(arn.to_string())
+                    .resolve(&sdk)
+                    .await
+                    .map_err(|e| UsageError::Bad(e.to_string()))?;
+                let api = stack
+                    .parameter("GitHubApiUrl")
+                    .filter(|v| !v.trim().is_empty())
+                    .unwrap_or(stages::github::DEFAULT_API_URL)
+                    .to_string();
+                app = key.map(|k| (api, id.to_string(), k));
+            }
             Ok(OpsTarget {
                 sdk,
                 table,
@@ -68,6 +93,7 @@ pub async fn target(stack: Option<&str>) -> Result<OpsTarget, UsageError> {
                     stack: Some(name.to_string()),
                     yes: false,
                 },
+                app,
             })
         }
         None => {
@@ -109,9 +135,22 @@ pub async fn target(stack: Option<&str>) -> Result<OpsTarget, UsageError> {
                 pages_table,
                 queues,
                 guard: crate::confirm::Guard::default(),
+                app: app_from_env(),
             })
         }
     }
+}
+
+/// The App from `GITHUB_APP_ID` and `GITHUB_APP_PRIVATE_KEY` (and `GITHUB_API_URL`).
+fn app_from_env() -> Option<(String, String, stages::secret::Secret)> {
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+    let api = env(stages::config::GITHUB_API_URL)
+        .unwrap_or_else(|| stages::github::DEFAULT_API_URL.to_string());
+    Some((
+        api,
+        env(stages::config::GITHUB_APP_ID)?,
+        stages::secret::Secret::new(env(stages::config::GITHUB_APP_PRIVATE_KEY)?),
+    ))
 }
 
 /// The exit code of a target error: 2 for what the user typed (no such stack, no endpoint), 1
@@ -172,6 +211,20 @@ pub async fn status(
     )
     .await
     .map_err(|e| (EXIT_FAILED, e.to_string()))?;
+    let mut report = report;
+    if let Some((api, id, key)) = &target.app {
+        let credentials = stages::github::app::AppCredentials::new(id, key)
+            .map_err(|e| (EXIT_USAGE, e.to_string()))?;
+        let app = stages::github::installation::AppClient::new(
+            api,
+            credentials,
+            std::time::Duration::from_secs(15),
+        )
+        .map_err(|e| (EXIT_FAILED, e.to_string()))?;
+        if let Err(e) = stages::status::app_health(&app, repo.as_ref(), &mut report).await {
+            report.attention.push(format!("the GitHub App: {e}"));
+        }
+    }
     let code = if report.attention.is_empty() { 0 } else { 1 };
     Ok((report, code))
 }

@@ -117,6 +117,18 @@ struct Installation {
     id: u64,
 }
 
+/// An installation of the App, as `GET /app/installations` lists it.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, serde::Serialize)]
+pub struct InstallationInfo {
+    pub id: u64,
+    pub account: Account,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, serde::Serialize)]
+pub struct Account {
+    pub login: String,
+}
+
 #[derive(Deserialize)]
 struct Repositories {
     total_count: u64,
@@ -153,6 +165,37 @@ impl AppClient {
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Every installation of the App (`GET /app/installations`, 100 a page, with the JWT).
+    pub async fn installations(&self) -> Result<Vec<InstallationInfo>, InstallationError> {
+        let mut out = Vec::new();
+        for page in 1..=100 {
+            let jwt = self.credentials.jwt(OffsetDateTime::now_utc())?;
+            let what = "the App's installations".to_string();
+            let (status, body) = self
+                .send(
+                    self.http.get(format!(
+                        "{}/app/installations?per_page=100&page={page}",
+                        self.base
+                    )),
+                    &jwt,
+                    &what,
+                )
+                .await?;
+            match status {
+                200 => {}
+                401 => return Err(InstallationError::Refused { status }),
+                _ => return Err(failed(what, status, &body)),
+            }
+            let listed: Vec<InstallationInfo> = parse(&body, &what)?;
+            let done = listed.len() < 100;
+            out.extend(listed);
+            if done {
+                break;
+            }
+        }
+        Ok(out)
     }
 
     /// The installation that can see `repo` (`owner/name`), asked once per client.

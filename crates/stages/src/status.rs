@@ -107,6 +107,73 @@ pub struct FailingPage {
     pub at: Option<String>,
 }
 
+/// One installation of the GitHub App, as `chronicle status` sees it.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct InstallationHealth {
+    pub id: u64,
+    pub account: String,
+    /// When the token just minted expires; `None` when none could be minted.
+    pub token_expires_at: Option<String>,
+    pub error: Option<String>,
+    pub repositories: usize,
+    /// The first of them, by name.
+    pub repos: Vec<String>,
+}
+
+/// Repositories named per installation.
+const REPOS_SHOWN: usize = 20;
+
+/// The App's installations: a token minted for each (its health), and what each can see; with
+/// `repo`, whether the App is installed on it.
+pub async fn app_health(
+    app: &crate::github::installation::AppClient,
+    repo: Option<&RepoName>,
+    report: &mut StatusReport,
+) -> Result<(), crate::github::installation::InstallationError> {
+    for installation in app.installations().await? {
+        let mut health = InstallationHealth {
+            id: installation.id,
+            account: installation.account.login.clone(),
+            token_expires_at: None,
+            error: None,
+            repositories: 0,
+            repos: Vec::new(),
+        };
+        match app.repositories(installation.id).await {
+            Ok(mut repos) => {
+                repos.sort_by(|a, b| a.full_name.cmp(&b.full_name));
+                health.repositories = repos.len();
+                health.repos = repos
+                    .into_iter()
+                    .take(REPOS_SHOWN)
+                    .map(|r| r.full_name)
+                    .collect();
+                health.token_expires_at = app
+                    .health()
+                    .into_iter()
+                    .find(|h| h.installation == installation.id)
+                    .and_then(|h| h.expires_at);
+            }
+            Err(e) => health.error = Some(e.to_string()),
+        }
+        report.installations.push(health);
+    }
+    if let Some(repo) = repo {
+        match app.installation_of(repo.as_str()).await {
+            Ok(_) => {}
+            Err(e) if e.is_permanent() => {
+                report.not_installed = Some(format!(
+                    "{e}: its new PRs are summarized unenriched; its pages stay"
+                ));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    report.attention = attention(report);
+    Ok(())
+}
+
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct BackfillProgress {
@@ -136,6 +203,10 @@ pub struct StatusReport {
     pub failing_pages: Vec<FailingPage>,
     /// With a repository: its module stories whose model was refused, with the advice.
     pub refused_stories: Vec<FailingPage>,
+    /// With a GitHub App: each installation's token health and the repositories it can see.
+    pub installations: Vec<InstallationHealth>,
+    /// With a GitHub App and a repository the App is not installed on: why it is not enriched.
+    pub not_installed: Option<String>,
     pub backfill: Option<BackfillProgress>,
     /// Why it needs attention (empty: all is well); the CLI exits 1 when not empty.
     pub attention: Vec<String>,
@@ -343,6 +414,17 @@ fn attention(r: &StatusReport) -> Vec<String> {
             r.failing_pages.len()
         ));
     }
+    for i in r.installations.iter().filter(|i| i.error.is_some()) {
+        out.push(format!(
+            "GitHub App installation {} ({}): no token: {}",
+            i.id,
+            i.account,
+            i.error.as_deref().unwrap_or_default()
+        ));
+    }
+    if let Some(why) = &r.not_installed {
+        out.push(why.clone());
+    }
     if !r.refused_stories.is_empty() {
         out.push(format!(
             "{} module stories whose model was refused (see their advice)",
@@ -421,6 +503,25 @@ pub fn render(r: &StatusReport) -> String {
                 .as_deref()
                 .map(|a| format!(" — {a}"))
                 .unwrap_or_default()
+        );
+    }
+    for i in &r.installations {
+        let _ = writeln!(
+            s,
+            "installation        {} ({}): {}, {} repositories{}",
+            i.id,
+            i.account,
+            match (&i.token_expires_at, &i.error) {
+                (_, Some(e)) => format!("no token ({e})"),
+                (Some(at), None) => format!("token valid until {at}"),
+                (None, None) => "token minted".to_string(),
+            },
+            i.repositories,
+            if i.repos.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", i.repos.join(", "))
+            }
         );
     }
     for p in &r.refused_stories {

@@ -142,6 +142,22 @@ impl GitHubStandIn {
 /// `/app/` route.
 pub(super) fn app_route(st: &mut State, method: &Method, path: &str) -> Option<Answer> {
     let segments: Vec<&str> = path.strip_prefix('/')?.split('/').collect();
+    if segments.as_slice() == ["app", "installations"] && method == Method::GET {
+        let inst = st.installations.lock().unwrap_or_else(|e| e.into_inner());
+        let listed: Vec<Value> = inst
+            .by_id
+            .iter()
+            .map(|(id, i)| {
+                json!({
+                    "id": id,
+                    "account": {"login": i.account, "type": "Organization"},
+                    "repository_selection": "selected",
+                    "events": ["pull_request"],
+                })
+            })
+            .collect();
+        return Some(Answer::json(StatusCode::OK, Value::Array(listed)));
+    }
     let ["app", "installations", id, "access_tokens"] = segments.as_slice() else {
         return None;
     };
