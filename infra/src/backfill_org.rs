@@ -30,17 +30,20 @@ pub struct OrgReport {
     /// Failed (resumable), with why.
     pub failed: Vec<(String, String)>,
     /// Not imported, with why (archived, empty, not matched by `--repos`).
-    pub skipped: Vec<(String, String)>,
+    pub skipped: Skipped,
     /// Installation tokens minted, and of those after GitHub refused one.
     pub tokens_minted: u64,
     pub tokens_refreshed: u64,
 }
 
+/// Repositories left out, each with why.
+pub type Skipped = Vec<(String, String)>;
+
 /// The repositories to import, and those left out with why.
 pub fn choose(
     repos: Vec<InstalledRepo>,
     patterns: &[String],
-) -> Result<(Vec<InstalledRepo>, Vec<(String, String)>), String> {
+) -> Result<(Vec<InstalledRepo>, Skipped), String> {
     let mut builder = globset::GlobSetBuilder::new();
     for p in patterns {
         builder.add(

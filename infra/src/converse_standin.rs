@@ -136,7 +136,7 @@ fn error(status: StatusCode, kind: &str, message: &str) -> Response<Full<Bytes>>
 }
 
 /// Whether `asked` names the served model, else Bedrock's refusal.
-fn resolve(served: &str, asked: &str) -> Result<(), Response<Full<Bytes>>> {
+fn resolve(served: &str, asked: &str) -> Result<(), Box<Response<Full<Bytes>>>> {
     if asked == served {
         return Ok(());
     }
@@ -154,7 +154,7 @@ fn resolve(served: &str, asked: &str) -> Result<(), Response<Full<Bytes>>> {
             return Ok(());
         }
         if asked == foundation {
-            return Err(error(
+            return Err(Box::new(error(
                 StatusCode::BAD_REQUEST,
                 "ValidationException",
                 &format!(
@@ -162,14 +162,14 @@ fn resolve(served: &str, asked: &str) -> Result<(), Response<Full<Bytes>>> {
                      supported. Retry your request with the ID or ARN of an inference profile \
                      that contains this model."
                 ),
-            ));
+            )));
         }
     }
-    Err(error(
+    Err(Box::new(error(
         StatusCode::BAD_REQUEST,
         "ValidationException",
         "The provided model identifier is invalid.",
-    ))
+    )))
 }
 
 fn signed(headers: &http::HeaderMap) -> bool {
@@ -301,7 +301,7 @@ async fn handle(
                 "The request signature we calculated does not match the signature you provided.",
             ))
             } else if let Err(refused) = resolve(&st.model_id, &model_id) {
-                Err(refused)
+                Err(*refused)
             } else if parts
                 .headers
                 .get("content-type")

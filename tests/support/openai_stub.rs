@@ -134,7 +134,7 @@ async fn handle(
     for limit in ["max_tokens", "max_completion_tokens"] {
         if json
             .get(limit)
-            .is_some_and(|v| !v.as_u64().is_some_and(|n| n >= 1))
+            .is_some_and(|v| v.as_u64().is_none_or(|n| n < 1))
         {
             return Ok(refuse(&format!("{limit} must be a positive integer")));
         }
