@@ -310,20 +310,7 @@ fn backfill_error(e: BackfillError) -> (u8, String) {
 /// The command: resolves the target, runs, prints; the exit status.
 pub async fn run(args: BackfillArgs) -> u8 {
     // Bad dates or names are reported before the stack is even looked up.
-    let whole_installation = args.org.is_some() || args.installation.is_some();
-    if whole_installation != args.repo.is_empty() {
-        eprintln!("chronicle backfill: name one OWNER/REPO, or --org ORG / --installation ID");
-        return EXIT_USAGE;
-    }
-    let probe = BackfillArgs {
-        repo: if whole_installation {
-            "owner/each-repository".into()
-        } else {
-            args.repo.clone()
-        },
-        ..args.clone()
-    };
-    if let Err(e) = options(&probe, 500) {
+    if let Err(e) = options(&args, 500) {
         eprintln!("chronicle backfill: {e}");
         return EXIT_USAGE;
     }
@@ -334,22 +321,6 @@ pub async fn run(args: BackfillArgs) -> u8 {
             return EXIT_USAGE;
         }
     };
-    if args.org.is_some() || args.installation.is_some() {
-        return match crate::backfill_org::run_org(&args, &target).await {
-            Ok(report) => {
-                println!("{}", crate::backfill_org::summary(&report));
-                if report.failed.is_empty() {
-                    0
-                } else {
-                    EXIT_FAILED
-                }
-            }
-            Err((code, message)) => {
-                eprintln!("chronicle backfill: {message}");
-                code
-            }
-        };
-    }
     match run_with(&args, &target).await {
         Ok(report) => {
             println!("{}", summary(&args.repo, &report));

@@ -161,6 +161,45 @@ pub async fn run_org(args: &BackfillArgs, target: &Target) -> Result<OrgReport, 
     Ok(report)
 }
 
+/// The command for a whole installation: checks the arguments, resolves the target, runs,
+/// prints; the exit status.
+pub async fn run(args: BackfillArgs) -> u8 {
+    if !args.repo.is_empty() {
+        eprintln!("chronicle backfill: name one OWNER/REPO, or --org ORG / --installation ID");
+        return EXIT_USAGE;
+    }
+    // Bad dates are reported before the stack is even looked up.
+    let probe = BackfillArgs {
+        repo: "owner/each-repository".into(),
+        ..args.clone()
+    };
+    if let Err(e) = crate::backfill_cli::options(&probe, 500) {
+        eprintln!("chronicle backfill: {e}");
+        return EXIT_USAGE;
+    }
+    let target = match crate::backfill_cli::target(args.stack.as_deref()).await {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("chronicle backfill: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    match run_org(&args, &target).await {
+        Ok(report) => {
+            println!("{}", summary(&report));
+            if report.failed.is_empty() {
+                0
+            } else {
+                EXIT_FAILED
+            }
+        }
+        Err((code, message)) => {
+            eprintln!("chronicle backfill: {message}");
+            code
+        }
+    }
+}
+
 /// The closing lines of an organisation's run.
 pub fn summary(r: &OrgReport) -> String {
     let mut out = format!(

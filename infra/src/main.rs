@@ -458,7 +458,8 @@ async fn main() -> anyhow::Result<()> {
             reserve_points,
             restart,
         } => {
-            let code = infra::backfill_cli::run(infra::backfill_cli::BackfillArgs {
+            let whole = org.is_some() || installation.is_some();
+            let args = infra::backfill_cli::BackfillArgs {
                 repo,
                 since,
                 until,
@@ -470,8 +471,12 @@ async fn main() -> anyhow::Result<()> {
                 org,
                 installation,
                 repos,
-            })
-            .await;
+            };
+            let code = if whole {
+                infra::backfill_org::run(args).await
+            } else {
+                infra::backfill_cli::run(args).await
+            };
             std::process::exit(i32::from(code));
         }
         Command::Bench { target } => bench(target).await,

@@ -126,3 +126,84 @@ pub async fn refresh_repo_context(
         Ok(ContextRefresh::StoredByAnother)
     }
 }
+
+impl EnrichHandler {
+    /// Fetches `repo`'s context again if the stored one is older than a day. Never fails the
+    /// batch: whatever goes wrong is logged and the stored context stays in use; the refresh is
+    /// tried again at a later batch, seconds later ([`CONTEXT_RETRY_AFTER`], doubling). A
+    /// refresh gets at most half the time left, so the records still get theirs. `false`: the
+    /// repository has no stored context to tag with (its rows wait for one).
+    pub async fn refresh_context(
+        &self,
+        repo: &RepoName,
+        now: OffsetDateTime,
+        deadline: Instant,
+    ) -> bool {
+        let (Some(store), Some(access)) = (&self.contexts, &self.github) else {
+            return true;
+        };
+        let github = match access.for_repo(repo).await {
+            Ok(github) => github,
+            Err(e) if e.is_permanent() => {
+                // Not installed there (any more): nothing to read, its rows go ahead without.
+                tracing::warn!(repo = %repo, error = %e, "the repository's context cannot be read");
+                return true;
+            }
+            Err(e) => {
+                tracing::warn!(repo = %repo, error = %e, "no installation token for the repository's context");
+                return false;
+            }
+        };
+        let backing_off = self
+            .context_failures
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(repo.as_str())
+            .is_some_and(|(at, failures)| at.elapsed() < context_backoff(*failures));
+        if !backing_off {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let budget = Instant::now() + left / 2;
+            match refresh_repo_context(store, &github.rest, repo, now, budget).await {
+                Ok(_) => {
+                    self.context_failures
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .remove(repo.as_str());
+                    return true;
+                }
+                Err(e) => {
+                    let failures = {
+                        let mut all = self
+                            .context_failures
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner());
+                        let entry = all
+                            .entry(repo.as_str().to_string())
+                            .or_insert((Instant::now(), 0));
+                        *entry = (Instant::now(), entry.1 + 1);
+                        entry.1
+                    };
+                    tracing::warn!(
+                        repo = %repo,
+                        error = %e,
+                        retry_after_s = context_backoff(failures).as_secs(),
+                        "repository context not refreshed; the stored one (if any) stays in use"
+                    );
+                    if e.is_refused() {
+                        // The token may not read the repository's contents: there will be no
+                        // context to wait for, and its rows go ahead without one.
+                        return true;
+                    }
+                }
+            }
+        }
+        // Not refreshed: an older stored context still tags correctly.
+        match store.checked(repo.as_str()).await {
+            Ok(stored) => stored.is_some(),
+            Err(e) => {
+                tracing::warn!(repo = %repo, error = %e, "could not tell whether a context is stored");
+                false
+            }
+        }
+    }
+}
