@@ -261,6 +261,8 @@ async fn pages_are_a_pure_function_of_the_entries() {
     assert_eq!(
         names,
         [
+            // The organisation's index, then the repository's.
+            "acme.md",
             "acme/monorepo.md",
             "acme/monorepo/api.md",
             "acme/monorepo/api/2022.md",
