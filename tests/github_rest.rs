@@ -728,3 +728,85 @@ async fn prefixes_match_whole_path_segments() {
     assert_eq!(stub.count_matching("/repos/octo/chronicle/pull"), 0);
     stub.stop().await;
 }
+
+/// Tasks that find no installation token wait for the one being minted: eight at once mint one.
+/// A token reads only its installation's repositories; once expired it is refused with 401 and
+/// the client mints another and asks again.
+#[tokio::test]
+async fn an_installation_token_is_minted_once_scoped_and_renewed_on_401() {
+    use std::sync::Arc;
+    let key = |name: &str| {
+        std::fs::read_to_string(
+            infra::emulator::repo_root()
+                .join("tests/fixtures/github")
+                .join(name),
+        )
+        .unwrap()
+    };
+    let stub = infra::github_standin::GitHubStandIn::start("ghp_owner")
+        .await
+        .unwrap();
+    stub.add_app_hook("9", &key("app-test-key.pub.pem"), 1, None);
+    stub.add_installation(
+        5,
+        "acme",
+        vec![infra::github_standin::InstalledSpec {
+            full_name: "acme/api".into(),
+            archived: false,
+            empty: false,
+        }],
+    );
+    stub.add_file("acme/api", "README.md", "# api\n");
+    stub.add_file("acme/other", "README.md", "# other\n");
+    let app = Arc::new(
+        stages::github::installation::AppClient::new(
+            stub.url(),
+            stages::github::app::AppCredentials::new(
+                "9",
+                &stages::secret::Secret::new(key("app-test-key.pem")),
+            )
+            .unwrap(),
+            std::time::Duration::from_secs(10),
+        )
+        .unwrap(),
+    );
+    let tokens = futures::future::join_all((0..8).map(|_| app.token(5))).await;
+    let first = tokens[0].as_ref().unwrap().expose().to_string();
+    assert!(tokens.iter().all(|t| t.as_ref().unwrap().expose() == first));
+    assert_eq!(stub.installation_tokens_minted(), 1);
+    assert!(!format!("{app:?}").contains(&first), "never in Debug");
+
+    let rest = stages::github::GitHubClient::with_auth(
+        stub.url(),
+        stages::github::installation::Auth::Installation {
+            app: app.clone(),
+            id: 5,
+        },
+        std::time::Duration::from_secs(10),
+        1,
+    )
+    .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let readme = |repo: &str| {
+        let repo = stages::domain::RepoName::parse(repo).unwrap();
+        let rest = &rest;
+        async move { rest.file(&repo, "README.md", None, 1 << 16, deadline).await }
+    };
+    assert!(matches!(
+        readme("acme/api").await.unwrap(),
+        stages::github::Conditional::Found { .. }
+    ));
+    // Another installation's repository: not found for this token.
+    assert!(matches!(
+        readme("acme/other").await,
+        Ok(stages::github::Conditional::Missing)
+    ));
+    // Expired: refused with 401, minted again, asked again.
+    stub.expire_installation_tokens();
+    assert!(matches!(
+        readme("acme/api").await.unwrap(),
+        stages::github::Conditional::Found { .. }
+    ));
+    assert_eq!(stub.installation_tokens_minted(), 2);
+    assert_eq!(app.health()[0].refreshed_on_401, 1);
+}

@@ -95,6 +95,9 @@ pub struct AppClient {
     http: reqwest::Client,
     timeout: Duration,
     state: Mutex<State>,
+    /// One mint at a time: tasks that find no token wait for the one being minted rather than
+    /// each mint their own.
+    minting: tokio::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for AppClient {
@@ -160,6 +163,7 @@ impl AppClient {
             http,
             timeout,
             state: Mutex::new(State::default()),
+            minting: tokio::sync::Mutex::new(()),
         })
     }
 
@@ -238,12 +242,24 @@ impl AppClient {
 
     /// The installation's token: the one in hand until shortly before it expires, else a new one.
     pub async fn token(&self, installation: u64) -> Result<Secret, InstallationError> {
-        let now = OffsetDateTime::now_utc();
-        if let Some(c) = self.state().tokens.get(&installation) {
-            if now < c.renew_at {
-                return Ok(c.token.clone());
-            }
+        let current = |client: &AppClient| {
+            let now = OffsetDateTime::now_utc();
+            client
+                .state()
+                .tokens
+                .get(&installation)
+                .filter(|c| now < c.renew_at)
+                .map(|c| c.token.clone())
+        };
+        if let Some(token) = current(self) {
+            return Ok(token);
         }
+        let _minting = self.minting.lock().await;
+        // Minted by another task while this one waited.
+        if let Some(token) = current(self) {
+            return Ok(token);
+        }
+        let now = OffsetDateTime::now_utc();
         let jwt = self.credentials.jwt(now)?;
         let what = format!("a token of installation {installation}");
         let (status, body) = self
