@@ -78,6 +78,16 @@ PARAMETER_SETS = {
         "LogLevel": "info,chronicle=debug",
         "LogRetentionDays": "90",
     },
+    # Bedrock's other model forms: a system profile's ARN and an application profile's ARN.
+    "bedrock-arns": {
+        "SummaryModel": f"arn:aws:bedrock:{REGION}:{ACCOUNT}:inference-profile/eu.anthropic.claude-haiku-4-5-20251001-v1:0",
+        "StoryModel": f"arn:aws:bedrock:{REGION}:{ACCOUNT}:application-inference-profile/k3x9q2m7a1b4",
+    },
+    # A foundation model's ARN, and a bare id whose vendor looks like a scope.
+    "bedrock-foundation": {
+        "SummaryModel": f"arn:aws:bedrock:{REGION}::foundation-model/anthropic.claude-3-haiku-20240307-v1:0",
+        "StoryModel": "us.model",
+    },
     # The LLM through a key (Anthropic's API): the key is read, and nothing on Bedrock granted.
     "llm-key": {
         "LlmProvider": "anthropic",
@@ -1124,6 +1134,15 @@ def bedrock_statements(model):
     """The statements a Bedrock model's grant must hold, as AWS documents them: a foundation
     model in this Region; or a profile (its ARN), its foundation model in any Region only
     through that profile, and for a global profile the Region-less model ARN too."""
+    if ":foundation-model/" in model:
+        return [({"bedrock:InvokeModel"}, [model], None)]
+    if ":application-inference-profile/" in model:
+        # Its ARN does not name the model: any, only through the profile.
+        return [
+            ({"bedrock:InvokeModel"}, [model], None),
+            ({"bedrock:InvokeModel"}, ["arn:aws:bedrock:*::foundation-model/*"],
+             {"StringEquals": {"bedrock:InferenceProfileArn": model}}),
+        ]
     if model.startswith("arn:"):
         profile_arn = model
         profile_id = model.split("/", 1)[1]
@@ -1131,7 +1150,8 @@ def bedrock_statements(model):
         profile_id = model
         profile_arn = f"arn:aws:bedrock:{REGION}:{ACCOUNT}:inference-profile/{model}"
     scope, _, foundation = profile_id.partition(".")
-    if scope not in ("us", "eu", "apac", "jp", "au", "ca", "us-gov", "global"):
+    # `us.model`: a scope but no model id after it, so a foundation model (as ModelRef reads it).
+    if scope not in ("us", "eu", "apac", "jp", "au", "ca", "us-gov", "global") or "." not in foundation:
         return [({"bedrock:InvokeModel"}, [f"arn:aws:bedrock:{REGION}::foundation-model/{model}"], None)]
     through = {"StringEquals": {"bedrock:InferenceProfileArn": profile_arn}}
     want = [

@@ -121,6 +121,12 @@ const FALSE_IN_FULL_SET: &[&str] = &[
     "SummaryOnFoundationModel",
     "StoryOnFoundationModel",
     "SummaryOnGlobalProfile",
+    "SummaryIsProfileArn",
+    "StoryIsProfileArn",
+    "SummaryIsAppProfileArn",
+    "StoryIsAppProfileArn",
+    "SummaryOnAppProfile",
+    "StoryOnAppProfile",
 ];
 
 /// The hook the test's deliveries name (`X-GitHub-Hook-ID`).

@@ -8,7 +8,8 @@
 /// A model as the operator configured it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ModelRef {
-    /// `vendor.model…`: invoked in the function's Region.
+    /// `vendor.model…` or `arn:…:foundation-model/vendor.model…`: invoked in the function's
+    /// Region.
     Foundation { id: String },
     /// `<scope>.vendor.model…`: routed by Bedrock across the Regions of `scope`.
     Profile {
@@ -32,6 +33,11 @@ impl ModelRef {
     pub fn parse(model: &str) -> ModelRef {
         let model = model.trim();
         if model.starts_with("arn:") {
+            if model.contains(":foundation-model/") {
+                return ModelRef::Foundation {
+                    id: model.to_string(),
+                };
+            }
             let foundation = model
                 .split_once(":inference-profile/")
                 .and_then(|(_, id)| id.split_once('.'))
@@ -72,7 +78,8 @@ impl ModelRef {
 /// unknown, so it is not asked.
 pub fn supports_caching(model: &ModelRef) -> bool {
     let foundation = match model {
-        ModelRef::Foundation { id } => id.as_str(),
+        // A foundation model's ARN ends in its id.
+        ModelRef::Foundation { id } => id.rsplit('/').next().unwrap_or(id),
         ModelRef::Profile { foundation, .. } => foundation.as_str(),
         ModelRef::ProfileArn {
             foundation: Some(f),
@@ -102,7 +109,8 @@ pub fn advice(model: &str, code: &str, message: &str, region: &str) -> Option<St
     let lower = message.to_ascii_lowercase();
     match code {
         "ValidationException"
-            if lower.contains("on-demand throughput") || lower.contains("inference profile") =>
+            if (lower.contains("on-demand throughput") || lower.contains("inference profile"))
+                && matches!(ModelRef::parse(model), ModelRef::Foundation { .. }) =>
         {
             let scope = ModelRef::scope_of_region(region);
             Some(format!(
@@ -111,6 +119,10 @@ pub fn advice(model: &str, code: &str, message: &str, region: &str) -> Option<St
                  profile and the models it routes to"
             ))
         }
+        "ValidationException" if lower.contains("inference profile") => Some(format!(
+            "Bedrock will not run {model} in {region} as given: check the id or ARN against \
+             `aws bedrock list-inference-profiles` there ({message})"
+        )),
         "ValidationException" if lower.contains("model identifier is invalid") => Some(format!(
             "Bedrock does not know {model} in {region}: use a foundation model id, an inference \
              profile id (`us.`, `eu.`, `apac.`, `global.`…) or a profile ARN that \
@@ -125,6 +137,9 @@ pub fn advice(model: &str, code: &str, message: &str, region: &str) -> Option<St
             "{model} is not available in {region}: choose a model or an inference profile \
              offered there"
         )),
+        // A 400 is never transient: the request as configured will not run (a model that is
+        // retired, a prompt over its context window), so it is an alarmed refusal.
+        "ValidationException" => Some(format!("Bedrock refused {model} in {region}: {message}")),
         _ => None,
     }
 }
@@ -171,6 +186,15 @@ mod tests {
                 ..
             }
         ));
+        assert_eq!(
+            ModelRef::parse(
+                "arn:aws:bedrock:us-east-1::foundation-model/anthropic.claude-3-haiku-20240307-v1:0"
+            ),
+            ModelRef::Foundation {
+                id: "arn:aws:bedrock:us-east-1::foundation-model/anthropic.claude-3-haiku-20240307-v1:0"
+                    .into()
+            }
+        );
         // A vendor called like a scope is still a foundation model without a second dot.
         assert!(matches!(
             ModelRef::parse("us.model"),
@@ -193,6 +217,21 @@ mod tests {
         assert!(
             a.contains("`eu.anthropic.claude-sonnet-4-5-20250929-v1:0`"),
             "{a}"
+        );
+        // A profile is not told to become a profile of itself.
+        let a = advice(
+            "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+            "ValidationException",
+            "The provided model identifier is invalid for this inference profile.",
+            "us-east-1",
+        )
+        .unwrap();
+        assert!(!a.contains("us.us."), "{a}");
+        assert!(a.contains("list-inference-profiles"), "{a}");
+        assert!(
+            advice("m", "ValidationException", "Input is too long", "us-east-1")
+                .unwrap()
+                .contains("Input is too long")
         );
         assert!(advice("m", "ThrottlingException", "slow down", "us-east-1").is_none());
         assert!(advice("m", "AccessDeniedException", "no", "us-east-1")
