@@ -637,3 +637,60 @@ async fn the_page_builder_shows_the_grounded_story_and_keeps_it() {
     assert_eq!(again, page);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Bedrock's prompt cache lives five minutes after its last use: a call within them reads the
+/// fixed prompt, a call after them writes it again. A model that does not cache refuses the mark.
+#[tokio::test]
+async fn the_prompt_cache_expires_five_minutes_after_its_last_use() {
+    const PROFILE: &str = "us.anthropic.claude-sonnet-4-5-20250929-v1:0";
+    let stub = ConverseStub::start(PROFILE).await;
+    let writer = bedrock_as(&stub, PROFILE).await;
+    let p = the_prompt();
+    let mut seen = Vec::new();
+    for at in [1_000_000, 1_000_200, 1_000_500, 1_000_801] {
+        stub.set_clock(at);
+        stub.script([ConverseReply::Text("An answer (#1).".into())]);
+        let u = write(&writer, &p, soon(60)).await.unwrap().usage;
+        seen.push((u.cache_write > 0, u.cache_read > 0));
+    }
+    // Written; read 200 s later; read 300 s after that use; written 301 s after it.
+    assert_eq!(
+        seen,
+        [(true, false), (false, true), (false, true), (true, false)]
+    );
+
+    // The stand-in refuses a cachePoint for a model without caching, as Bedrock does.
+    const OLD: &str = "anthropic.claude-3-haiku-20240307-v1:0";
+    let old = ConverseStub::start(OLD).await;
+    let sdk = support::sdk().await;
+    let refused = old
+        .client(&sdk)
+        .converse()
+        .model_id(OLD)
+        .system(aws_sdk_bedrockruntime::types::SystemContentBlock::Text(
+            "fixed".into(),
+        ))
+        .system(
+            aws_sdk_bedrockruntime::types::SystemContentBlock::CachePoint(
+                aws_sdk_bedrockruntime::types::CachePointBlock::builder()
+                    .r#type(aws_sdk_bedrockruntime::types::CachePointType::Default)
+                    .build()
+                    .unwrap(),
+            ),
+        )
+        .messages(
+            aws_sdk_bedrockruntime::types::Message::builder()
+                .role(aws_sdk_bedrockruntime::types::ConversationRole::User)
+                .content(aws_sdk_bedrockruntime::types::ContentBlock::Text(
+                    "hi".into(),
+                ))
+                .build()
+                .unwrap(),
+        )
+        .send()
+        .await;
+    assert!(
+        format!("{refused:?}").contains("prompt caching"),
+        "{refused:?}"
+    );
+}

@@ -1,9 +1,12 @@
 //! `chronicle bench story`: what the LLM texts cost, replayed over a synthetic history against
-//! the Converse stand-in with a recorded answer. Every merged PR is summarized once; each module
-//! page is built after each of its PRs, and its story is asked whenever the stored one is no
-//! longer current (`StoryMinNewEntries` new entries, or a week with a changed input). Prints the
-//! tokens per call, the calls per 1,000 merged PRs and the dollars at the stated prices, with
-//! Bedrock's prompt cache on the fixed system prompt and without it.
+//! the Converse stand-in with a recorded answer. Every merged PR is summarized once. Stories are
+//! replayed twice: a backfill builds each module page once, back to back; the steady state
+//! builds a page after each of its PRs at the PR's merge time, and asks for its story whenever
+//! the stored one is no longer current (`StoryMinNewEntries` new entries, or a week with a
+//! changed input). Prints the tokens per call, the calls per 1,000 merged PRs and the dollars at
+//! the stated prices, with Bedrock's prompt cache on the fixed system prompt (five minutes after
+//! its last use, on the stand-in's clock) and without it. Tokens are counted as the stand-in
+//! counts them, one per four characters.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -57,6 +60,8 @@ impl Tokens {
     }
 }
 
+const STORY_MODEL: &str = "us.anthropic.claude-sonnet-4-5-20250929-v1:0";
+
 /// A story the stand-in answers (its grounding does not change what a call costs).
 /// Its length is a real story's (some 250 tokens).
 const RECORDED_STORY: &str = "The module began as a small set of handlers for the public API, \
@@ -84,7 +89,6 @@ pub async fn run(
     story_prices: Prices,
     summary_prices: Prices,
 ) -> anyhow::Result<()> {
-    const STORY_MODEL: &str = "us.anthropic.claude-sonnet-4-5-20250929-v1:0";
     const SUMMARY_MODEL: &str = "us.anthropic.claude-haiku-4-5-20251001-v1:0";
     let started = Instant::now();
     let spec = HistorySpec {
@@ -125,69 +129,21 @@ pub async fn run(
         summaries.add(&usage_of(&r.usage));
     }
 
-    // Stories: each module's page built after each of its PRs, in merge order.
-    let story_stub = ConverseStub::start(STORY_MODEL).await;
-    let writer = chronicle_llm::Writer::bedrock_with(story_stub.client(&sdk), STORY_MODEL);
-    let mut by_module: BTreeMap<String, Vec<ModuleEntry>> = BTreeMap::new();
-    let mut stored: BTreeMap<String, StoredStory> = BTreeMap::new();
-    let mut ordered: Vec<&ModuleEntry> = entries.iter().collect();
-    ordered.sort_by_key(|e| e.order_key());
-    let mut asked = 0u64;
-    for e in ordered {
-        let list = by_module.entry(e.module.to_string()).or_default();
-        list.push(e.clone());
-        let now = stages::domain::parse_rfc3339(&e.merged_at).unwrap_or(spec.end);
-        let recent: Vec<ModuleEntry> = list.iter().rev().take(100).cloned().collect();
-        let prompt = stages::story::prompt(
-            repo.as_str(),
-            e.module.as_str(),
-            None,
-            &years_of(list),
-            &recent,
-        );
-        let count = list.len() as u64;
-        let previous = stored.get(e.module.as_str());
-        if previous
-            .is_some_and(|s| stages::story::is_current(s, &prompt, count, min_new_entries, now))
-        {
-            continue;
-        }
-        story_stub.script([ConverseReply::Text(RECORDED_STORY.into())]);
-        asked += 1;
-        if let Some(story) = story_for(
-            &writer,
-            previous,
-            &prompt,
-            count,
-            min_new_entries,
-            now,
-            far(),
-        )
-        .await
-        {
-            stored.insert(e.module.to_string(), story);
-        }
-    }
-    let mut stories = Tokens::default();
-    let mut uncached = Tokens::default();
-    for r in story_stub.requests() {
-        let u = usage_of(&r.usage);
-        stories.add(&u);
-        // The same call without the cache: every input token at the full price.
-        uncached.add(&chronicle_llm::Usage {
-            input: u.input + u.cache_read + u.cache_write,
-            cache_read: 0,
-            cache_write: 0,
-            ..u
-        });
-    }
+    // Stories, twice: a backfill builds each module's page once, back to back (the cache is
+    // warm); afterwards each page is built when one of its PRs merges, at its merge time.
+    let backfill = stories(&repo, &entries, min_new_entries, Pace::Backfill).await;
+    let steady = stories(&repo, &entries, min_new_entries, Pace::AsMerged).await;
     let per_thousand = |calls: u64| 1000.0 * calls as f64 / history.len().max(1) as f64;
     println!(
         "LLM cost of a synthetic history: {} merged PRs, {} module entries over {} modules, \
          StoryMinNewEntries {min_new_entries} and the week rule; {:.1} s",
         history.len(),
         entries.len(),
-        by_module.len(),
+        entries
+            .iter()
+            .map(|e| e.module.as_str())
+            .collect::<std::collections::BTreeSet<_>>()
+            .len(),
         started.elapsed().as_secs_f64()
     );
     println!("  tokens: the stand-in counts one per four characters, as the prompt is sent");
@@ -210,48 +166,141 @@ pub async fn run(
         summary_prices.dollars(&summaries) * 1000.0 / history.len().max(1) as f64
     );
     println!(
-        "  module story ({STORY_MODEL}, ${}/${} per M in/out)",
-        story_prices.input, story_prices.output
+        "  module story ({STORY_MODEL}, ${}/${} per M in/out; Bedrock's cache lives {} s after \
+         its last use, on the stand-in's clock)",
+        story_prices.input,
+        story_prices.output,
+        crate::converse_standin::CACHE_TTL_SECONDS
     );
-    println!(
-        "    calls per 1,000 PRs          {:.1} ({asked} calls)",
-        per_thousand(stories.calls)
-    );
-    println!(
-        "    input / output per call      {:.0} / {:.0} tokens",
-        stories.per_call(stories.input + stories.cache_read + stories.cache_write),
-        stories.per_call(stories.output)
-    );
-    println!(
-        "    of which the fixed prompt    {:.0} tokens: written to the cache {} times, read {} times",
-        stories.per_call(stories.cache_read + stories.cache_write),
-        story_stub
-            .requests()
-            .iter()
-            .filter(|r| r.usage.2 > 0)
-            .count(),
-        story_stub
-            .requests()
-            .iter()
-            .filter(|r| r.usage.1 > 0)
-            .count(),
-    );
-    let (with, without) = (
-        story_prices.dollars(&stories),
-        story_prices.dollars(&uncached),
-    );
-    println!(
-        "    dollars per 1,000 PRs        {:.3} with the prompt cache, {:.3} without ({:.0}% saved)",
-        with * 1000.0 / history.len().max(1) as f64,
-        without * 1000.0 / history.len().max(1) as f64,
-        100.0 * (1.0 - with / without.max(f64::MIN_POSITIVE))
-    );
-    println!(
-        "  (the stand-in's cache lives as long as the run; Bedrock's lasts 5 minutes from its last \
-         use, so reads happen when pages are built close together, as a backfill or a busy day \
-         builds them)"
-    );
+    for (name, run) in [
+        ("backfill: each page once, back to back", &backfill),
+        ("steady state: a page per merge, at 1 PR a day", &steady),
+    ] {
+        let s = &run.tokens;
+        println!("    {name}");
+        println!(
+            "      calls                      {} ({:.1} per 1,000 PRs)",
+            s.calls,
+            per_thousand(s.calls)
+        );
+        println!(
+            "      input / output per call    {:.0} / {:.0} tokens, of which the fixed prompt {:.0}",
+            s.per_call(s.input + s.cache_read + s.cache_write),
+            s.per_call(s.output),
+            s.per_call(s.cache_read + s.cache_write)
+        );
+        println!(
+            "      fixed prompt               written to the cache {} times, read {} times",
+            run.writes, run.reads
+        );
+        let (with, without) = (story_prices.dollars(s), story_prices.dollars(&run.uncached));
+        println!(
+            "      dollars per 1,000 PRs      {:.3} with the prompt cache, {:.3} without ({:+.0}%)",
+            with * 1000.0 / history.len().max(1) as f64,
+            without * 1000.0 / history.len().max(1) as f64,
+            100.0 * (with / without.max(f64::MIN_POSITIVE) - 1.0)
+        );
+    }
     Ok(())
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Pace {
+    /// Every module's page once, a call every 20 seconds.
+    Backfill,
+    /// A module's page after each of its PRs, at the PR's merge time.
+    AsMerged,
+}
+
+struct StoryRun {
+    tokens: Tokens,
+    /// The same calls without the cache: every input token at the full price.
+    uncached: Tokens,
+    writes: usize,
+    reads: usize,
+}
+
+async fn stories(
+    repo: &stages::domain::RepoName,
+    entries: &[ModuleEntry],
+    min_new_entries: u64,
+    pace: Pace,
+) -> StoryRun {
+    let sdk = crate::emulator::sdk_config("http://127.0.0.1:9").await;
+    let stub = ConverseStub::start(STORY_MODEL).await;
+    let writer = chronicle_llm::Writer::bedrock_with(stub.client(&sdk), STORY_MODEL);
+    let far = || Instant::now() + Duration::from_secs(600);
+    let mut ordered: Vec<&ModuleEntry> = entries.iter().collect();
+    ordered.sort_by_key(|e| e.order_key());
+    let start = ordered
+        .last()
+        .and_then(|e| stages::domain::parse_rfc3339(&e.merged_at))
+        .map_or(0, |t| t.unix_timestamp());
+    let mut by_module: BTreeMap<String, Vec<ModuleEntry>> = BTreeMap::new();
+    let mut stored: BTreeMap<String, StoredStory> = BTreeMap::new();
+    // The builds: (module, entries so far, when).
+    let mut builds: Vec<(String, usize, i64)> = Vec::new();
+    for e in &ordered {
+        let list = by_module.entry(e.module.to_string()).or_default();
+        list.push((*e).clone());
+        let at = stages::domain::parse_rfc3339(&e.merged_at).map_or(start, |t| t.unix_timestamp());
+        if pace == Pace::AsMerged {
+            builds.push((e.module.to_string(), list.len(), at));
+        }
+    }
+    if pace == Pace::Backfill {
+        for (i, (module, list)) in by_module.iter().enumerate() {
+            builds.push((module.clone(), list.len(), start + 20 * i as i64));
+        }
+    }
+    for (module, upto, at) in builds {
+        let list = &by_module[&module][..upto];
+        let now = time::OffsetDateTime::from_unix_timestamp(at)
+            .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+        let recent: Vec<ModuleEntry> = list.iter().rev().take(100).cloned().collect();
+        let prompt = stages::story::prompt(repo.as_str(), &module, None, &years_of(list), &recent);
+        let count = list.len() as u64;
+        let previous = stored.get(&module);
+        if previous
+            .is_some_and(|s| stages::story::is_current(s, &prompt, count, min_new_entries, now))
+        {
+            continue;
+        }
+        stub.set_clock(at);
+        stub.script([ConverseReply::Text(RECORDED_STORY.into())]);
+        if let Some(story) = story_for(
+            &writer,
+            previous,
+            &prompt,
+            count,
+            min_new_entries,
+            now,
+            far(),
+        )
+        .await
+        {
+            stored.insert(module, story);
+        }
+    }
+    let mut run = StoryRun {
+        tokens: Tokens::default(),
+        uncached: Tokens::default(),
+        writes: 0,
+        reads: 0,
+    };
+    for r in stub.requests() {
+        let u = usage_of(&r.usage);
+        run.tokens.add(&u);
+        run.uncached.add(&chronicle_llm::Usage {
+            input: u.input + u.cache_read + u.cache_write,
+            cache_read: 0,
+            cache_write: 0,
+            ..u
+        });
+        run.writes += usize::from(u.cache_write > 0);
+        run.reads += usize::from(u.cache_read > 0);
+    }
+    run
 }
 
 fn usage_of(u: &(u64, u64, u64, u64)) -> chronicle_llm::Usage {

@@ -7,13 +7,13 @@
 //!    recomputed: the test's credentials are fake);
 //! 2. the path's model id (percent-decoded) is the one it serves: a foundation model id served
 //!    on demand, or a cross-Region inference profile (`us.…`, `global.…`) given by its id or its
-//!    ARN. The bare id of a profile's model is refused as Bedrock refuses a current Claude model
+//!    ARN in the signing Region and moto's account. The bare id of a profile's model is refused as Bedrock refuses a current Claude model
 //!    named without a profile (400 `ValidationException`, "Invocation of model ID … with
 //!    on-demand throughput isn’t supported…"); anything else → 400 `ValidationException` "The
 //!    provided model identifier is invalid.";
 //! 3. `Content-Type: application/json`; the body only `messages` (non-empty, starting with a
 //!    `user` turn, each `{role: user|assistant, content: [{text}]}`), `system` (`[{text}]`, a
-//!    `{cachePoint: {type: default}}` allowed after a text block) and
+//!    `{cachePoint: {type: default}}` allowed after a text block, for a model that caches) and
 //!    `inferenceConfig` (`maxTokens` 1..=4096, `temperature` 0..=1) → else 400
 //!    `ValidationException`.
 //!
@@ -21,9 +21,10 @@
 //! answer for a while. With nothing scripted it answers 500 `InternalServerException`.
 //!
 //! `usage` counts a token per four characters. A system prompt followed by a `cachePoint` and
-//! at least [`MIN_CACHE_TOKENS`] long is written to the cache on first sight
-//! (`cacheWriteInputTokens`) and read from it afterwards (`cacheReadInputTokens`), as Claude
-//! models on Bedrock do; a shorter one is not cached.
+//! at least [`min_cache_tokens`] long is written to the cache on first sight
+//! (`cacheWriteInputTokens`) and read from it (`cacheReadInputTokens`) while it was last used
+//! at most [`CACHE_TTL_SECONDS`] before, on the stand-in's clock, as Claude models on Bedrock
+//! do; a shorter one is not cached.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -61,13 +62,27 @@ pub struct ConverseRequest {
     pub usage: (u64, u64, u64, u64),
 }
 
-/// The shortest prefix Claude Sonnet 4.5 caches on Bedrock, in tokens.
-pub const MIN_CACHE_TOKENS: u64 = 1024;
+/// The shortest prefix a model caches on Bedrock, in tokens: 4,096 for Claude Haiku 4.5 and
+/// Opus 4.5, 2,048 for Claude 3.5 Haiku, 1,024 for the others (Sonnet 4.5, 3.7 Sonnet, Nova).
+pub fn min_cache_tokens(model: &str) -> u64 {
+    if model.contains("claude-haiku-4-5") || model.contains("claude-opus-4-5") {
+        4096
+    } else if model.contains("claude-3-5-haiku") {
+        2048
+    } else {
+        1024
+    }
+}
+
+/// How long a cached prefix lives after its last use, in seconds (Bedrock's five minutes).
+pub const CACHE_TTL_SECONDS: i64 = 300;
 
 struct State {
     model_id: String,
-    /// System prompts cached so far.
-    cached: std::collections::BTreeSet<String>,
+    /// System prompts cached so far, with the time of their last use (Unix seconds).
+    cached: std::collections::BTreeMap<String, i64>,
+    /// The stand-in's clock (Unix seconds), when a test or bench sets it; else the wall clock.
+    clock: Option<i64>,
     script: VecDeque<ConverseReply>,
     requests: Vec<ConverseRequest>,
 }
@@ -86,6 +101,7 @@ impl ConverseStub {
         let state = Arc::new(Mutex::new(State {
             model_id: model_id.to_string(),
             cached: Default::default(),
+            clock: None,
             script: VecDeque::new(),
             requests: Vec::new(),
         }));
@@ -105,6 +121,11 @@ impl ConverseStub {
 
     pub fn script(&self, replies: impl IntoIterator<Item = ConverseReply>) {
         self.state.lock().unwrap().script.extend(replies);
+    }
+
+    /// Sets the clock the cache's lifetime is measured by (Unix seconds).
+    pub fn set_clock(&self, unix: i64) {
+        self.state.lock().unwrap().clock = Some(unix);
     }
 
     pub fn requests(&self) -> Vec<ConverseRequest> {
@@ -135,22 +156,54 @@ fn error(status: StatusCode, kind: &str, message: &str) -> Response<Full<Bytes>>
         .unwrap()
 }
 
-/// Whether `asked` names the served model, else Bedrock's refusal.
-fn resolve(served: &str, asked: &str) -> Result<(), Box<Response<Full<Bytes>>>> {
+const SCOPES: &[&str] = &["us", "eu", "apac", "jp", "au", "ca", "us-gov", "global"];
+
+/// The account a profile ARN must name: moto's, the one every test's credentials stand for.
+pub const ACCOUNT: &str = "123456789012";
+
+/// The Region the request was signed for (`Credential=AKID/date/<region>/bedrock/…`).
+fn signed_region(headers: &http::HeaderMap) -> String {
+    headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|a| a.split("Credential=").nth(1))
+        .and_then(|c| c.split('/').nth(2))
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Whether Bedrock caches a prompt prefix for `model` (the foundation model a profile names):
+/// Claude 3.5 Haiku, 3.7 Sonnet, the Claude 4 family, and Amazon Nova. Others refuse a
+/// `cachePoint`.
+fn caches(model: &str) -> bool {
+    let id = model.rsplit('/').next().unwrap_or(model);
+    let foundation = match id.split_once('.') {
+        Some((scope, rest)) if SCOPES.contains(&scope) && rest.contains('.') => rest,
+        _ => id,
+    };
+    [
+        "anthropic.claude-3-5-haiku",
+        "anthropic.claude-3-7-sonnet",
+        "anthropic.claude-sonnet-4",
+        "anthropic.claude-opus-4",
+        "anthropic.claude-haiku-4",
+        "amazon.nova",
+    ]
+    .iter()
+    .any(|p| foundation.starts_with(p))
+}
+
+/// Whether `asked` names the served model, else Bedrock's refusal. A profile's ARN must name
+/// the Region the call was signed for and moto's account.
+fn resolve(served: &str, asked: &str, region: &str) -> Result<(), Box<Response<Full<Bytes>>>> {
     if asked == served {
         return Ok(());
     }
-    const SCOPES: &[&str] = &["us", "eu", "apac", "jp", "au", "ca", "us-gov", "global"];
     let profile = served
         .split_once('.')
         .filter(|(scope, rest)| SCOPES.contains(scope) && rest.contains('.'));
     if let Some((_, foundation)) = profile {
-        let arn = regex::Regex::new(&format!(
-            r"^arn:aws:bedrock:[a-z0-9-]+:[0-9]{{12}}:inference-profile/{}$",
-            regex::escape(served)
-        ))
-        .unwrap();
-        if arn.is_match(asked) {
+        if asked == format!("arn:aws:bedrock:{region}:{ACCOUNT}:inference-profile/{served}") {
             return Ok(());
         }
         if asked == foundation {
@@ -300,8 +353,21 @@ async fn handle(
                 "InvalidSignatureException",
                 "The request signature we calculated does not match the signature you provided.",
             ))
-            } else if let Err(refused) = resolve(&st.model_id, &model_id) {
+            } else if let Err(refused) =
+                resolve(&st.model_id, &model_id, &signed_region(&parts.headers))
+            {
                 Err(*refused)
+            } else if !caches(&st.model_id)
+                && json["system"]
+                    .as_array()
+                    .is_some_and(|b| b.iter().any(|b| b.get("cachePoint").is_some()))
+            {
+                Err(error(
+                    StatusCode::BAD_REQUEST,
+                    "ValidationException",
+                    "You invoked an unsupported model or your request did not allow prompt \
+                     caching. See the documentation for more information.",
+                ))
             } else if parts
                 .headers
                 .get("content-type")
@@ -392,11 +458,19 @@ fn usage(st: &mut State, body: &Value) -> (u64, u64, u64) {
         .filter_map(|c| c["text"].as_str().map(tokens))
         .sum();
     let marked = blocks.iter().any(|b| b.get("cachePoint").is_some());
-    if marked && tokens(&system) >= MIN_CACHE_TOKENS {
-        if st.cached.insert(system.clone()) {
-            (user, 0, tokens(&system))
-        } else {
+    if marked && tokens(&system) >= min_cache_tokens(&st.model_id) {
+        let now = st
+            .clock
+            .unwrap_or_else(|| time::OffsetDateTime::now_utc().unix_timestamp());
+        let live = st
+            .cached
+            .get(&system)
+            .is_some_and(|used| now - used <= CACHE_TTL_SECONDS);
+        st.cached.insert(system.clone(), now);
+        if live {
             (user, tokens(&system), 0)
+        } else {
+            (user, 0, tokens(&system))
         }
     } else {
         (user + tokens(&system), 0, 0)
