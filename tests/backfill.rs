@@ -692,7 +692,12 @@ async fn the_command_writes_nothing_for_any_bad_input() {
             target(Some("ghp_revoked")),
             "token",
         ),
-        ("no token", args(REPO), target(None), "no GitHub token"),
+        (
+            "no token",
+            args(REPO),
+            target(None),
+            "no GitHub credentials",
+        ),
         (
             "a backwards window",
             BackfillArgs {
@@ -840,4 +845,15 @@ async fn an_organisation_is_backfilled_through_its_app_installation() {
     assert!(filtered
         .skipped
         .contains(&(api.to_string(), "not matched by --repos".to_string())));
+
+    // One repository on a stack with the App and no token: its installation is found with the
+    // App's JWT (`GET /repos/{o}/{r}/installation`), and the run resumes at its checkpoint.
+    let one = BackfillArgs {
+        repo: web.into(),
+        org: None,
+        ..args.clone()
+    };
+    let r = infra::backfill_cli::run_with(&one, &target).await.unwrap();
+    assert!(r.complete && r.resumed, "{r:?}");
+    assert_eq!((r.imported, r.updated), (0, 0), "{r:?}");
 }

@@ -206,32 +206,10 @@ async fn two_repositories_of_one_installation_land_on_their_own_pages_and_the_or
         "links to the module pages:\n{org}"
     );
 
-    // The App is removed from acme/web: its next PR is not enriched (skipped, with why), and
+    // The App is removed from acme/web while the same (warm) handler holds its installation
+    // and token: its next PR is not enriched (skipped, with why, not a stream failure), and
     // its pages stay.
     github.remove_from_installation(31, web);
-    let fresh = Arc::new(
-        stages::enrich::EnrichHandler::from_config(
-            &EnrichConfig {
-                table: t.prs.table().clone(),
-                api_url: github.url().to_string(),
-                token: SecretSource::Unset,
-                timeout: Duration::from_secs(10),
-                max_retries: 1,
-                concurrency: 2,
-                max_paths: 500,
-                max_wait: Duration::from_secs(3600),
-                pages_table: Some(t.pages.table_name().to_string()),
-                issue_scope: Default::default(),
-                app_id: Some("7".into()),
-                app_key: SecretSource::Plain(stages::secret::Secret::new(fixture(
-                    "app-test-key.pem",
-                ))),
-            },
-            &sdk,
-        )
-        .await
-        .unwrap(),
-    );
     github.put_pull(web, standin_pull(web, 22, 2));
     let body = serde_json::to_vec(&delivery(web, 22, "2025-03-01T10:00:00Z")).unwrap();
     webhook
@@ -239,7 +217,7 @@ async fn two_repositories_of_one_installation_land_on_their_own_pages_and_the_or
         .await;
     let mut stream = Event::default();
     stream.records = vec![insert_record(web, 22)];
-    fresh
+    let response = enrich
         .invoke(
             stages::enrich::EnrichTrigger::Stream(stream),
             within(30),
@@ -253,8 +231,46 @@ async fn two_repositories_of_one_installation_land_on_their_own_pages_and_the_or
         .and_then(|v| v.as_s().ok())
         .cloned()
         .unwrap_or_default();
-    assert!(reason.contains("not installed on acme/web"), "{row:?}");
+    assert!(
+        matches!(&response, stages::enrich::EnrichResponse::Stream(r) if r.batch_item_failures.is_empty()),
+        "{response:?}"
+    );
+    assert!(reason.contains("acme/web"), "{row:?}");
     assert!(dir.join("acme/web.md").exists(), "its pages stay");
+
+    // The App is uninstalled and installed again (a new installation id): the warm handler's
+    // installation and token are refused, it asks GitHub again, and the PR is enriched.
+    github.uninstall(31);
+    github.add_installation(32, "acme", vec![installed(api)]);
+    github.put_pull(api, standin_pull(api, 12, 2));
+    let body = serde_json::to_vec(&delivery(api, 12, "2025-03-02T10:00:00Z")).unwrap();
+    webhook
+        .handle(signed("pull_request", "guid-12", body))
+        .await;
+    let mut stream = Event::default();
+    stream.records = vec![insert_record(api, 12)];
+    let response = enrich
+        .invoke(
+            stages::enrich::EnrichTrigger::Stream(stream),
+            within(30),
+            "inv-enrich-3",
+        )
+        .await
+        .unwrap();
+    assert!(
+        matches!(&response, stages::enrich::EnrichResponse::Stream(r) if r.batch_item_failures.is_empty()),
+        "{response:?}"
+    );
+    let row = stored_row(&t.prs, api, 12).await;
+    assert!(
+        row.get(stages::store::attr::ENRICH_SKIPPED_REASON)
+            .is_none(),
+        "enriched through the new installation: {row:?}"
+    );
+    assert!(
+        row.contains_key(stages::store::attr::ENRICHED_AT),
+        "{row:?}"
+    );
 
     // `chronicle status`: each installation's token health and what it sees, and why acme/web
     // is no longer enriched.
@@ -273,7 +289,7 @@ async fn two_repositories_of_one_installation_land_on_their_own_pages_and_the_or
     let (report, code) = infra::ops_cli::status(&target, Some(web)).await.unwrap();
     assert_eq!(code, 1, "needs attention: {report:?}");
     let health = &report.installations[0];
-    assert_eq!((health.id, health.account.as_str()), (31, "acme"));
+    assert_eq!((health.id, health.account.as_str()), (32, "acme"));
     assert_eq!(health.repos, [api]);
     assert!(health.token_expires_at.is_some() && health.error.is_none());
     assert!(report
@@ -282,7 +298,7 @@ async fn two_repositories_of_one_installation_land_on_their_own_pages_and_the_or
         .is_some_and(|w| w.contains("not installed on acme/web")));
     let text = stages::status::render(&report);
     assert!(
-        text.contains("installation        31 (acme): token valid until"),
+        text.contains("installation        32 (acme): token valid until"),
         "{text}"
     );
     assert!(!text.contains("ghs_"), "never a token: {text}");

@@ -256,15 +256,37 @@ pub async fn run_with(
 ) -> Result<BackfillReport, (u8, String)> {
     let mut options = options(args, target.max_paths).map_err(|e| (EXIT_USAGE, e.to_string()))?;
     options.issue_scope = target.issue_scope;
-    let Some(token) = &target.token else {
-        return Err((
-            EXIT_USAGE,
-            "no GitHub token: set GITHUB_TOKEN (read-only Contents and Pull requests), or deploy the stack with GitHubTokenSecretArn".into(),
-        ));
+    // A token when there is one (a trial, one repository); else the App's installation on the
+    // repository, found with the App's JWT.
+    let auth = match (&target.token, &target.app) {
+        (Some(token), _) => stages::github::installation::Auth::Token(token.clone()),
+        (None, Some((app_id, key))) => {
+            let credentials = stages::github::app::AppCredentials::new(app_id, key)
+                .map_err(|e| (EXIT_USAGE, e.to_string()))?;
+            let app = Arc::new(
+                stages::github::installation::AppClient::new(
+                    &target.api_url,
+                    credentials,
+                    Duration::from_secs(30),
+                )
+                .map_err(|e| (EXIT_FAILED, format!("building the HTTP client failed: {e}")))?,
+            );
+            let id = app
+                .installation_of(options.repo.as_str())
+                .await
+                .map_err(|e| (EXIT_FAILED, e.to_string()))?;
+            stages::github::installation::Auth::Installation { app, id }
+        }
+        (None, None) => {
+            return Err((
+                EXIT_USAGE,
+                "no GitHub credentials: set GITHUB_TOKEN (read-only Contents and Pull requests) or GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY, or deploy the stack with GitHubTokenSecretArn or the App".into(),
+            ))
+        }
     };
     let progress = Arc::new(Terminal::new(std::io::stderr().is_terminal()));
     let notice = progress.clone();
-    let github = GraphQlClient::new(&target.api_url, token, Duration::from_secs(30))
+    let github = GraphQlClient::with_auth(&target.api_url, auth.clone(), Duration::from_secs(30))
         .map_err(|e| (EXIT_FAILED, format!("building the HTTP client failed: {e}")))?
         .with_wait_notice(Arc::new(move |wait, why| notice.waiting(wait, why)));
     let client = aws_sdk_dynamodb::Client::new(&target.sdk);
@@ -277,7 +299,8 @@ pub async fn run_with(
     }
     // The repository's context first (CODEOWNERS, workspace packages, READMEs): the imported
     // history is then tagged with it from its first PR, as new PRs will be.
-    match stages::github::GitHubClient::new(&target.api_url, token, Duration::from_secs(30), 3) {
+    match stages::github::GitHubClient::with_auth(&target.api_url, auth, Duration::from_secs(30), 3)
+    {
         Ok(rest) => context_first(target, &rest, &options.repo, client.clone()).await,
         Err(e) => eprintln!("repository context: not read (building the HTTP client failed: {e})"),
     }

@@ -29,7 +29,7 @@ pub struct OrgReport {
     pub done: Vec<(String, BackfillReport)>,
     /// Failed (resumable), with why.
     pub failed: Vec<(String, String)>,
-    /// Not imported, with why (archived, empty, not matched by `--repos`).
+    /// Not imported, with why (archived, not matched by `--repos`, or empty: no merged PR).
     pub skipped: Skipped,
     /// Installation tokens minted, and of those after GitHub refused one.
     pub tokens_minted: u64,
@@ -63,8 +63,6 @@ pub fn choose(
             skipped.push((name, "not matched by --repos".into()));
         } else if r.archived {
             skipped.push((name, "archived".into()));
-        } else if r.size == 0 {
-            skipped.push((name, "empty".into()));
         } else {
             chosen.push(r);
         }
@@ -150,6 +148,12 @@ pub async fn run_org(args: &BackfillArgs, target: &Target) -> Result<OrgReport, 
         let result = backfill.run(&options, &progress).await;
         progress.finish();
         match result {
+            // GitHub computes `size` lazily (a new repository can show 0 with commits), so an
+            // empty repository is one whose import found no merged pull request.
+            Ok(r) if r.total == 0 && r.complete => report.skipped.push((
+                repo.full_name.clone(),
+                "empty: no merged pull requests".into(),
+            )),
             Ok(r) => report.done.push((repo.full_name.clone(), r)),
             Err(e) => report.failed.push((repo.full_name.clone(), e.to_string())),
         }

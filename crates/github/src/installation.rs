@@ -25,6 +25,14 @@ pub enum InstallationError {
     NotInstalled(String),
     #[error("GitHub refused the App's JWT ({status}): check GitHubAppId and its private key")]
     Refused { status: u16 },
+    #[error("installation {0} of the GitHub App is gone (uninstalled)")]
+    Uninstalled(u64),
+    #[error(
+        "installation {0} is suspended: an organisation owner can unsuspend it in its settings"
+    )]
+    Suspended(u64),
+    #[error("GitHub will not mint installation {installation} a token with Chronicle's permissions ({message}): give the App read access to contents, issues, metadata and pull requests")]
+    Permissions { installation: u64, message: String },
     #[error("GitHub answered {status} for {what}: {message}")]
     Failed {
         what: String,
@@ -36,6 +44,11 @@ pub enum InstallationError {
 }
 
 impl InstallationError {
+    /// The installation itself is gone (uninstalled), not just the repository.
+    pub fn is_gone(&self) -> bool {
+        matches!(self, InstallationError::Uninstalled(_))
+    }
+
     /// The App or the installation is wrong: a person must act.
     pub fn is_permanent(&self) -> bool {
         matches!(
@@ -43,8 +56,22 @@ impl InstallationError {
             InstallationError::Key(_)
                 | InstallationError::NotInstalled(_)
                 | InstallationError::Refused { .. }
+                | InstallationError::Suspended(_)
+                | InstallationError::Uninstalled(_)
+                | InstallationError::Permissions { .. }
         )
     }
+}
+
+/// The permissions an installation token is minted with: what enrichment, the repository
+/// context and backfill read.
+pub fn token_permissions() -> serde_json::Value {
+    serde_json::json!({
+        "contents": "read",
+        "issues": "read",
+        "metadata": "read",
+        "pull_requests": "read",
+    })
 }
 
 /// A repository an installation can see.
@@ -262,12 +289,17 @@ impl AppClient {
         let now = OffsetDateTime::now_utc();
         let jwt = self.credentials.jwt(now)?;
         let what = format!("a token of installation {installation}");
+        // Only what enrichment reads: the token of a function that parses untrusted content
+        // holds none of the App's other permissions (redelivery's webhooks write).
         let (status, body) = self
             .send(
-                self.http.post(format!(
-                    "{}/app/installations/{installation}/access_tokens",
-                    self.base
-                )),
+                self.http
+                    .post(format!(
+                        "{}/app/installations/{installation}/access_tokens",
+                        self.base
+                    ))
+                    .header(reqwest::header::CONTENT_TYPE, "application/json")
+                    .body(serde_json::json!({ "permissions": token_permissions() }).to_string()),
                 &jwt,
                 &what,
             )
@@ -275,10 +307,20 @@ impl AppClient {
         match status {
             201 | 200 => {}
             401 => return Err(InstallationError::Refused { status }),
+            // Uninstalled: the repositories it served are asked again which installation they
+            // have (a reinstall has a new id).
             404 => {
-                return Err(InstallationError::NotInstalled(format!(
-                    "installation {installation}"
-                )))
+                self.state()
+                    .installations
+                    .retain(|_, id| *id != installation);
+                return Err(InstallationError::Uninstalled(installation));
+            }
+            403 => return Err(InstallationError::Suspended(installation)),
+            422 => {
+                return Err(InstallationError::Permissions {
+                    installation,
+                    message: String::from_utf8_lossy(&body).chars().take(300).collect(),
+                })
             }
             _ => return Err(failed(what, status, &body)),
         }
@@ -339,7 +381,11 @@ impl AppClient {
                 break;
             }
             let Some((status, body)) = answer else {
-                return Err(InstallationError::Refused { status: 401 });
+                return Err(InstallationError::Failed {
+                    what,
+                    status: 401,
+                    message: "GitHub refused two freshly minted installation tokens".into(),
+                });
             };
             if status != 200 {
                 return Err(failed(what, status, &body));

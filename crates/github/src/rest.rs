@@ -368,6 +368,9 @@ impl GitHubClient {
         etag: Option<&str>,
     ) -> Result<(StatusCode, bytes::Bytes, HeaderMap), GitHubError> {
         let mut attempts = 0;
+        // An installation token refused (401) is minted anew once per request, whenever the
+        // 401 comes (after a rate-limit wait, say).
+        let mut refreshed = false;
         loop {
             attempts += 1;
             let left = deadline
@@ -433,9 +436,10 @@ impl GitHubClient {
                         );
                         wait
                     } else if status == StatusCode::UNAUTHORIZED
-                        && attempts == 1
+                        && !refreshed
                         && self.auth.refused(&token)
                     {
+                        refreshed = true;
                         // An installation token expired or was revoked: a new one, at once.
                         tracing::info!(
                             path,

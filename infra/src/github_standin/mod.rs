@@ -313,15 +313,18 @@ async fn handle(state: Arc<Mutex<State>>, request: Request<Incoming>) -> Respons
             .and_then(|v| v.strip_prefix("Bearer "))
             .unwrap_or_default()
             .to_string();
-        let installation = matches!(
-            st.installations
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .bearer(&given),
-            rest::installations::Bearer::Installation(_)
-        );
-        given == st.token || installation
+        let installation = match st
+            .installations
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .bearer(&given)
+        {
+            rest::installations::Bearer::Installation(id) => Some(id),
+            _ => None,
+        };
+        (given == st.token || installation.is_some(), installation)
     };
+    let (authorized, installation) = authorized;
     let has_agent = request.headers().contains_key(http::header::USER_AGENT);
     let Ok(body) = request.into_body().collect().await.map(|b| b.to_bytes()) else {
         return answer(
@@ -351,6 +354,30 @@ async fn handle(state: Arc<Mutex<State>>, request: Request<Incoming>) -> Respons
         Ok(parsed) => parsed,
         Err(refusal) => return refusal,
     };
+    // An installation's token reads only its repositories: another is NOT_FOUND, as GitHub
+    // answers a repository it cannot see.
+    if let (Some(id), Some(owner), Some(name)) = (
+        installation,
+        variables.get("owner").and_then(|v| v.as_str()),
+        variables.get("name").and_then(|v| v.as_str()),
+    ) {
+        let repo = format!("{owner}/{name}");
+        let st = lock();
+        let readable = st
+            .installations
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .can_read(id, &repo);
+        if !readable {
+            return answer(
+                StatusCode::OK,
+                &json!({"data": {"repository": null}, "errors": [{
+                    "type": "NOT_FOUND", "path": ["repository"], "locations": [{"line": 2, "column": 3}],
+                    "message": format!("Could not resolve to a Repository with the name '{repo}'."),
+                }]}),
+            );
+        }
+    }
     let context = Context {
         document: &document,
         variables: &variables,

@@ -147,6 +147,7 @@ pub struct RecordedRequest {
     pub path: String,
     pub query: Option<String>,
     pub headers: HeaderMap,
+    pub body: Bytes,
 }
 
 #[derive(Clone, Debug)]
@@ -377,8 +378,11 @@ pub(super) async fn handle(
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     let (parts, body) = req.into_parts();
-    // GETs have no body; drain whatever came so the connection stays usable.
-    let _ = body.collect().await;
+    let body = body
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
     let path = parts.uri.path().to_string();
     let query = parts.uri.query().map(str::to_string);
 
@@ -389,6 +393,7 @@ pub(super) async fn handle(
             path: path.clone(),
             query: query.clone(),
             headers: parts.headers.clone(),
+            body,
         });
         decide(
             &mut st,

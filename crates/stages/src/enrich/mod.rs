@@ -69,6 +69,18 @@ pub enum EnrichError {
     Installation(#[from] crate::github::installation::InstallationError),
 }
 
+impl EnrichError {
+    /// The App's installation error behind this one, if any.
+    pub fn installation(&self) -> Option<&crate::github::installation::InstallationError> {
+        match self {
+            EnrichError::Installation(e)
+            | EnrichError::GraphQl(GraphQlError::Installation(e))
+            | EnrichError::GitHub(GitHubError::Installation(e)) => Some(e),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum EnrichInitError {
     #[error(transparent)]
@@ -485,12 +497,36 @@ impl EnrichHandler {
         deadline: Instant,
         owner: &str,
     ) -> Result<RecordOutcome, EnrichError> {
-        let fetched = match access.for_repo(repo).await {
-            Ok(github) => fetch(&github, repo, number, body, deadline).await?,
-            // The App is not installed on it (any more): summarized unenriched, never asked again.
-            Err(e) if e.is_permanent() => Fetched::Skip(e.to_string()),
-            Err(e) => return Err(e.into()),
-        };
+        // The App is not installed on it (any more): summarized unenriched, never asked again.
+        // An installation found gone while minting is asked for once more: a reinstall has a
+        // new id, and the first answer came from this process's memory.
+        let mut fetched = None;
+        for asked in 0..2 {
+            let github = match access.for_repo(repo).await {
+                Ok(github) => github,
+                Err(e) if e.is_permanent() => {
+                    fetched = Some(Fetched::Skip(e.to_string()));
+                    break;
+                }
+                Err(e) => return Err(e.into()),
+            };
+            match fetch(&github, repo, number, body, deadline).await {
+                Err(e) if e.installation().is_some_and(|i| i.is_permanent()) => {
+                    if asked == 0 && e.installation().is_some_and(|i| i.is_gone()) {
+                        continue;
+                    }
+                    fetched = Some(Fetched::Skip(e.to_string()));
+                    break;
+                }
+                other => {
+                    fetched = Some(other?);
+                    break;
+                }
+            }
+        }
+        let fetched = fetched.unwrap_or_else(|| {
+            Fetched::Skip(format!("the GitHub App's installation of {repo} is gone"))
+        });
         let (attributes, outcome) = match fetched {
             Fetched::Enriched(enrichment) => (
                 enrichment.attributes(self.max_paths),

@@ -9,8 +9,9 @@
 //!   repository_selection, repositories}`, paginated with a `Link` header.
 //!
 //! An installation token is accepted by every other route, REST and GraphQL, until it expires
-//! (then 401 "Bad credentials", as GitHub answers); on REST it reads only its installation's
-//! repositories (another is 404).
+//! (then 401 "Bad credentials", as GitHub answers); it reads only its installation's
+//! repositories (another is 404 on REST, `NOT_FOUND` on GraphQL). A token asked for with
+//! `{"permissions": …}` beyond the App's (app.yml's) is refused 422.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
@@ -86,7 +87,7 @@ impl Installations {
         }
     }
 
-    fn can_read(&self, id: u64, repo: &str) -> bool {
+    pub(crate) fn can_read(&self, id: u64, repo: &str) -> bool {
         self.by_id
             .get(&id)
             .is_some_and(|i| i.repos.iter().any(|r| r.full_name == repo))
@@ -113,6 +114,14 @@ impl GitHubStandIn {
         if let Some(i) = self.installations().by_id.get_mut(&id) {
             i.repos.retain(|r| r.full_name != repo);
         }
+    }
+
+    /// Uninstalls the App's installation `id`: its tokens are revoked (401 from now on), and it
+    /// can neither be found nor mint (404).
+    pub fn uninstall(&self, id: u64) {
+        let mut inst = self.installations();
+        inst.by_id.remove(&id);
+        inst.issued.retain(|_, (of, _)| *of != id);
     }
 
     /// How long an installation token lives from now on (GitHub: an hour).
@@ -170,6 +179,39 @@ pub(super) fn app_route(st: &mut State, method: &Method, path: &str) -> Option<A
     let Some(id) = positive(id) else {
         return Some(not_found());
     };
+    // `{"permissions": {...}}` narrows the token to some of the installation's permissions;
+    // asking for one it lacks is 422, as GitHub answers.
+    let asked: Value = match st.requests.last().map(|r| r.body.clone()) {
+        Some(b) if !b.is_empty() => match serde_json::from_slice(&b) {
+            Ok(v) => v,
+            Err(_) => {
+                return Some(Answer::error(
+                    StatusCode::BAD_REQUEST,
+                    "Problems parsing JSON",
+                ))
+            }
+        },
+        _ => json!({}),
+    };
+    let granted = granted_permissions();
+    let permissions = match asked.get("permissions") {
+        None => granted.clone(),
+        Some(Value::Object(p))
+            if p.iter().all(|(k, v)| {
+                granted
+                    .get(k)
+                    .is_some_and(|g| g == v || v == "read" && g == "write")
+            }) =>
+        {
+            Value::Object(p.clone())
+        }
+        Some(_) => {
+            return Some(Answer::error(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "The permissions requested are not granted to this installation.",
+            ))
+        }
+    };
     let mut inst = st.installations.lock().unwrap_or_else(|e| e.into_inner());
     if !inst.by_id.contains_key(&id) {
         return Some(not_found());
@@ -189,10 +231,21 @@ pub(super) fn app_route(st: &mut State, method: &Method, path: &str) -> Option<A
                 .unwrap_or(expires_at)
                 .format(&time::format_description::well_known::Rfc3339)
                 .unwrap_or_default(),
-            "permissions": {"contents": "read", "metadata": "read", "pull_requests": "read"},
+            "permissions": permissions,
             "repository_selection": "selected",
         }),
     ))
+}
+
+/// What the stand-in's App may do on each installation: `app.yml`'s permissions.
+fn granted_permissions() -> Value {
+    json!({
+        "contents": "read",
+        "issues": "read",
+        "metadata": "read",
+        "pull_requests": "read",
+        "repository_hooks": "write",
+    })
 }
 
 /// `GET /repos/{owner}/{repo}/installation` or `GET /orgs/{org}/installation`, once the JWT
@@ -230,7 +283,7 @@ pub(super) fn repo_installation(st: &State, method: &Method, path: &str) -> Opti
                 "account": {"login": i.account, "type": "Organization"},
                 "repository_selection": "selected",
                 "target_type": "Organization",
-                "permissions": {"contents": "read", "metadata": "read", "pull_requests": "read"},
+                "permissions": granted_permissions(),
                 "events": ["pull_request"],
             }),
         ),
