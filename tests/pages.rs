@@ -716,3 +716,110 @@ async fn a_quiet_module_builds_from_its_recent_entries_too() {
         );
     }
 }
+
+/// Publishes like Markdown, but while its first organisation index is being written another
+/// repository's build records its row (after this build read the rows): as when two builds
+/// of one owner overlap and the one that read first publishes last.
+struct Overtaken {
+    inner: MarkdownPublisher,
+    pages: stages::store::PageStore,
+    other: Mutex<Option<stages::domain::OrgRepo>>,
+    org_publishes: Mutex<usize>,
+}
+
+impl Publisher for Overtaken {
+    fn publish<'a>(
+        &'a self,
+        set: &'a PageSet<'a>,
+    ) -> BoxFuture<'a, Result<Published, PublishError>> {
+        self.inner.publish(set)
+    }
+
+    fn name(&self) -> &'static str {
+        "overtaken"
+    }
+
+    fn publishes_org(&self) -> bool {
+        true
+    }
+
+    fn publish_org<'a>(
+        &'a self,
+        owner: &'a str,
+        markdown: &'a str,
+    ) -> BoxFuture<'a, Result<Published, PublishError>> {
+        Box::pin(async move {
+            *self.org_publishes.lock().unwrap() += 1;
+            let other = self.other.lock().unwrap().take();
+            if let Some(row) = other {
+                self.pages.put_org_repo(owner, &row).await.unwrap();
+            }
+            self.inner.publish_org(owner, markdown).await
+        })
+    }
+}
+
+#[tokio::test]
+async fn an_organisation_index_published_from_rows_read_before_another_build_is_published_again() {
+    let sdk = sdk().await;
+    let t = fresh_tables(&sdk).await;
+    let dir = TempDir::new();
+    let module = |name: &str, n: u64| stages::domain::OrgModule {
+        module: name.into(),
+        entry_count: n,
+        latest_merged_at: Some("2026-01-02T00:00:00Z".into()),
+        authors: vec!["octo".into()],
+    };
+    let publisher = Arc::new(Overtaken {
+        inner: MarkdownPublisher::new(&dir.0),
+        pages: t.pages.clone(),
+        other: Mutex::new(Some(stages::pages::org::org_row(
+            "acme/web",
+            vec![module("ui", 4)],
+        ))),
+        org_publishes: Mutex::new(0),
+    });
+    t.put_entry(&entry("api", 1, "2025-06-01T10:00:00Z")).await;
+    let b = builder(&t, publisher.clone(), Duration::ZERO);
+    for _ in 0..4 {
+        b.tick(OffsetDateTime::now_utc(), within(60), "tick")
+            .await
+            .unwrap();
+    }
+    let org = std::fs::read_to_string(dir.0.join("acme.md")).unwrap();
+    assert!(
+        org.contains("### [acme/web]"),
+        "the later row is on the page:\n{org}"
+    );
+    assert!(org.contains("### [acme/monorepo]"), "{org}");
+    assert!(*publisher.org_publishes.lock().unwrap() >= 2);
+}
+
+/// A repository's row on its owner's index stays bounded, whatever its modules and people.
+#[test]
+fn an_organisation_row_is_bounded() {
+    let modules: Vec<stages::domain::OrgModule> = (0..3_000)
+        .map(|i| stages::domain::OrgModule {
+            module: format!("packages/p{i:04}"),
+            entry_count: 2,
+            latest_merged_at: Some(format!("2026-01-01T00:{:02}:{:02}Z", i / 60 % 60, i % 60)),
+            authors: vec![format!("dev{i}"), "octo".into(), format!("dev{}", i + 1)],
+        })
+        .collect();
+    let row = stages::pages::org::org_row("acme/mono", modules);
+    assert_eq!((row.module_count, row.entry_count), (3_000, 6_000));
+    assert_eq!(row.modules.len(), stages::pages::org::MAX_MODULES_SHOWN);
+    assert_eq!(row.people.len(), stages::pages::org::MAX_PEOPLE_KEPT);
+    assert_eq!(
+        (row.people[0].login.as_str(), row.people[0].modules),
+        ("octo", 3_000)
+    );
+    let bytes = serde_json::to_vec(&row).unwrap().len();
+    assert!(bytes < 8_000, "{bytes} bytes");
+    let page = stages::pages::org::org_page("acme", &[row]);
+    assert!(
+        page.contains("3000 modules, 6000 merged pull requests"),
+        "{page}"
+    );
+    assert!(page.contains("and 2988 more"), "{page}");
+}

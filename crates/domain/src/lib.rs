@@ -492,8 +492,25 @@ pub struct OrgRepo {
     pub repo: String,
     #[serde(default)]
     pub latest_merged_at: Option<String>,
+    /// Its most recently active modules (at most the index shows).
     #[serde(default)]
     pub modules: Vec<OrgModule>,
+    /// All its modules and their entries (`modules` holds only the most recent).
+    #[serde(default)]
+    pub module_count: u64,
+    #[serde(default)]
+    pub entry_count: u64,
+    /// Its people by the modules they recently wrote in, the most first (bounded).
+    #[serde(default)]
+    pub people: Vec<OrgPerson>,
+}
+
+/// One person of a repository on the organisation's index.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OrgPerson {
+    pub login: String,
+    pub modules: u64,
 }
 
 /// One module of a repository on the organisation's index.

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use chronicle_domain::OrgRepo;
+use chronicle_domain::{OrgModule, OrgPerson, OrgRepo};
 
 use crate::path::path_segment;
 use crate::DocKey;
@@ -14,6 +14,45 @@ use crate::DocKey;
 pub const MAX_MODULES_SHOWN: usize = 12;
 /// People listed under "Who knows the most modules".
 pub const MAX_PEOPLE: usize = 10;
+/// People kept per repository's row: enough that the organisation's top ten are right unless
+/// someone outside a repository's top fifty is in several repositories' tails.
+pub const MAX_PEOPLE_KEPT: usize = 50;
+
+/// A repository's row on its owner's index, bounded whatever the repository's size: its
+/// [`MAX_MODULES_SHOWN`] most recently active modules, the totals, and its
+/// [`MAX_PEOPLE_KEPT`] people who wrote in the most modules (recent authors, once per module).
+pub fn org_row(repo: &str, modules: Vec<OrgModule>) -> OrgRepo {
+    let mut known: BTreeMap<String, u64> = BTreeMap::new();
+    for m in &modules {
+        for login in &m.authors {
+            *known.entry(login.clone()).or_default() += 1;
+        }
+    }
+    let mut people: Vec<OrgPerson> = known
+        .into_iter()
+        .map(|(login, modules)| OrgPerson { login, modules })
+        .collect();
+    people.sort_by(|a, b| b.modules.cmp(&a.modules).then(a.login.cmp(&b.login)));
+    people.truncate(MAX_PEOPLE_KEPT);
+    let module_count = modules.len() as u64;
+    let entry_count = modules.iter().map(|m| m.entry_count).sum();
+    let mut modules = modules;
+    modules.sort_by(|a, b| {
+        b.latest_merged_at
+            .cmp(&a.latest_merged_at)
+            .then(a.module.cmp(&b.module))
+    });
+    let latest_merged_at = modules.first().and_then(|m| m.latest_merged_at.clone());
+    modules.truncate(MAX_MODULES_SHOWN);
+    OrgRepo {
+        repo: repo.to_string(),
+        latest_merged_at,
+        modules,
+        module_count,
+        entry_count,
+        people,
+    }
+}
 
 /// Where the organisation's index lives, relative to the output root: `<owner>.md`.
 pub fn org_path(owner: &str) -> String {
@@ -31,22 +70,28 @@ pub fn org_page(owner: &str, repos: &[OrgRepo]) -> String {
             .then(a.repo.cmp(&b.repo))
     });
     let mut out = format!("# {}\n\n", esc(owner));
-    let modules: usize = repos.iter().map(|r| r.modules.len()).sum();
+    let modules: u64 = repos.iter().map(|r| module_count(r)).sum();
     out.push_str(&format!(
         "{} repositories, {modules} modules. The most recently active first; each module links to \
          its page.\n\n",
         repos.len()
     ));
     // Who knows the most modules: the recent authors of each module, counted once per module.
-    let mut known: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut known: BTreeMap<&str, u64> = BTreeMap::new();
     for r in &repos {
-        for m in &r.modules {
-            for login in &m.authors {
-                *known.entry(login.as_str()).or_default() += 1;
+        if r.people.is_empty() {
+            // A row written before rows kept their people.
+            for m in &r.modules {
+                for login in &m.authors {
+                    *known.entry(login.as_str()).or_default() += 1;
+                }
             }
         }
+        for p in &r.people {
+            *known.entry(p.login.as_str()).or_default() += p.modules;
+        }
     }
-    let mut people: Vec<(&str, usize)> = known.into_iter().collect();
+    let mut people: Vec<(&str, u64)> = known.into_iter().collect();
     people.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
     if !people.is_empty() {
         out.push_str("## Who knows the most modules\n\n");
@@ -73,8 +118,8 @@ pub fn org_page(owner: &str, repos: &[OrgRepo]) -> String {
             .unwrap_or("never");
         out.push_str(&format!(
             "{} modules, {} merged pull requests, latest {latest}.\n\n",
-            r.modules.len(),
-            r.modules.iter().map(|m| m.entry_count).sum::<u64>()
+            module_count(r),
+            entry_count(r)
         ));
         let mut modules: Vec<_> = r.modules.iter().collect();
         modules.sort_by(|a, b| {
@@ -98,15 +143,26 @@ pub fn org_page(owner: &str, repos: &[OrgRepo]) -> String {
                     .unwrap_or("never")
             ));
         }
-        if modules.len() > MAX_MODULES_SHOWN {
+        let shown = modules.len().min(MAX_MODULES_SHOWN) as u64;
+        if module_count(r) > shown {
             out.push_str(&format!(
                 "- … and {} more on [the repository's index](<{index}>)\n",
-                modules.len() - MAX_MODULES_SHOWN
+                module_count(r) - shown
             ));
         }
         out.push('\n');
     }
     out
+}
+
+/// A row's totals; a row written before rows kept them counts its modules.
+fn module_count(r: &OrgRepo) -> u64 {
+    r.module_count.max(r.modules.len() as u64)
+}
+
+fn entry_count(r: &OrgRepo) -> u64 {
+    r.entry_count
+        .max(r.modules.iter().map(|m| m.entry_count).sum::<u64>())
 }
 
 /// Backslash-escapes what CommonMark would read as markup, on one line.

@@ -125,6 +125,12 @@ pub trait Publisher: Send + Sync {
     ) -> BoxFuture<'a, Result<Published, PublishError>> {
         Box::pin(async { Ok(Published::default()) })
     }
+
+    /// Whether [`Publisher::publish_org`] publishes anything (else the builder keeps no rows
+    /// for it).
+    fn publishes_org(&self) -> bool {
+        false
+    }
 }
 
 /// A shared publisher (`Arc<dyn Publisher>`) is a publisher.
@@ -146,6 +152,10 @@ impl<P: Publisher + ?Sized> Publisher for Arc<P> {
         markdown: &'a str,
     ) -> BoxFuture<'a, Result<Published, PublishError>> {
         (**self).publish_org(owner, markdown)
+    }
+
+    fn publishes_org(&self) -> bool {
+        (**self).publishes_org()
     }
 }
 
@@ -176,6 +186,10 @@ impl Publisher for Publishers {
             [one] => one.name(),
             _ => "several",
         }
+    }
+
+    fn publishes_org(&self) -> bool {
+        self.0.iter().any(|p| p.publishes_org())
     }
 
     fn publish_org<'a>(
@@ -274,6 +288,10 @@ impl Publisher for MarkdownPublisher {
 
     fn name(&self) -> &'static str {
         "markdown"
+    }
+
+    fn publishes_org(&self) -> bool {
+        true
     }
 
     fn publish_org<'a>(
@@ -397,6 +415,10 @@ impl Publisher for S3MarkdownPublisher {
 
     fn name(&self) -> &'static str {
         "markdown-s3"
+    }
+
+    fn publishes_org(&self) -> bool {
+        true
     }
 
     fn publish_org<'a>(

@@ -30,6 +30,7 @@ use crate::store::{
 };
 use crate::tagging::{self, ModulesConfig, TaggingError};
 
+mod org;
 mod report;
 pub use report::*;
 
@@ -738,36 +739,6 @@ impl PageBuilder {
                 Err(e) => return Err(e.into()),
             }
         }
-    }
-
-    /// Records `repo`'s row on its owner's index from its index rows, and publishes the
-    /// owner's index anew from every repository's row.
-    async fn publish_org(&self, repo: &str, rows: &[IndexRow]) -> Result<Published, BuildError> {
-        let Some((owner, _)) = repo.split_once('/') else {
-            return Err(BuildError::Repo(repo.to_string()));
-        };
-        let row = chronicle_domain::OrgRepo {
-            repo: repo.to_string(),
-            latest_merged_at: rows.iter().filter_map(|r| r.latest_merged_at.clone()).max(),
-            modules: rows
-                .iter()
-                .map(|r| chronicle_domain::OrgModule {
-                    module: r.module.clone(),
-                    entry_count: r.entry_count,
-                    latest_merged_at: r.latest_merged_at.clone(),
-                    authors: r
-                        .recent_authors
-                        .iter()
-                        .take(3)
-                        .map(|a| a.login.clone())
-                        .collect(),
-                })
-                .collect(),
-        };
-        self.pages.put_org_repo(owner, &row).await?;
-        let repos = self.pages.org_repos(owner).await?;
-        let markdown = crate::pages::org::org_page(owner, &repos);
-        Ok(self.publisher.publish_org(owner, &markdown).await?)
     }
 
     /// Items read so far by this builder.
