@@ -560,8 +560,8 @@ async fn anthropic_and_openai_compatible_writers_are_grounded_the_same_way() {
     assert_eq!(openai.requests()[0]["messages"][0]["role"], "system");
     assert_eq!(openai.requests()[0]["max_tokens"], 800);
 
-    // An endpoint that refuses `max_tokens` (as api.openai.com does for newer models) is asked
-    // again with `max_completion_tokens`.
+    // An endpoint that refuses `max_tokens` (named by `error.param`, as api.openai.com does for
+    // newer models) is asked again with `max_completion_tokens`.
     let strict = support::openai_stub::OpenAiStub::start("o4-mini").await;
     strict.completion_tokens_only();
     strict.reply(GOOD);
@@ -570,11 +570,16 @@ async fn anthropic_and_openai_compatible_writers_are_grounded_the_same_way() {
         .await
         .expect("a grounded story");
     assert_eq!(story.text, GOOD);
+    // Then it refuses the temperature (reasoning models take only the default), and is asked
+    // once more without one.
     let sent = strict.requests();
-    assert_eq!(sent.len(), 2);
+    assert_eq!(sent.len(), 3);
     assert_eq!(sent[0]["max_tokens"], 800);
     assert_eq!(sent[1]["max_completion_tokens"], 800);
     assert!(sent[1].get("max_tokens").is_none());
+    assert_eq!(sent[1]["temperature"], 0.2);
+    assert!(sent[2].get("temperature").is_none());
+    assert_eq!(sent[2]["max_completion_tokens"], 800);
 }
 
 /// Through the page builder: the grounded story is on the module page (its PR numbers linked)

@@ -317,6 +317,21 @@ async fn a_malformed_answer_falls_back_without_retry() {
 }
 
 #[tokio::test]
+async fn a_cut_off_answer_falls_back_without_retry() {
+    for stop in ["max_tokens", "model_context_window_exceeded"] {
+        let stub = MessagesStub::start(KEY).await;
+        stub.set_default(Reply::CutOff("The change moves the retry of".into(), stop));
+        let o = owned();
+        let s = llm(&stub, Duration::from_secs(5))
+            .summarize(&input(&o), far())
+            .await;
+        assert_eq!(s, fallback(&o), "{stop}");
+        assert_eq!(stub.request_count(), 1, "{stop}");
+        stub.stop().await;
+    }
+}
+
+#[tokio::test]
 async fn an_unreachable_api_falls_back() {
     let stub = MessagesStub::start(KEY).await;
     let url = stub.url();

@@ -60,6 +60,9 @@ const KNOWN_FIELDS: &[&str] = &[
 pub enum Reply {
     /// 200, a message whose one text block is this.
     Text(String),
+    /// 200, the text cut off: `stop_reason` is this (`max_tokens`,
+    /// `model_context_window_exceeded`).
+    CutOff(String, &'static str),
     /// 529 `overloaded_error` "Overloaded".
     Overloaded,
     /// 429 `rate_limit_error` with `retry-after` (seconds) and exhausted rate-limit headers.
@@ -387,6 +390,10 @@ fn check(
 }
 
 fn answer(reply: Reply, request: &Value, index: usize) -> Answer {
+    let (reply, stop) = match reply {
+        Reply::CutOff(text, stop) => (Reply::Text(text), stop),
+        other => (other, "end_turn"),
+    };
     match reply {
         Reply::Text(text) => {
             let model = request["model"].as_str().unwrap_or_default();
@@ -401,7 +408,7 @@ fn answer(reply: Reply, request: &Value, index: usize) -> Answer {
                         "role": "assistant",
                         "model": model,
                         "content": [{ "type": "text", "text": text }],
-                        "stop_reason": "end_turn",
+                        "stop_reason": stop,
                         "stop_sequence": null,
                         "usage": {
                             "input_tokens": input_tokens,
@@ -452,6 +459,7 @@ fn answer(reply: Reply, request: &Value, index: usize) -> Answer {
             headers: Vec::new(),
         },
         Reply::Hang => unreachable!("a hang is never answered"),
+        Reply::CutOff(..) => unreachable!("answered as a text above"),
     }
 }
 

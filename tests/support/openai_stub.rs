@@ -3,8 +3,10 @@
 //! list of `{role: system|user|assistant, content: string}`; anything else is refused (404, or
 //! 400 with an OpenAI-style error). Answers the scripted replies in order.
 //!
-//! [`OpenAiStub::completion_tokens_only`] makes it refuse `max_tokens` as api.openai.com does for
-//! its newer models (400 `unsupported_parameter`: "Use 'max_completion_tokens' instead.").
+//! [`OpenAiStub::completion_tokens_only`] makes it a reasoning model of api.openai.com: it
+//! refuses `max_tokens` (400 `unsupported_parameter`, `param: max_tokens`: "Use
+//! 'max_completion_tokens' instead.") and any temperature but 1 (400 `unsupported_value`,
+//! `param: temperature`). Fields it does not know are refused.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -63,7 +65,7 @@ impl OpenAiStub {
             .push_back(text.to_string());
     }
 
-    /// Refuse `max_tokens`, as api.openai.com does for its reasoning models.
+    /// Refuse `max_tokens` and a temperature, as api.openai.com does for its reasoning models.
     pub fn completion_tokens_only(&self) {
         self.state.lock().unwrap().completion_tokens_only = true;
     }
@@ -130,6 +132,30 @@ async fn handle(
                 "code": "unsupported_parameter"
             }}),
         ));
+    }
+    if st.completion_tokens_only && json.get("temperature").is_some_and(|t| t != 1) {
+        return Ok(answer(
+            StatusCode::BAD_REQUEST,
+            json!({"error": {
+                "message": format!("Unsupported value: 'temperature' does not support {} with this model. Only the default (1) value is supported.", json["temperature"]),
+                "type": "invalid_request_error",
+                "param": "temperature",
+                "code": "unsupported_value"
+            }}),
+        ));
+    }
+    let known = [
+        "model",
+        "messages",
+        "max_tokens",
+        "max_completion_tokens",
+        "temperature",
+    ];
+    if let Some(field) = json
+        .as_object()
+        .and_then(|o| o.keys().find(|k| !known.contains(&k.as_str())))
+    {
+        return Ok(refuse(&format!("unrecognized request argument: {field}")));
     }
     for limit in ["max_tokens", "max_completion_tokens"] {
         if json

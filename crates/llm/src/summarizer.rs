@@ -104,6 +104,8 @@ pub enum LlmError {
     Empty,
     #[error("the model declined to answer (stop_reason {0:?})")]
     Refused(String),
+    #[error("the answer was cut off (stop_reason {0:?})")]
+    CutOff(String),
     /// Not asked (again): too little of the invocation is left for an answer.
     #[error("no time left for the Messages API (the invocation's deadline is near)")]
     OutOfTime,
@@ -118,6 +120,7 @@ impl LlmError {
             LlmError::Malformed(_)
             | LlmError::Empty
             | LlmError::Refused(_)
+            | LlmError::CutOff(_)
             | LlmError::OutOfTime => false,
         }
     }
@@ -321,6 +324,14 @@ impl LlmSummarizer {
         }
         if let Some(reason) = message.stop_reason.as_deref().filter(|r| *r == "refusal") {
             return Err(LlmError::Refused(reason.to_string()));
+        }
+        // A paragraph cut off mid-sentence is not shown: the extractive summary is.
+        if let Some(reason) = message
+            .stop_reason
+            .as_deref()
+            .filter(|r| crate::writer::CUT_OFF.contains(r))
+        {
+            return Err(LlmError::CutOff(reason.to_string()));
         }
         let text = message
             .content

@@ -36,6 +36,8 @@ pub enum WriteError {
         provider: &'static str,
         message: String,
         advice: String,
+        /// The request field the endpoint named as at fault (OpenAI's `error.param`).
+        param: Option<String>,
     },
 }
 
@@ -79,7 +81,7 @@ pub struct Usage {
 }
 
 /// Stop reasons that mean the text is cut off.
-const CUT_OFF: &[&str] = &["max_tokens", "model_context_window_exceeded", "length"];
+pub(crate) const CUT_OFF: &[&str] = &["max_tokens", "model_context_window_exceeded", "length"];
 
 /// Which model answers, and how it is reached.
 pub enum Writer {
@@ -303,7 +305,8 @@ struct Ask<'a> {
 /// An OpenAI-compatible `chat/completions`, once. The limit goes as `max_tokens`, which Ollama
 /// and vLLM read; api.openai.com has deprecated it for `max_completion_tokens` (and refuses it
 /// for reasoning models), so that host gets the new name, and any endpoint that refuses
-/// `max_tokens` as unsupported is asked again with it.
+/// `max_tokens` as unsupported (`error.param`) is asked again with it; one that refuses the
+/// temperature (reasoning models take only the default) is asked again without one.
 async fn chat_completions(
     http: &reqwest::Client,
     url: &str,
@@ -317,30 +320,41 @@ async fn chat_completions(
         .ok()
         .and_then(|u| u.host_str().map(|h| h == "api.openai.com"))
         .unwrap_or(false);
+    // Reasoning models take only the default temperature: asked again without one.
+    let mut temperature = true;
     loop {
         let limit = if new_name {
             "max_completion_tokens"
         } else {
             "max_tokens"
         };
-        let body = serde_json::json!({
+        let mut body = serde_json::json!({
             "model": model,
             limit: ask.max_tokens,
-            "temperature": 0.2,
             "messages": [
                 {"role": "system", "content": ask.system},
                 {"role": "user", "content": ask.user},
             ],
         });
+        if temperature {
+            body["temperature"] = serde_json::json!(0.2);
+        }
         let mut request = http.post(format!("{url}/v1/chat/completions"));
         if let Some(key) = key {
             request = request.bearer_auth(key.expose());
         }
         let answer = match post_json(request, &body, timeout, provider).await {
-            Err(WriteError::Misconfigured { message, .. })
-                if !new_name && message.contains("max_completion_tokens") =>
+            // The field the endpoint names (`error.param`), not a word of its message.
+            Err(WriteError::Misconfigured { param: Some(p), .. })
+                if !new_name && p == "max_tokens" =>
             {
                 new_name = true;
+                continue;
+            }
+            Err(WriteError::Misconfigured { param: Some(p), .. })
+                if temperature && p == "temperature" =>
+            {
+                temperature = false;
                 continue;
             }
             other => other?,
@@ -425,6 +439,7 @@ async fn converse(
                     provider,
                     message: format!("{code}: {message}"),
                     advice,
+                    param: None,
                 });
             }
             return Err(if code == "ThrottlingException" {
@@ -499,6 +514,7 @@ async fn post_json(
             provider,
             message: format!("{status}: {answer}"),
             advice: advice.to_string(),
+            param: answer["error"]["param"].as_str().map(str::to_string),
         });
     }
     if !status.is_success() {
