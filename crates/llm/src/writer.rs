@@ -449,6 +449,16 @@ async fn converse(
             });
         }
     };
+    // A filtered or guarded answer is no story, whatever text came with it.
+    if matches!(
+        output.stop_reason,
+        StopReason::ContentFiltered | StopReason::GuardrailIntervened
+    ) {
+        return Err(WriteError::Failed {
+            provider,
+            message: format!("the answer was stopped: {}", output.stop_reason.as_str()),
+        });
+    }
     let truncated = matches!(
         output.stop_reason,
         StopReason::MaxTokens | StopReason::ModelContextWindowExceeded

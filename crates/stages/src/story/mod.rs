@@ -164,6 +164,7 @@ pub fn prompt(
             .take(5)
         {
             people.insert(a.login.to_ascii_lowercase());
+            sources.active.insert(a.login.to_ascii_lowercase());
         }
         user.push_str(&format!(
             "- {year}: {} pull requests ({}); most active: {}\n",
@@ -229,6 +230,9 @@ pub fn prompt(
         user.push_str(&line);
         prs.insert(e.number);
         people.insert(e.author.to_ascii_lowercase());
+        sources
+            .authors
+            .insert(e.number, e.author.to_ascii_lowercase());
         sources.add_pr(e.number, &line);
     }
     let user = format!(
@@ -280,7 +284,8 @@ fn link_in(text: &str, spans: &[crate::pages::Span]) -> Option<String> {
     let hosts = HOSTS.get_or_init(|| {
         regex::Regex::new(concat!(
             r"(?i)\b(?:[a-z0-9\-]+\.)+(?:[a-z]{2}|com|net|org|info|example|xyz|biz|site|online",
-            r"|link|shop|live|news|app|dev|top|click|zip|mov|cloud|tech|blog)\b",
+            r"|link|shop|live|news|app|dev|top|click|zip|mov|cloud|tech|blog|edu|gov|mil|int|pro",
+            r"|company|store|email|page|name|mobi|museum|io|ai|website|space|fun|run)\b",
         ))
         .expect("a valid pattern")
     });
@@ -296,9 +301,19 @@ fn link_in(text: &str, spans: &[crate::pages::Span]) -> Option<String> {
     hosts.find(&prose).map(|m| m.as_str().to_string())
 }
 
+/// The numbers a text states. Digits joined by `,`, `.` or `_` are one number, read without
+/// them (`1,000` is 1000, `9.5` is 95), so a grouped or decimal figure is checked whole, the
+/// same way in a story and in its facts.
 fn numbers_in(text: &str) -> BTreeSet<u64> {
-    text.split(|c: char| !c.is_ascii_digit())
-        .filter_map(|n| n.parse().ok())
+    static NUMBER: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    NUMBER
+        .get_or_init(|| regex::Regex::new(r"[0-9](?:[0-9]|[,._][0-9])*").expect("a valid pattern"))
+        .find_iter(text)
+        .filter_map(|m| {
+            let digits: String = m.as_str().chars().filter(char::is_ascii_digit).collect();
+            // Past u64: kept as the largest, which no fact holds.
+            Some(digits.parse().unwrap_or(u64::MAX))
+        })
         .collect()
 }
 
