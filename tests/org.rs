@@ -263,8 +263,7 @@ async fn two_repositories_of_one_installation_land_on_their_own_pages_and_the_or
     );
     let row = stored_row(&t.prs, api, 12).await;
     assert!(
-        row.get(stages::store::attr::ENRICH_SKIPPED_REASON)
-            .is_none(),
+        !row.contains_key(stages::store::attr::ENRICH_SKIPPED_REASON),
         "enriched through the new installation: {row:?}"
     );
     assert!(

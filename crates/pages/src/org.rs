@@ -201,16 +201,16 @@ mod tests {
     #[test]
     fn repositories_newest_first_with_their_modules_and_people() {
         let repos = vec![
-            OrgRepo {
-                repo: "acme/api".into(),
-                latest_merged_at: Some("2024-01-01T00:00:00Z".into()),
-                modules: vec![module(
+            org_row(
+                "acme/api",
+                vec![module(
                     "router",
                     40,
                     "2024-01-01T00:00:00Z",
                     &["alice", "bob"],
                 )],
-            },
+            ),
+            // A row written before rows kept their totals and people.
             OrgRepo {
                 repo: "acme/web".into(),
                 latest_merged_at: Some("2025-03-01T00:00:00Z".into()),
@@ -218,6 +218,7 @@ mod tests {
                     module("ui", 10, "2025-03-01T00:00:00Z", &["alice"]),
                     module("<script>", 2, "2023-01-01T00:00:00Z", &["eve"]),
                 ],
+                ..Default::default()
             },
         ];
         let page = org_page("acme", &repos);
@@ -229,6 +230,14 @@ mod tests {
         );
         assert!(page.contains("- @alice: 2 modules\n"), "{page}");
         assert!(!page.contains("<script>"), "names are escaped:\n{page}");
+        assert!(
+            page.contains("2 modules, 12 merged pull requests"),
+            "{page}"
+        );
+        assert!(
+            page.contains("1 modules, 40 merged pull requests"),
+            "{page}"
+        );
         assert_eq!(org_path("acme"), "acme.md");
     }
 }

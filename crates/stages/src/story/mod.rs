@@ -309,10 +309,10 @@ fn numbers_in(text: &str) -> BTreeSet<u64> {
     NUMBER
         .get_or_init(|| regex::Regex::new(r"[0-9](?:[0-9]|[,._][0-9])*").expect("a valid pattern"))
         .find_iter(text)
-        .filter_map(|m| {
+        .map(|m| {
             let digits: String = m.as_str().chars().filter(char::is_ascii_digit).collect();
             // Past u64: kept as the largest, which no fact holds.
-            Some(digits.parse().unwrap_or(u64::MAX))
+            digits.parse().unwrap_or(u64::MAX)
         })
         .collect()
 }
