@@ -21,8 +21,7 @@ pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
 
 pub use chronicle_config::DEFAULT_ANTHROPIC_API_URL as DEFAULT_API_URL;
 
-/// The `anthropic-version` header sent with every request.
-pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+pub use crate::writer::ANTHROPIC_VERSION;
 
 /// Per attempt (connect, send, whole answer).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(15);

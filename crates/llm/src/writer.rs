@@ -80,6 +80,9 @@ pub struct Usage {
     pub cache_write: u64,
 }
 
+/// The `anthropic-version` header sent with every Messages API request.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
 /// Stop reasons that mean the text is cut off.
 pub(crate) const CUT_OFF: &[&str] = &["max_tokens", "model_context_window_exceeded", "length"];
 
@@ -256,7 +259,7 @@ impl Writer {
                 let request = http
                     .post(format!("{url}/v1/messages"))
                     .header("x-api-key", key.expose())
-                    .header("anthropic-version", crate::summarizer::ANTHROPIC_VERSION);
+                    .header("anthropic-version", ANTHROPIC_VERSION);
                 let answer = post_json(request, &body, timeout, provider).await?;
                 let tokens = |k: &str| answer["usage"][k].as_u64().unwrap_or(0);
                 Ok(Answer {
