@@ -294,7 +294,8 @@ async fn with_a_notion_token_and_parent_the_local_stack_publishes_to_notion_and_
         .unwrap();
     // Enrichment is off (no GitHub token): the module is the repository itself. The events/
     // replay ends with an edit after the merge, so the newer title is the one shown. The pages
-    // nest: the parent holds the repository's index page, which holds the module page.
+    // nest: the parent holds the organisation's page, which holds the repository's index page,
+    // which holds the module page.
     let title = "Codertocat/Hello-World · Codertocat/Hello-World";
     let mut page = None;
     for _ in 0..300 {
@@ -308,7 +309,10 @@ async fn with_a_notion_token_and_parent_the_local_stack_publishes_to_notion_and_
     }
     let page =
         page.unwrap_or_else(|| panic!("no Notion page within 30 s: {:?}", notion.requests()));
-    let index = notion.child_pages(&parent);
+    let org = notion.child_pages(&parent);
+    assert_eq!(org.len(), 1, "{org:?}");
+    assert_eq!(org[0].1, "Codertocat · repositories");
+    let index = notion.child_pages(&org[0].0);
     assert_eq!(index.len(), 1, "{index:?}");
     assert_eq!(index[0].1, "Codertocat/Hello-World · modules");
     assert_eq!(

@@ -18,10 +18,10 @@ use support::notion_stub::{Fault, NotionStub};
 use support::*;
 use time::OffsetDateTime;
 
-const TOKEN: &str = "ntn_builder_test";
-const REPO: &str = "acme/monorepo";
+pub(crate) const TOKEN: &str = "ntn_builder_test";
+pub(crate) const REPO: &str = "acme/monorepo";
 
-fn entry(module: &str, number: u64, merged_at: &str) -> ModuleEntry {
+pub(crate) fn entry(module: &str, number: u64, merged_at: &str) -> ModuleEntry {
     ModuleEntry {
         repo: REPO.into(),
         module: module.into(),
@@ -48,7 +48,7 @@ fn entry(module: &str, number: u64, merged_at: &str) -> ModuleEntry {
     }
 }
 
-async fn put(t: &Tables, e: &ModuleEntry) {
+pub(crate) async fn put(t: &Tables, e: &ModuleEntry) {
     t.put_entry(e).await;
 }
 
@@ -62,7 +62,7 @@ async fn over_the_years(t: &Tables, module: &str, count: u64) {
     }
 }
 
-fn publisher(t: &Tables, stub: &NotionStub, parent: &str) -> NotionPublisher {
+pub(crate) fn publisher(t: &Tables, stub: &NotionStub, parent: &str) -> NotionPublisher {
     publisher_with(
         t,
         stub,
@@ -99,11 +99,11 @@ fn publisher_timed(
     NotionPublisher::new(client, parent, t.pages.clone()).with_create_claim(Duration::from_secs(8))
 }
 
-fn builder(t: &Tables, publisher: Arc<dyn Publisher>) -> PageBuilder {
+pub(crate) fn builder(t: &Tables, publisher: Arc<dyn Publisher>) -> PageBuilder {
     t.builder(publisher, ModulesConfig::empty(), Duration::ZERO)
 }
 
-async fn tick(b: &PageBuilder, secs: u64) -> stages::builder::BuildReport {
+pub(crate) async fn tick(b: &PageBuilder, secs: u64) -> stages::builder::BuildReport {
     b.tick(
         OffsetDateTime::now_utc(),
         within(secs),
@@ -113,7 +113,7 @@ async fn tick(b: &PageBuilder, secs: u64) -> stages::builder::BuildReport {
     .unwrap()
 }
 
-async fn settle(b: &PageBuilder, t: &Tables, limit: Duration) {
+pub(crate) async fn settle(b: &PageBuilder, t: &Tables, limit: Duration) {
     let until = Instant::now() + limit;
     loop {
         tick(b, 60).await;
@@ -135,12 +135,12 @@ async fn settle(b: &PageBuilder, t: &Tables, limit: Duration) {
     }
 }
 
-fn module_title(module: &str) -> String {
+pub(crate) fn module_title(module: &str) -> String {
     format!("{REPO} · {module}")
 }
 
 /// The module's live page and its Markdown.
-fn page(stub: &NotionStub, module: &str) -> (String, String) {
+pub(crate) fn page(stub: &NotionStub, module: &str) -> (String, String) {
     let id = stub
         .live_page(&module_title(module))
         .unwrap_or_else(|| panic!("no single live page for {module}"));
@@ -171,7 +171,11 @@ async fn the_first_build_creates_the_index_and_module_pages_once_nested_and_comp
     }
     let b = builder(&t, Arc::new(publisher(&t, &stub, &parent)));
     settle(&b, &t, Duration::from_secs(60)).await;
-    let index = stub.child_pages(&parent);
+    // parent → the organisation's page → the repository's index → the module pages.
+    let org = stub.child_pages(&parent);
+    assert_eq!(org.len(), 1, "{org:?}");
+    assert_eq!(org[0].1, "acme · repositories");
+    let index = stub.child_pages(&org[0].0);
     assert_eq!(index.len(), 1, "{index:?}");
     assert_eq!(index[0].1, format!("{REPO} · modules"));
     let modules = stub.child_pages(&index[0].0);
@@ -194,10 +198,22 @@ async fn the_first_build_creates_the_index_and_module_pages_once_nested_and_comp
         "{index_md}"
     );
     assert!(index_md.contains(&api_id.replace('-', "")), "{index_md}");
+    // The organisation's page names the index as its child page and links the module pages.
+    let org_md = stub.markdown(&org[0].0);
+    assert!(
+        org_md.contains(&format!("\">{REPO} · modules</page>"))
+            && org_md.contains(&index[0].0.replace('-', "")),
+        "{org_md}"
+    );
+    assert!(
+        org_md.contains("- [api](https://www.notion.so/")
+            && org_md.contains(&api_id.replace('-', "")),
+        "{org_md}"
+    );
     assert_eq!(
         stub.count("POST", "/v1/pages", "/v1/pages"),
-        3,
-        "index + 2 modules, once each"
+        4,
+        "organisation + index + 2 modules, once each"
     );
 }
 
@@ -285,19 +301,20 @@ async fn a_replace_applied_but_unanswered_is_retried_and_leaves_one_copy() {
 async fn a_create_applied_but_unanswered_is_adopted_not_duplicated() {
     let t = fresh_tables(&sdk().await).await;
     let (stub, parent) = NotionStub::start(TOKEN).await;
-    // A person's page with the index page's title: neither adopted nor trashed.
-    let theirs = stub.add_page(Some(&parent), &format!("{REPO} · modules"), true);
+    // A person's page with the organisation page's title: neither adopted nor trashed.
+    let theirs = stub.add_page(Some(&parent), "acme · repositories", true);
     put(&t, &entry("api", 1, "2024-06-01T10:00:00Z")).await;
-    // The first create (the index page) is applied, and the answer never comes.
+    // The first create (the organisation's page) is applied, and the answer never comes.
     stub.fault(Some("POST pages"), Fault::HangAfterApply);
     let b = builder(&t, Arc::new(publisher(&t, &stub, &parent)));
     settle(&b, &t, Duration::from_secs(60)).await;
-    let titled = stub.pages_titled(&format!("{REPO} · modules"));
+    let titled = stub.pages_titled("acme · repositories");
     assert_eq!(
         titled.len(),
         2,
-        "the person's page and one index page: {titled:?}"
+        "the person's page and one organisation page: {titled:?}"
     );
+    assert_eq!(stub.pages_titled(&format!("{REPO} · modules")).len(), 1);
     assert!(
         stub.child_pages(&parent)
             .iter()
@@ -307,8 +324,8 @@ async fn a_create_applied_but_unanswered_is_adopted_not_duplicated() {
     assert_eq!(stub.markdown(&theirs), "", "untouched");
     assert_eq!(
         stub.count("POST", "/v1/pages", "/v1/pages"),
-        2,
-        "the index (adopted) and the module"
+        3,
+        "the organisation page (adopted), the index and the module"
     );
     let (_, api) = page(&stub, "api");
     assert_eq!(entry_count(&api, 1), 1);
@@ -613,8 +630,9 @@ async fn a_deleted_archive_year_in_parts_is_published_again_whole() {
     put(&t, &entry("api", 999, "2024-05-01T10:00:00Z")).await;
     settle(&b, &t, Duration::from_secs(120)).await;
     let replaced = stub.count("PATCH", "/v1/pages/", "/markdown") - before;
+    // The module page, the part, the year page's list, the index and the organisation page.
     assert!(
-        replaced <= 4,
+        replaced <= 5,
         "{replaced} replaces for one new merge (of {} archive pages)",
         parts.len() + 1
     );

@@ -745,16 +745,15 @@ impl Publisher for Overtaken {
 
     fn publish_org<'a>(
         &'a self,
-        owner: &'a str,
-        markdown: &'a str,
+        set: &'a stages::publish::OrgSet<'a>,
     ) -> BoxFuture<'a, Result<Published, PublishError>> {
         Box::pin(async move {
             *self.org_publishes.lock().unwrap() += 1;
             let other = self.other.lock().unwrap().take();
             if let Some(row) = other {
-                self.pages.put_org_repo(owner, &row).await.unwrap();
+                self.pages.put_org_repo(set.org, &row).await.unwrap();
             }
-            self.inner.publish_org(owner, markdown).await
+            self.inner.publish_org(set).await
         })
     }
 }
@@ -769,6 +768,7 @@ async fn an_organisation_index_published_from_rows_read_before_another_build_is_
         entry_count: n,
         latest_merged_at: Some("2026-01-02T00:00:00Z".into()),
         authors: vec!["octo".into()],
+        notion_url: None,
     };
     let publisher = Arc::new(Overtaken {
         inner: MarkdownPublisher::new(&dir.0),
@@ -804,6 +804,7 @@ fn an_organisation_row_is_bounded() {
             entry_count: 2,
             latest_merged_at: Some(format!("2026-01-01T00:{:02}:{:02}Z", i / 60 % 60, i % 60)),
             authors: vec![format!("dev{i}"), "octo".into(), format!("dev{}", i + 1)],
+            notion_url: None,
         })
         .collect();
     let row = stages::pages::org::org_row("acme/mono", modules);

@@ -5,6 +5,7 @@
 mod golden;
 mod grounding;
 mod notion;
+mod notion_org;
 mod pages;
 mod story;
 mod summary;

@@ -503,6 +503,17 @@ pub struct OrgRepo {
     /// Its people by the modules they recently wrote in, the most first (bounded).
     #[serde(default)]
     pub people: Vec<OrgPerson>,
+    /// Its index page in Notion, once published there (the Notion org page nests it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notion_index: Option<NotionLink>,
+}
+
+/// A published Notion page as the organisation's index links it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NotionLink {
+    pub id: String,
+    pub url: String,
 }
 
 /// One person of a repository on the organisation's index.
@@ -524,6 +535,9 @@ pub struct OrgModule {
     /// Its most active recent authors (logins).
     #[serde(default)]
     pub authors: Vec<String>,
+    /// Its page's Notion URL, once published there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notion_url: Option<String>,
 }
 
 /// A module's LLM story as stored on the page item (`story` writes it).

@@ -4,7 +4,8 @@
 //! - `POST /v1/pages` with a `markdown` body creates a page (under a parent page);
 //! - `PATCH /v1/pages/{id}/markdown` with `replace_content` replaces its content whole;
 //! - `GET /v1/pages/{id}` tells whether a page is in the trash; `PATCH /v1/pages/{id}` with
-//!   `in_trash` moves one there; `GET /v1/blocks/{id}/children` lists a page's child pages.
+//!   `in_trash` moves one there; `GET /v1/blocks/{id}/children` lists a page's child pages;
+//!   `POST /v1/pages/{id}/move` puts a page under another.
 //!
 //! Retries: replacing content is idempotent (the same Markdown twice is one page), so it is
 //! retried after timeouts, 5xx and 409. Creating a page is not: it is retried only after 429
@@ -341,6 +342,27 @@ impl NotionClient {
             &format!("/v1/pages/{id}"),
             Some(json!({"in_trash": true})),
             &format!("moving page {id} to the trash"),
+            true,
+            deadline,
+        )
+        .await
+        .map(drop)
+    }
+
+    /// Moves page `id` (with everything under it) to be a child of the page `parent_id`
+    /// (`POST /v1/pages/{id}/move`). Moving it where it already is changes nothing, so it is
+    /// retried like any idempotent call.
+    pub async fn move_page(
+        &self,
+        id: &str,
+        parent_id: &str,
+        deadline: Instant,
+    ) -> Result<(), NotionError> {
+        self.call(
+            Method::POST,
+            &format!("/v1/pages/{id}/move"),
+            Some(json!({"parent": {"type": "page_id", "page_id": parent_id}})),
+            &format!("moving page {id} under {parent_id}"),
             true,
             deadline,
         )

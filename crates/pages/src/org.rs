@@ -3,11 +3,12 @@
 //! is written from one small row per repository (`chronicle_domain::OrgRepo`), kept by each
 //! repository's index build, so its cost grows with the repositories, never with their PRs.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use chronicle_domain::{OrgModule, OrgPerson, OrgRepo};
 
 use crate::path::path_segment;
+use crate::render::{self, Flavor};
 use crate::DocKey;
 
 /// Modules named per repository (the most recently active first).
@@ -51,6 +52,7 @@ pub fn org_row(repo: &str, modules: Vec<OrgModule>) -> OrgRepo {
         module_count,
         entry_count,
         people,
+        notion_index: None,
     }
 }
 
@@ -59,17 +61,55 @@ pub fn org_path(owner: &str) -> String {
     format!("{}.md", path_segment(owner))
 }
 
+/// Where the organisation index's links point.
+#[derive(Clone, Copy, Debug)]
+pub enum OrgLinks<'a> {
+    /// Files, relative to the output root (CommonMark).
+    Files,
+    /// Notion pages, by the URLs the rows recorded (Notion's Markdown). `children`: the index
+    /// pages (normalized ids) that are the organisation page's own child pages, named with
+    /// `<page>` tags as Notion requires to keep them; any other is a plain link.
+    Notion { children: &'a BTreeSet<String> },
+}
+
 /// The organisation's index as CommonMark. Names come from GitHub and the repositories, so
 /// every one is escaped; links are relative to the output root.
 pub fn org_page(owner: &str, repos: &[OrgRepo]) -> String {
-    let esc = |t: &str| escape(t);
+    write_org(owner, repos, OrgLinks::Files)
+}
+
+/// The organisation's index as Notion's Markdown: its repositories' index pages are its child
+/// pages ([`OrgLinks::Notion`]), its modules link to their Notion pages.
+pub fn org_page_notion(owner: &str, repos: &[OrgRepo], children: &BTreeSet<String>) -> String {
+    write_org(owner, repos, OrgLinks::Notion { children })
+}
+
+/// Notion ids with or without dashes, compared alike.
+pub fn normalize_id(id: &str) -> String {
+    id.replace('-', "").to_ascii_lowercase()
+}
+
+fn write_org(owner: &str, repos: &[OrgRepo], links: OrgLinks<'_>) -> String {
+    let notion = matches!(links, OrgLinks::Notion { .. });
+    let esc = |t: &str| {
+        if notion {
+            render::escape(Flavor::Notion, t)
+        } else {
+            escape(t)
+        }
+    };
     let mut repos: Vec<&OrgRepo> = repos.iter().collect();
     repos.sort_by(|a, b| {
         b.latest_merged_at
             .cmp(&a.latest_merged_at)
             .then(a.repo.cmp(&b.repo))
     });
-    let mut out = format!("# {}\n\n", esc(owner));
+    // Notion takes the title as the page's property; a file carries it as its heading.
+    let mut out = if notion {
+        String::new()
+    } else {
+        format!("# {}\n\n", esc(owner))
+    };
     let modules: u64 = repos.iter().map(|r| module_count(r)).sum();
     out.push_str(&format!(
         "{} repositories, {modules} modules. The most recently active first; each module links to \
@@ -110,7 +150,32 @@ pub fn org_page(owner: &str, repos: &[OrgRepo]) -> String {
             repo: r.repo.clone(),
         }
         .path();
-        out.push_str(&format!("### [{}](<{index}>)\n\n", esc(&r.repo)));
+        // The repository's heading, and where its index is.
+        let index_url = match links {
+            OrgLinks::Files => {
+                out.push_str(&format!("### [{}](<{index}>)\n\n", esc(&r.repo)));
+                Some(format!("<{index}>"))
+            }
+            OrgLinks::Notion { children } => {
+                out.push_str(&format!("### {}\n\n", esc(&r.repo)));
+                match &r.notion_index {
+                    Some(page) if children.contains(&normalize_id(&page.id)) => {
+                        out.push_str(&format!(
+                            "<page url=\"{}\">{} · modules</page>\n\n",
+                            render::attribute(&page.url),
+                            esc(&r.repo)
+                        ));
+                        Some(render::escape_url(&page.url))
+                    }
+                    Some(page) => {
+                        let url = render::escape_url(&page.url);
+                        out.push_str(&format!("[Its modules]({url})\n\n"));
+                        Some(url)
+                    }
+                    None => None,
+                }
+            }
+        };
         let latest = r
             .latest_merged_at
             .as_deref()
@@ -128,14 +193,23 @@ pub fn org_page(owner: &str, repos: &[OrgRepo]) -> String {
                 .then(a.module.cmp(&b.module))
         });
         for m in modules.iter().take(MAX_MODULES_SHOWN) {
-            let page = DocKey::Module {
-                repo: r.repo.clone(),
-                module: m.module.clone(),
-            }
-            .path();
+            let page = match links {
+                OrgLinks::Files => Some(format!(
+                    "<{}>",
+                    DocKey::Module {
+                        repo: r.repo.clone(),
+                        module: m.module.clone(),
+                    }
+                    .path()
+                )),
+                OrgLinks::Notion { .. } => m.notion_url.as_deref().map(render::escape_url),
+            };
+            let name = match page {
+                Some(page) => format!("[{}]({page})", esc(&m.module)),
+                None => esc(&m.module),
+            };
             out.push_str(&format!(
-                "- [{}](<{page}>): {} pull requests, latest {}\n",
-                esc(&m.module),
+                "- {name}: {} pull requests, latest {}\n",
                 m.entry_count,
                 m.latest_merged_at
                     .as_deref()
@@ -145,10 +219,11 @@ pub fn org_page(owner: &str, repos: &[OrgRepo]) -> String {
         }
         let shown = modules.len().min(MAX_MODULES_SHOWN) as u64;
         if module_count(r) > shown {
-            out.push_str(&format!(
-                "- … and {} more on [the repository's index](<{index}>)\n",
-                module_count(r) - shown
-            ));
+            let more = module_count(r) - shown;
+            out.push_str(&match &index_url {
+                Some(url) => format!("- … and {more} more on [the repository's index]({url})\n"),
+                None => format!("- … and {more} more on the repository's index\n"),
+            });
         }
         out.push('\n');
     }
@@ -195,6 +270,7 @@ mod tests {
             entry_count: n,
             latest_merged_at: Some(latest.into()),
             authors: authors.iter().map(|a| a.to_string()).collect(),
+            notion_url: None,
         }
     }
 
@@ -239,5 +315,59 @@ mod tests {
             "{page}"
         );
         assert_eq!(org_path("acme"), "acme.md");
+    }
+
+    #[test]
+    fn in_notion_the_index_pages_are_child_pages_and_modules_link_their_pages() {
+        use chronicle_domain::NotionLink;
+        let mut api = org_row(
+            "acme/api",
+            vec![OrgModule {
+                notion_url: Some("https://www.notion.so/router-aa11".into()),
+                ..module("router", 4, "2024-01-01T00:00:00Z", &["alice"])
+            }],
+        );
+        api.notion_index = Some(NotionLink {
+            id: "0000aaaa-0000-4000-8000-00000000000a".into(),
+            url: "https://www.notion.so/acme-api-modules-0000aaaa000040008000000000000000a".into(),
+        });
+        let mut web = org_row(
+            "acme/web",
+            vec![module(
+                "<page url=\"https://www.notion.so/x\">x</page>",
+                1,
+                "2025-01-01T00:00:00Z",
+                &["eve"],
+            )],
+        );
+        web.notion_index = Some(NotionLink {
+            id: "0000bbbb-0000-4000-8000-00000000000b".into(),
+            url: "https://www.notion.so/web-0000bbbb00004000800000000000000b".into(),
+        });
+        let unlisted = org_row("acme/new", vec![]);
+        let children: BTreeSet<String> = [normalize_id("0000aaaa-0000-4000-8000-00000000000a")]
+            .into_iter()
+            .collect();
+        let page = org_page_notion("acme", &[api, web, unlisted], &children);
+        assert!(
+            !page.starts_with('#'),
+            "the title is Notion's property:\n{page}"
+        );
+        assert!(page.contains(
+            "<page url=\"https://www.notion.so/acme-api-modules-0000aaaa000040008000000000000000a\">acme/api · modules</page>"
+        ), "{page}");
+        assert!(
+            page.contains(
+                "[Its modules](https://www.notion.so/web-0000bbbb00004000800000000000000b)"
+            ),
+            "an index page that is not a child is a link:\n{page}"
+        );
+        assert!(page.contains("- [router](https://www.notion.so/router-aa11): 4 pull requests"));
+        let tags = page
+            .lines()
+            .filter(|l| l.trim_start().starts_with("<page"))
+            .count();
+        assert_eq!(tags, 1, "a hostile module name makes no tag:\n{page}");
+        assert!(page.contains("### acme/new\n\n0 modules"), "{page}");
     }
 }

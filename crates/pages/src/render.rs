@@ -155,24 +155,7 @@ impl Renderer<'_> {
     /// `[`/`]` are escaped and nothing starts a line). Notion: the characters its enhanced
     /// Markdown reference says to escape. Newlines become spaces: every use is one line.
     fn escape(&self, s: &str) -> String {
-        let special: &[char] = match self.flavor {
-            Flavor::CommonMark => &['\\', '`', '*', '_', '[', ']', '<', '>', '|', '~', '&'],
-            Flavor::Notion => &[
-                '\\', '*', '~', '`', '$', '[', ']', '<', '>', '{', '}', '|', '^',
-            ],
-        };
-        let mut out = String::with_capacity(s.len());
-        for c in s.chars() {
-            match c {
-                '\n' | '\r' | '\t' => out.push(' '),
-                c if special.contains(&c) => {
-                    out.push('\\');
-                    out.push(c);
-                }
-                c => out.push(c),
-            }
-        }
-        out
+        escape(self.flavor, s)
     }
 
     /// An inline code span that holds any text. CommonMark takes a longer fence around
@@ -197,8 +180,33 @@ impl Renderer<'_> {
     }
 }
 
+/// Backslash-escapes what would turn text into markup. CommonMark: emphasis, code, links,
+/// HTML, entities, tables, strikethrough (`(`, `)`, `#`, `!` cannot start anything once
+/// `[`/`]` are escaped and nothing starts a line). Notion: the characters its enhanced
+/// Markdown reference says to escape. Newlines become spaces: every use is one line.
+pub fn escape(flavor: Flavor, s: &str) -> String {
+    let special: &[char] = match flavor {
+        Flavor::CommonMark => &['\\', '`', '*', '_', '[', ']', '<', '>', '|', '~', '&'],
+        Flavor::Notion => &[
+            '\\', '*', '~', '`', '$', '[', ']', '<', '>', '{', '}', '|', '^',
+        ],
+    };
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\n' | '\r' | '\t' => out.push(' '),
+            c if special.contains(&c) => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// A link destination that cannot end the link early or break the line.
-fn escape_url(url: &str) -> String {
+pub fn escape_url(url: &str) -> String {
     let mut out = String::with_capacity(url.len());
     for c in url.trim().chars() {
         match c {
@@ -216,7 +224,7 @@ fn escape_url(url: &str) -> String {
 }
 
 /// A value inside a double-quoted tag attribute.
-fn attribute(value: &str) -> String {
+pub fn attribute(value: &str) -> String {
     escape_url(value).replace('&', "&amp;")
 }
 

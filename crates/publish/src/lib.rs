@@ -96,6 +96,18 @@ pub struct PageSet<'a> {
     pub deadline: Instant,
 }
 
+/// The organisation index one build publishes.
+#[derive(Debug, Clone, Copy)]
+pub struct OrgSet<'a> {
+    /// The GitHub owner (an organisation or a user).
+    pub org: &'a str,
+    /// Every repository's row on its index.
+    pub repos: &'a [chronicle_domain::OrgRepo],
+    /// The build lease this runs under.
+    pub owner: &'a str,
+    pub deadline: Instant,
+}
+
 /// What a publish did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Published {
@@ -116,12 +128,11 @@ pub trait Publisher: Send + Sync {
     /// A short name for logs and metrics (`markdown`, `notion`).
     fn name(&self) -> &'static str;
 
-    /// Replaces the organisation index of `owner` (CommonMark, links relative to the output
-    /// root). Publishers without one (Notion, for now) publish nothing.
+    /// Replaces the organisation index of `set.org`, rendered from its repositories' rows.
+    /// Publishers without one publish nothing.
     fn publish_org<'a>(
         &'a self,
-        _owner: &'a str,
-        _markdown: &'a str,
+        _set: &'a OrgSet<'a>,
     ) -> BoxFuture<'a, Result<Published, PublishError>> {
         Box::pin(async { Ok(Published::default()) })
     }
@@ -148,10 +159,9 @@ impl<P: Publisher + ?Sized> Publisher for Arc<P> {
 
     fn publish_org<'a>(
         &'a self,
-        owner: &'a str,
-        markdown: &'a str,
+        set: &'a OrgSet<'a>,
     ) -> BoxFuture<'a, Result<Published, PublishError>> {
-        (**self).publish_org(owner, markdown)
+        (**self).publish_org(set)
     }
 
     fn publishes_org(&self) -> bool {
@@ -194,13 +204,12 @@ impl Publisher for Publishers {
 
     fn publish_org<'a>(
         &'a self,
-        owner: &'a str,
-        markdown: &'a str,
+        set: &'a OrgSet<'a>,
     ) -> BoxFuture<'a, Result<Published, PublishError>> {
         Box::pin(async move {
             let mut total = Published::default();
             for publisher in &self.0 {
-                let one = publisher.publish_org(owner, markdown).await?;
+                let one = publisher.publish_org(set).await?;
                 total.documents += one.documents;
                 total.bytes += one.bytes;
                 total.requests += one.requests;
@@ -296,11 +305,10 @@ impl Publisher for MarkdownPublisher {
 
     fn publish_org<'a>(
         &'a self,
-        owner: &'a str,
-        markdown: &'a str,
+        set: &'a OrgSet<'a>,
     ) -> BoxFuture<'a, Result<Published, PublishError>> {
-        let path = self.out_dir.join(chronicle_pages::org::org_path(owner));
-        let markdown = markdown.to_string();
+        let path = self.out_dir.join(chronicle_pages::org::org_path(set.org));
+        let markdown = chronicle_pages::org::org_page(set.org, set.repos);
         Box::pin(async move {
             let bytes = markdown.len();
             let shown = path.display().to_string();
@@ -423,11 +431,11 @@ impl Publisher for S3MarkdownPublisher {
 
     fn publish_org<'a>(
         &'a self,
-        owner: &'a str,
-        markdown: &'a str,
+        set: &'a OrgSet<'a>,
     ) -> BoxFuture<'a, Result<Published, PublishError>> {
         Box::pin(async move {
-            let key = format!("{}{}", self.prefix, chronicle_pages::org::org_path(owner));
+            let markdown = chronicle_pages::org::org_page(set.org, set.repos);
+            let key = format!("{}{}", self.prefix, chronicle_pages::org::org_path(set.org));
             self.client
                 .put_object()
                 .bucket(&self.bucket)

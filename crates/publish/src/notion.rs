@@ -1,9 +1,10 @@
 //! Publishing pages to Notion, whole, through its Markdown content API.
 //!
-//! Pages nest as the documents do: the configured parent page holds one index page per
-//! repository (`<repo> · modules`), which holds the module pages, which hold their archive
-//! pages. A page's child pages are named in its content (`<page url=…>`), as Notion requires
-//! for replacing content without deleting them.
+//! Pages nest as the documents do: the configured parent page holds one organisation page per
+//! owner (`<owner> · repositories`, [`org`]), which holds one index page per repository
+//! (`<repo> · modules`), which holds the module pages, which hold their archive pages. A
+//! page's child pages are named in its content (`<page url=…>`), as Notion requires for
+//! replacing content without deleting them.
 //!
 //! - **Created once**: a page's creation is claimed on its page item before the create request
 //!   (conditional write), and its id recorded after. A builder that finds an expired claim
@@ -29,6 +30,7 @@ use chronicle_pages::render::{render, Flavor};
 use chronicle_pages::{DocKey, Document, MAIN_LABEL};
 use chronicle_store::{CreateClaim, PageStore, INDEX_MODULE};
 
+mod org;
 mod tree;
 
 /// How long a creation claim lasts: longer than any create request takes.
@@ -87,6 +89,17 @@ impl Publisher for NotionPublisher {
 
     fn name(&self) -> &'static str {
         "notion"
+    }
+
+    fn publishes_org(&self) -> bool {
+        true
+    }
+
+    fn publish_org<'a>(
+        &'a self,
+        set: &'a crate::OrgSet<'a>,
+    ) -> BoxFuture<'a, Result<Published, PublishError>> {
+        Box::pin(self.publish_org_page(set))
     }
 }
 
@@ -311,17 +324,19 @@ impl NotionPublisher {
             return Ok(());
         };
         let mut known: Known = set.item.notion.clone();
-        let parent = self.parent_page_id.clone();
-        self.ensure(
-            set,
-            INDEX_MODULE,
-            MAIN_LABEL,
-            &doc.title,
-            &parent,
-            None,
-            &mut known,
-        )
-        .await?;
+        if id_of(&known, MAIN_LABEL).is_none() {
+            let parent = self.org_parent(set).await?;
+            self.ensure(
+                set,
+                INDEX_MODULE,
+                MAIN_LABEL,
+                &doc.title,
+                &parent,
+                None,
+                &mut known,
+            )
+            .await?;
+        }
         let id = id_of(&known, MAIN_LABEL).ok_or(PublishError::LeaseLost)?;
         let mut listings = Listings::default();
         match self
@@ -379,7 +394,7 @@ impl NotionPublisher {
                 .await?;
             known.remove(MAIN_LABEL);
         }
-        let parent = self.parent_page_id.clone();
+        let parent = self.org_parent(set).await?;
         self.ensure(
             set,
             INDEX_MODULE,

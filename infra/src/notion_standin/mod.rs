@@ -17,14 +17,16 @@
 //!    `validation_error`. `archived` (renamed `in_trash` in 2026-03-11) → 400.
 //! 6. Pages: unknown, deleted or not shared → 404 `object_not_found`. Editing a page in the
 //!    trash (or under one) → 400 "Can't edit block that is archived". A `<page url>` in new
-//!    content that is not a live child of the page → 400 (the stand-in never moves pages). New
+//!    content that is not a live child of the page → 400 (content never moves pages; only `move` does). New
 //!    content that leaves out a live child page → 400, unless `allow_deleting_content` (then it
 //!    goes to the trash).
 //!
 //! Endpoints: `POST /v1/pages` (with `markdown`), `GET /v1/pages/{id}`, `PATCH /v1/pages/{id}`
 //! (`in_trash`), `GET /v1/pages/{id}/markdown`, `PATCH /v1/pages/{id}/markdown`
 //! (`replace_content`), `GET /v1/blocks/{id}/children` (the page's content as paragraph blocks and
-//! its child pages as `child_page` blocks, cursor pagination, `page_size` ≤ 100).
+//! its child pages as `child_page` blocks, cursor pagination, `page_size` ≤ 100),
+//! `POST /v1/pages/{id}/move` (`parent.type` `page_id` only; not a database, not under itself
+//! or its own descendant, not out of or into the trash).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::convert::Infallible;
@@ -224,6 +226,13 @@ impl NotionStub {
         }
     }
 
+    /// Puts a page under another, as a person dragging it in the sidebar (or `move`) does.
+    pub fn reparent(&self, id: &str, parent: &str) {
+        let body = json!({"parent": {"type": "page_id", "page_id": parent}});
+        let answer = move_page(&mut self.lock(), id, &body);
+        assert!(answer.status.is_success(), "{}", answer.body);
+    }
+
     /// Deletes a page for good (emptied from the trash): 404 from then on.
     pub fn delete(&self, id: &str) {
         if let Some(p) = self.lock().pages.get_mut(id) {
@@ -305,6 +314,11 @@ impl NotionStub {
             .map(|(id, _)| id)
             .collect();
         (live.len() == 1).then(|| live[0].clone())
+    }
+
+    /// The page's parent page (`None`: unknown, or at the workspace's top).
+    pub fn parent(&self, id: &str) -> Option<String> {
+        self.lock().pages.get(id).and_then(|p| p.parent.clone())
     }
 
     pub fn markdown(&self, id: &str) -> String {
@@ -616,6 +630,7 @@ fn answer(
         (Method::GET, ["v1", "pages", id, "markdown"]) => get_markdown(&s, id),
         (Method::PATCH, ["v1", "pages", id, "markdown"]) => patch_markdown(&mut s, id, &body),
         (Method::GET, ["v1", "blocks", id, "children"]) => children(&s, id, &query),
+        (Method::POST, ["v1", "pages", id, "move"]) => move_page(&mut s, id, &body),
         (Method::GET, ["v1", "users", "me"]) => {
             ok(json!({"object": "user", "id": BOT_ID, "type": "bot", "bot": {}}))
         }
@@ -634,6 +649,7 @@ fn request_kind(method: &Method, path: &[&str]) -> &'static str {
         (Method::GET, ["v1", "pages", _, "markdown"]) => "GET markdown",
         (Method::PATCH, ["v1", "pages", _, "markdown"]) => "PATCH markdown",
         (Method::GET, ["v1", "blocks", _, "children"]) => "GET children",
+        (Method::POST, ["v1", "pages", _, "move"]) => "POST move",
         _ => "other",
     }
 }

@@ -288,3 +288,71 @@ pub(super) fn children(s: &State, id: &str, query: &HashMap<String, String>) -> 
         "next_cursor": more.then(|| (start + size).to_string()),
     }))
 }
+
+pub(super) fn move_page(s: &mut State, id: &str, body: &Value) -> Answer {
+    if body["parent"]["type"] != "page_id" {
+        return error(
+            400,
+            "validation_error",
+            "body.parent.type should be `page_id` (the stand-in moves pages under pages only).",
+        );
+    }
+    let Some(parent) = body["parent"]["page_id"].as_str() else {
+        return error(
+            400,
+            "validation_error",
+            "body.parent.page_id should be defined.",
+        );
+    };
+    let parent = parent.to_string();
+    if !reachable(s, id) {
+        return not_found(id);
+    }
+    if !reachable(s, &parent) {
+        return not_found(&parent);
+    }
+    if s.pages[id].database || s.pages[&parent].database {
+        return error(
+            400,
+            "validation_error",
+            "Only pages can be moved, and only under a page.",
+        );
+    }
+    if trashed(s, id) || trashed(s, &parent) {
+        return archived();
+    }
+    // Not under itself or one of its own descendants.
+    let mut up = Some(parent.clone());
+    while let Some(at) = up {
+        if at == id {
+            return error(
+                400,
+                "validation_error",
+                "A page cannot be moved under itself or one of its descendants.",
+            );
+        }
+        up = s.pages.get(&at).and_then(|p| p.parent.clone());
+    }
+    let url_id = compact(id);
+    if let Some(old) = s.pages[id].parent.clone() {
+        if let Some(old) = s.pages.get_mut(&old) {
+            old.children.retain(|c| c != id);
+            // Its `<page>` block goes with it.
+            old.markdown = old
+                .markdown
+                .lines()
+                .filter(|l| !(l.trim_start().starts_with("<page url=") && l.contains(&url_id)))
+                .collect::<Vec<_>>()
+                .join("\n");
+        }
+    }
+    let page = s.pages.get_mut(id).unwrap();
+    page.parent = Some(parent.clone());
+    page.nested = false;
+    s.pages
+        .get_mut(&parent)
+        .unwrap()
+        .children
+        .push(id.to_string());
+    ok(page_json(s, id))
+}

@@ -21,8 +21,8 @@ use crate::pages::content::{self, IndexRow, ModuleFacts};
 use crate::pages::layout;
 use crate::pages::DocKey;
 use crate::publish::{
-    MarkdownPublisher, NotionPublisher, PageSet, PublishError, Published, Publisher, Publishers,
-    S3MarkdownPublisher,
+    MarkdownPublisher, NotionPublisher, OrgSet, PageSet, PublishError, Published, Publisher,
+    Publishers, S3MarkdownPublisher,
 };
 use crate::store::{
     BuildClaim, BuildCompletion, BuildResult, EntryStore, Meter, MeterReading, PageStore,
@@ -711,7 +711,9 @@ impl PageBuilder {
             match result {
                 Ok(mut published) => {
                     // The organisation's index: this repository's row, then the whole page.
-                    let org = self.publish_org(&item.repo, &rows).await?;
+                    let org = self
+                        .publish_org(&item.repo, &rows, &items, owner, deadline)
+                        .await?;
                     published.documents += org.documents;
                     published.bytes += org.bytes;
                     published.requests += org.requests;

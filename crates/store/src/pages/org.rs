@@ -1,6 +1,7 @@
 //! The organisation index's rows: one item per repository under the partition `#org/<owner>`,
 //! written by the repository's index build and read whole by the organisation's (bounded by the
-//! repositories, never by their PRs).
+//! repositories, never by their PRs). The owner's own page item, `#org/<owner>` / `#index`,
+//! records where its index is published in Notion (it holds no row, so the rows skip it).
 
 use super::*;
 
@@ -34,6 +35,23 @@ impl PageStore {
             .await
             .map_err(|e| dynamo_error(&self.table, "UpdateItem", &e))?;
         Ok(())
+    }
+
+    /// The page item of `owner`'s organisation page (where it is in Notion), created with an
+    /// empty Notion map if there is none, so a creation can be claimed on it. Never stale: the
+    /// builder reaches it only through a repository's index build.
+    pub async fn org_page_item(&self, owner: &str) -> Result<PageItem, StoreError> {
+        let out = self
+            .update(&org_partition(owner), INDEX_MODULE)
+            .update_expression("SET #notion = if_not_exists(#notion, :empty)")
+            .expression_attribute_names("#notion", a::NOTION)
+            .expression_attribute_values(":empty", AttributeValue::M(Default::default()))
+            .return_values(ReturnValue::AllNew)
+            .send()
+            .await
+            .map_err(|e| dynamo_error(&self.table, "UpdateItem", &e))?;
+        self.meter.write();
+        self.parse(out.attributes.unwrap_or_default())
     }
 
     /// Every repository row of `owner`'s index.

@@ -1,0 +1,236 @@
+//! The organisation's page in Notion, `<owner> · repositories`, under the configured parent
+//! page: every repository of the owner with its modules, and the repositories' index pages as
+//! its child pages.
+//!
+//! - Its record is the owner's page item (`#org/<owner>` / `#index`): created under a claim,
+//!   adopted after a lost answer, like every other page, so there is never a second one.
+//! - A repository's index page is created under it. One an earlier version published under the
+//!   configured parent is moved under it; one a person moved elsewhere stays there, linked.
+//! - Replaced whole from the rows, its child pages listed first so that each index page is
+//!   named (`<page>`) and a page a person put under it is kept. Unchanged content (same hash,
+//!   listed within a day) costs no request.
+//! - Deleted by hand: forgotten, and every repository's index is built again (its pages went to
+//!   the trash with it), under a new organisation page.
+
+use super::*;
+use crate::OrgSet;
+use chronicle_domain::PageItem;
+use chronicle_pages::org::{normalize_id, org_page_notion};
+
+/// The organisation page's title.
+pub(super) fn org_title(org: &str) -> String {
+    format!("{org} · repositories")
+}
+
+/// The owner of `owner/name`.
+fn owner_of(repo: &str) -> &str {
+    repo.split_once('/').map_or(repo, |(owner, _)| owner)
+}
+
+/// A page set for the organisation page's own item (its claims and records).
+fn org_set<'a>(item: &'a PageItem, owner: &'a str, deadline: std::time::Instant) -> PageSet<'a> {
+    PageSet {
+        item,
+        repo_items: &[],
+        docs: &[],
+        removed: &[],
+        owner,
+        deadline,
+    }
+}
+
+impl NotionPublisher {
+    /// The page a repository's index page is created under: its owner's organisation page,
+    /// created (with a placeholder, filled by the organisation build that follows) if there is
+    /// none or the recorded one is gone.
+    pub(super) async fn org_parent(&self, set: &PageSet<'_>) -> Result<String, PublishError> {
+        let org = owner_of(set.item.repo.as_str());
+        let item = self.pages.org_page_item(org).await?;
+        let page_set = org_set(&item, set.owner, set.deadline);
+        let mut known: Known = item.notion.clone();
+        if let Some(id) = id_of(&known, MAIN_LABEL) {
+            if !self.is_gone(&id, &page_set).await? {
+                return Ok(id);
+            }
+            let repos = self.pages.org_repos(org).await?;
+            self.forget_org(org, &item, &id, &repos).await?;
+            known.remove(MAIN_LABEL);
+        }
+        let parent = self.parent_page_id.clone();
+        self.ensure(
+            &page_set,
+            INDEX_MODULE,
+            MAIN_LABEL,
+            &org_title(org),
+            &parent,
+            None,
+            &mut known,
+        )
+        .await?;
+        id_of(&known, MAIN_LABEL).ok_or(PublishError::LeaseLost)
+    }
+
+    /// Replaces the organisation page from its rows (created first if there is none).
+    pub(super) async fn publish_org_page(
+        &self,
+        set: &OrgSet<'_>,
+    ) -> Result<Published, PublishError> {
+        let before = self.client.requests();
+        let mut published = self.replace_org_page(set).await?;
+        published.requests = self.client.requests() - before;
+        Ok(published)
+    }
+
+    async fn replace_org_page(&self, set: &OrgSet<'_>) -> Result<Published, PublishError> {
+        let mut published = Published::default();
+        let item = self.pages.org_page_item(set.org).await?;
+        let page_set = org_set(&item, set.owner, set.deadline);
+        let mut known: Known = item.notion.clone();
+        let parent = self.parent_page_id.clone();
+        self.ensure(
+            &page_set,
+            INDEX_MODULE,
+            MAIN_LABEL,
+            &org_title(set.org),
+            &parent,
+            None,
+            &mut known,
+        )
+        .await?;
+        let id = id_of(&known, MAIN_LABEL).ok_or(PublishError::LeaseLost)?;
+        let record = known.get(MAIN_LABEL).cloned().unwrap_or_default();
+        let now = OffsetDateTime::now_utc();
+        // Steady state: every index page is a child, as last listed, and nothing changed.
+        let all: BTreeSet<String> = set
+            .repos
+            .iter()
+            .filter_map(|r| r.notion_index.as_ref().map(|p| normalize_id(&p.id)))
+            .collect();
+        let expected = org_page_notion(set.org, set.repos, &all);
+        let expected_hash = content_hash(&with_others(expected, &record.others));
+        if record.hash.as_deref() == Some(expected_hash.as_str())
+            && listed_within(&record, now, RELIST_AFTER)
+        {
+            return Ok(published);
+        }
+        let listed = match self.client.child_pages(&id, set.deadline).await {
+            Ok(listed) => listed,
+            Err(e) if e.is_not_found() => return self.org_gone(set, &item, &id, e).await,
+            Err(e) => return Err(e.into()),
+        };
+        let mut children: BTreeSet<String> = listed.iter().map(|c| normalize_id(&c.id)).collect();
+        for row in set.repos {
+            let Some(index) = &row.notion_index else {
+                continue;
+            };
+            if children.contains(&normalize_id(&index.id)) {
+                continue;
+            }
+            if self.adopt_index(&id, &index.id, set).await? {
+                tracing::info!(repo = %row.repo, page = %index.id, "moved a repository's index page under its organisation page");
+                children.insert(normalize_id(&index.id));
+            }
+        }
+        let markdown = org_page_notion(set.org, set.repos, &children);
+        let indexes: BTreeSet<String> = set
+            .repos
+            .iter()
+            .filter_map(|r| r.notion_index.as_ref().map(|p| normalize_id(&p.id)))
+            .filter(|i| children.contains(i))
+            .collect();
+        let (named, others) = self.others(&listed, &indexes, &page_set).await?;
+        let markdown = with_others(markdown, &named);
+        match self
+            .client
+            .replace_markdown(&id, &markdown, set.deadline)
+            .await
+        {
+            Ok(()) => {
+                published.documents = 1;
+                published.bytes = markdown.len();
+                self.pages
+                    .record_notion_hash(
+                        &item.repo,
+                        INDEX_MODULE,
+                        MAIN_LABEL,
+                        &id,
+                        &content_hash(&markdown),
+                        Some((now, &others)),
+                    )
+                    .await?;
+                Ok(published)
+            }
+            Err(e) if e.is_not_found() || e.is_archived() => {
+                self.org_gone(set, &item, &id, e).await
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Moves index page `index` under the organisation page `org_id` if it is where an earlier
+    /// version created it (under the configured parent). `false`: it is gone, or a person put
+    /// it elsewhere (it stays there, linked).
+    async fn adopt_index(
+        &self,
+        org_id: &str,
+        index: &str,
+        set: &OrgSet<'_>,
+    ) -> Result<bool, PublishError> {
+        let state = self.client.page_state(index, set.deadline).await?;
+        if state.parent_page().map(normalize) == Some(normalize(org_id)) {
+            // A listing that lagged behind.
+            return Ok(true);
+        }
+        if state.parent_page().map(normalize) != Some(normalize(&self.parent_page_id)) {
+            return Ok(false);
+        }
+        match self.client.move_page(index, org_id, set.deadline).await {
+            Ok(()) => Ok(true),
+            Err(e) if e.is_not_found() || e.is_archived() => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The organisation page answered 404 or "archived": if it is gone (the configured parent
+    /// still reachable), it is forgotten and every repository's index is built again under a
+    /// new one; if access was lost, [`PublishError::Unreachable`].
+    async fn org_gone(
+        &self,
+        set: &OrgSet<'_>,
+        item: &PageItem,
+        id: &str,
+        error: NotionError,
+    ) -> Result<Published, PublishError> {
+        let page_set = org_set(item, set.owner, set.deadline);
+        if !self.is_gone(id, &page_set).await? {
+            return Err(error.into());
+        }
+        self.forget_org(set.org, item, id, set.repos).await?;
+        Ok(Published::default())
+    }
+
+    /// Forgets the organisation page `id`, gone, and marks every repository's index stale: its
+    /// pages went to the trash with it, and each is published again under a new one.
+    async fn forget_org(
+        &self,
+        org: &str,
+        item: &PageItem,
+        id: &str,
+        repos: &[chronicle_domain::OrgRepo],
+    ) -> Result<(), PublishError> {
+        tracing::warn!(
+            org,
+            "the Notion organisation page was deleted by hand; every repository's index is published again"
+        );
+        self.pages
+            .forget_notion_page(&item.repo, INDEX_MODULE, MAIN_LABEL, id)
+            .await?;
+        let now = OffsetDateTime::now_utc();
+        for row in repos {
+            self.pages
+                .mark_stale(&row.repo, INDEX_MODULE, &[], now)
+                .await?;
+        }
+        Ok(())
+    }
+}

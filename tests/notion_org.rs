@@ -1,0 +1,248 @@
+//! The organisation's page in Notion: one per owner under the configured parent, holding every
+//! repository's index page as a child page; an index page an earlier version published under
+//! the parent is moved under it; deleted by hand, it comes back with its repositories; a page a
+//! person put under it is kept; an unchanged organisation costs no request.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use stages::domain::ModuleEntry;
+use stages::store::INDEX_MODULE;
+use support::notion_stub::NotionStub;
+use support::*;
+use time::OffsetDateTime;
+
+use crate::notion::{builder, entry, page, publisher, put, settle, REPO, TOKEN};
+
+const OTHER: &str = "acme/web";
+const ORG_TITLE: &str = "acme · repositories";
+
+fn other_entry(module: &str, number: u64, merged_at: &str) -> ModuleEntry {
+    let mut e = entry(module, number, merged_at);
+    e.repo = OTHER.into();
+    e.url = format!("https://github.com/{OTHER}/pull/{number}");
+    e
+}
+
+/// The organisation page under `parent` (exactly one) and its Markdown.
+fn org_page(stub: &NotionStub, parent: &str) -> (String, String) {
+    let orgs: Vec<String> = stub
+        .child_pages(parent)
+        .into_iter()
+        .filter(|(_, title)| title == ORG_TITLE)
+        .map(|(id, _)| id)
+        .collect();
+    assert_eq!(orgs.len(), 1, "one organisation page: {orgs:?}");
+    let markdown = stub.markdown(&orgs[0]);
+    (orgs[0].clone(), markdown)
+}
+
+fn index_of(stub: &NotionStub, repo: &str) -> String {
+    stub.live_page(&format!("{repo} · modules"))
+        .unwrap_or_else(|| panic!("no single live index page of {repo}"))
+}
+
+async fn mark_indexes_stale(t: &Tables, repos: &[&str]) {
+    for repo in repos {
+        t.pages
+            .mark_stale(repo, INDEX_MODULE, &[], OffsetDateTime::now_utc())
+            .await
+            .unwrap();
+    }
+}
+
+#[tokio::test]
+async fn two_repositories_of_one_owner_sit_under_one_organisation_page() {
+    let sdk = sdk().await;
+    let t = fresh_tables(&sdk).await;
+    let (stub, parent) = NotionStub::start(TOKEN).await;
+    put(&t, &entry("api", 1, "2024-06-01T10:00:00Z")).await;
+    put(&t, &other_entry("ui", 2, "2025-02-01T10:00:00Z")).await;
+    put(
+        &t,
+        &other_entry("<page url=\"x\">", 3, "2025-01-01T10:00:00Z"),
+    )
+    .await;
+    let b = builder(&t, Arc::new(publisher(&t, &stub, &parent)));
+    settle(&b, &t, Duration::from_secs(90)).await;
+
+    let (org, markdown) = org_page(&stub, &parent);
+    assert_eq!(
+        stub.child_pages(&parent).len(),
+        1,
+        "only the organisation page"
+    );
+    let mut under: Vec<String> = stub.child_pages(&org).into_iter().map(|(_, t)| t).collect();
+    under.sort();
+    assert_eq!(
+        under,
+        [format!("{REPO} · modules"), format!("{OTHER} · modules")]
+    );
+    for repo in [REPO, OTHER] {
+        let index = index_of(&stub, repo);
+        assert!(
+            markdown.contains(&format!("\">{repo} · modules</page>"))
+                && markdown.contains(&index.replace('-', "")),
+            "{repo}'s index is named as a child page:\n{markdown}"
+        );
+    }
+    // The most recently active first; each module links to its Notion page.
+    assert!(
+        markdown.find(&format!("### {OTHER}")) < markdown.find(&format!("### {REPO}")),
+        "{markdown}"
+    );
+    let (ui, _) = {
+        let id = stub
+            .live_page(&format!("{OTHER} · ui"))
+            .expect("the ui page");
+        (id, ())
+    };
+    assert!(
+        markdown.contains("- [ui](https://www.notion.so/")
+            && markdown.contains(&ui.replace('-', "")),
+        "{markdown}"
+    );
+    let (api, _) = page(&stub, "api");
+    assert!(markdown.contains(&api.replace('-', "")), "{markdown}");
+    assert_eq!(
+        markdown
+            .lines()
+            .filter(|l| l.trim_start().starts_with("<page"))
+            .count(),
+        2,
+        "a hostile module name makes no tag:\n{markdown}"
+    );
+    assert!(
+        markdown.contains("@dev\\_one") || markdown.contains("@dev_one"),
+        "{markdown}"
+    );
+
+    // Rebuilt with nothing changed, the organisation page costs no request.
+    let before = stub.requests().len();
+    mark_indexes_stale(&t, &[REPO, OTHER]).await;
+    settle(&b, &t, Duration::from_secs(60)).await;
+    let org_requests = stub.requests()[before..]
+        .iter()
+        .filter(|r| r.path.contains(&org) || r.path.contains(&org.replace('-', "")))
+        .count();
+    assert_eq!(org_requests, 0, "{:?}", &stub.requests()[before..]);
+    assert_eq!(stub.markdown(&org), markdown);
+}
+
+#[tokio::test]
+async fn an_index_page_published_before_the_organisation_page_is_moved_under_it() {
+    let sdk = sdk().await;
+    let t = fresh_tables(&sdk).await;
+    let (stub, parent) = NotionStub::start(TOKEN).await;
+    put(&t, &entry("api", 1, "2024-06-01T10:00:00Z")).await;
+    let b = builder(&t, Arc::new(publisher(&t, &stub, &parent)));
+    settle(&b, &t, Duration::from_secs(60)).await;
+    // As an earlier version left it: the index under the configured parent, no organisation
+    // page and no record of one.
+    let index = index_of(&stub, REPO);
+    let (api, _) = page(&stub, "api");
+    let (old_org, _) = org_page(&stub, &parent);
+    stub.reparent(&index, &parent);
+    stub.delete(&old_org);
+    aws_sdk_dynamodb::Client::new(&sdk)
+        .delete_item()
+        .table_name(t.pages.table_name())
+        .key("repo", AttributeValue::S("#org/acme".into()))
+        .key("module", AttributeValue::S(INDEX_MODULE.into()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stub.parent(&index).as_deref(), Some(parent.as_str()));
+
+    put(&t, &entry("api", 2, "2024-06-02T10:00:00Z")).await;
+    settle(&b, &t, Duration::from_secs(60)).await;
+    let (org, markdown) = org_page(&stub, &parent);
+    assert_ne!(org, old_org);
+    assert_eq!(stub.parent(&index).as_deref(), Some(org.as_str()), "moved");
+    assert_eq!(
+        index_of(&stub, REPO),
+        index,
+        "the same index page, not a second"
+    );
+    assert_eq!(page(&stub, "api").0, api, "its module pages with it");
+    assert!(markdown.contains(&index.replace('-', "")), "{markdown}");
+    assert_eq!(stub.count("POST", "/v1/pages/", "/move"), 1);
+}
+
+#[tokio::test]
+async fn an_index_page_a_person_moved_elsewhere_stays_there_linked() {
+    let sdk = sdk().await;
+    let t = fresh_tables(&sdk).await;
+    let (stub, parent) = NotionStub::start(TOKEN).await;
+    put(&t, &entry("api", 1, "2024-06-01T10:00:00Z")).await;
+    let b = builder(&t, Arc::new(publisher(&t, &stub, &parent)));
+    settle(&b, &t, Duration::from_secs(60)).await;
+    let index = index_of(&stub, REPO);
+    let elsewhere = stub.add_page(Some(&parent), "Engineering", true);
+    stub.reparent(&index, &elsewhere);
+    put(&t, &entry("api", 2, "2024-06-02T10:00:00Z")).await;
+    settle(&b, &t, Duration::from_secs(60)).await;
+    let (_, markdown) = org_page(&stub, &parent);
+    assert_eq!(stub.parent(&index).as_deref(), Some(elsewhere.as_str()));
+    assert_eq!(stub.count("POST", "/v1/pages/", "/move"), 0);
+    assert!(
+        markdown.contains("[Its modules](https://www.notion.so/")
+            && markdown.contains(&index.replace('-', "")),
+        "{markdown}"
+    );
+    assert!(!markdown.contains("<page"), "{markdown}");
+}
+
+#[tokio::test]
+async fn a_deleted_organisation_page_comes_back_with_its_repositories() {
+    let sdk = sdk().await;
+    let t = fresh_tables(&sdk).await;
+    let (stub, parent) = NotionStub::start(TOKEN).await;
+    put(&t, &entry("api", 1, "2024-06-01T10:00:00Z")).await;
+    put(&t, &other_entry("ui", 2, "2025-02-01T10:00:00Z")).await;
+    let b = builder(&t, Arc::new(publisher(&t, &stub, &parent)));
+    settle(&b, &t, Duration::from_secs(90)).await;
+    let (org, _) = org_page(&stub, &parent);
+    stub.trash(&org);
+    put(&t, &entry("api", 3, "2024-06-03T10:00:00Z")).await;
+    for _ in 0..3 {
+        settle(&b, &t, Duration::from_secs(90)).await;
+    }
+    let (new_org, markdown) = org_page(&stub, &parent);
+    assert_ne!(new_org, org);
+    for repo in [REPO, OTHER] {
+        let index = index_of(&stub, repo);
+        assert_eq!(
+            stub.parent(&index).as_deref(),
+            Some(new_org.as_str()),
+            "{repo}"
+        );
+        assert!(markdown.contains(&index.replace('-', "")), "{markdown}");
+        assert_eq!(
+            stub.child_pages(&index).len(),
+            1,
+            "{repo}'s module page is back"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_page_a_person_put_under_the_organisation_page_is_kept() {
+    let sdk = sdk().await;
+    let t = fresh_tables(&sdk).await;
+    let (stub, parent) = NotionStub::start(TOKEN).await;
+    put(&t, &entry("api", 1, "2024-06-01T10:00:00Z")).await;
+    let b = builder(&t, Arc::new(publisher(&t, &stub, &parent)));
+    settle(&b, &t, Duration::from_secs(60)).await;
+    let (org, _) = org_page(&stub, &parent);
+    let notes = stub.add_page(Some(&org), "Onboarding checklist", true);
+    put(&t, &entry("api", 2, "2024-06-02T10:00:00Z")).await;
+    settle(&b, &t, Duration::from_secs(60)).await;
+    assert!(stub.child_pages(&org).iter().any(|(id, _)| *id == notes));
+    let markdown = stub.markdown(&org);
+    assert!(
+        markdown.contains("## Other pages") && markdown.contains(&notes.replace('-', "")),
+        "{markdown}"
+    );
+}
