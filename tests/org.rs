@@ -24,8 +24,15 @@ fn fixture(name: &str) -> String {
     .unwrap()
 }
 
-fn insert_record(repo: &str, number: u64) -> EventRecord {
+/// The stream's INSERT record of the stored row (`NEW_AND_OLD_IMAGES`: its new image whole).
+async fn insert_record(t: &Tables, repo: &str, number: u64) -> EventRecord {
+    let row = stored_row(&t.prs, repo, number).await;
     let mut record = EventRecord::default();
+    record.change.new_image = serde_dynamo::Item::from(
+        row.into_iter()
+            .map(|(k, v)| (k, serde_dynamo::AttributeValue::from(v)))
+            .collect::<std::collections::HashMap<_, _>>(),
+    );
     record.event_id = format!("event-{repo}-{number}");
     record.event_name = "INSERT".into();
     record.change.sequence_number = Some(format!("{number}00"));
@@ -42,8 +49,8 @@ fn insert_record(repo: &str, number: u64) -> EventRecord {
     record
 }
 
-/// The recorded merged delivery, as the App sends it for `repo`: its `installation` named.
-fn delivery(repo: &str, number: u64, merged_at: &str) -> serde_json::Value {
+/// The recorded merged delivery, as the App's installation `installation` sends it for `repo`.
+fn delivery(repo: &str, number: u64, merged_at: &str, installation: u64) -> serde_json::Value {
     let mut p = merged_payload();
     let (owner, name) = repo.split_once('/').unwrap();
     p["repository"]["full_name"] = repo.into();
@@ -55,8 +62,7 @@ fn delivery(repo: &str, number: u64, merged_at: &str) -> serde_json::Value {
     p["pull_request"]["updated_at"] = merged_at.into();
     p["pull_request"]["html_url"] = format!("https://github.com/{repo}/pull/{number}").into();
     p["pull_request"]["title"] = format!("Change {number} of {name}").into();
-    p["installation"] =
-        serde_json::json!({ "id": 31, "node_id": "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uMzE=" });
+    p["installation"] = serde_json::json!({ "id": installation, "node_id": "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uMzE=" });
     p
 }
 
@@ -84,12 +90,20 @@ async fn two_repositories_of_one_installation_land_on_their_own_pages_and_the_or
     // The webhook: one secret for every repository of the App.
     let webhook = handler(t.prs.clone());
     for (repo, n, merged_at) in pulls {
-        let body = serde_json::to_vec(&delivery(repo, n, merged_at)).unwrap();
+        let body = serde_json::to_vec(&delivery(repo, n, merged_at, 31)).unwrap();
         let response = webhook
             .handle(signed("pull_request", &format!("guid-{n}"), body))
             .await;
         assert_eq!(response.status, 200, "{response:?}");
-        assert!(stored_row(&t.prs, repo, n).await.contains_key("title"));
+        let row = stored_row(&t.prs, repo, n).await;
+        assert!(row.contains_key("title"));
+        assert_eq!(
+            row.get(stages::store::attr::INSTALLATION_ID)
+                .and_then(|v| v.as_n().ok())
+                .map(String::as_str),
+            Some("31"),
+            "the delivery's installation is kept on the row"
+        );
     }
 
     // Enrichment as the App: each repository through the installation's token.
@@ -117,10 +131,9 @@ async fn two_repositories_of_one_installation_land_on_their_own_pages_and_the_or
         .unwrap(),
     );
     let mut stream = Event::default();
-    stream.records = pulls
-        .iter()
-        .map(|(repo, n, _)| insert_record(repo, *n))
-        .collect();
+    for (repo, n, _) in pulls {
+        stream.records.push(insert_record(&t, repo, n).await);
+    }
     let response = enrich
         .invoke(
             stages::enrich::EnrichTrigger::Stream(stream),
@@ -141,6 +154,13 @@ async fn two_repositories_of_one_installation_land_on_their_own_pages_and_the_or
         );
     }
     assert_eq!(github.installation_tokens_minted(), 1, "one token for both");
+    for repo in [api, web] {
+        assert_eq!(
+            github.count_matching(&format!("/repos/{repo}/installation")),
+            0,
+            "the delivery named {repo}'s installation: GitHub is not asked"
+        );
+    }
 
     // Summaries, then the pages.
     let summarize = Arc::new(
@@ -211,12 +231,12 @@ async fn two_repositories_of_one_installation_land_on_their_own_pages_and_the_or
     // its pages stay.
     github.remove_from_installation(31, web);
     github.put_pull(web, standin_pull(web, 22, 2));
-    let body = serde_json::to_vec(&delivery(web, 22, "2025-03-01T10:00:00Z")).unwrap();
+    let body = serde_json::to_vec(&delivery(web, 22, "2025-03-01T10:00:00Z", 31)).unwrap();
     webhook
         .handle(signed("pull_request", "guid-22", body))
         .await;
     let mut stream = Event::default();
-    stream.records = vec![insert_record(web, 22)];
+    stream.records = vec![insert_record(&t, web, 22).await];
     let response = enrich
         .invoke(
             stages::enrich::EnrichTrigger::Stream(stream),
@@ -235,20 +255,24 @@ async fn two_repositories_of_one_installation_land_on_their_own_pages_and_the_or
         matches!(&response, stages::enrich::EnrichResponse::Stream(r) if r.batch_item_failures.is_empty()),
         "{response:?}"
     );
-    assert!(reason.contains("acme/web"), "{row:?}");
+    assert!(
+        reason.contains("not installed on acme/web"),
+        "GitHub was asked again, and the reason says so: {row:?}"
+    );
     assert!(dir.join("acme/web.md").exists(), "its pages stay");
 
-    // The App is uninstalled and installed again (a new installation id): the warm handler's
-    // installation and token are refused, it asks GitHub again, and the PR is enriched.
+    // The App is uninstalled and installed again (a new installation id). A delivery sent
+    // before that (redelivered late) still names the old one: the warm handler's installation
+    // and token are refused, it asks GitHub again, and the PR is enriched.
     github.uninstall(31);
     github.add_installation(32, "acme", vec![installed(api)]);
     github.put_pull(api, standin_pull(api, 12, 2));
-    let body = serde_json::to_vec(&delivery(api, 12, "2025-03-02T10:00:00Z")).unwrap();
+    let body = serde_json::to_vec(&delivery(api, 12, "2025-03-02T10:00:00Z", 31)).unwrap();
     webhook
         .handle(signed("pull_request", "guid-12", body))
         .await;
     let mut stream = Event::default();
-    stream.records = vec![insert_record(api, 12)];
+    stream.records = vec![insert_record(&t, api, 12).await];
     let response = enrich
         .invoke(
             stages::enrich::EnrichTrigger::Stream(stream),

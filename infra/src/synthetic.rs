@@ -503,6 +503,7 @@ pub fn merged_pr(
         merge_commit_sha: format!("{:040x}", pr.number),
         merged_at: pr.merged_at,
         source_updated_at: pr.merged_at,
+        installation: None,
     }
 }
 

@@ -113,6 +113,10 @@ pub struct MergedPullRequest {
     pub merged_at: OffsetDateTime,
     /// `pull_request.updated_at`: orders deliveries, so an older event never overwrites a newer one.
     pub source_updated_at: OffsetDateTime,
+    /// The GitHub App installation that delivered it (`installation.id`, signed with the rest
+    /// of the delivery): enrichment mints that installation's token without asking GitHub
+    /// which installation the repository has. `None`: a repository webhook, or backfill.
+    pub installation: Option<u64>,
 }
 
 /// How one delivery reached us.

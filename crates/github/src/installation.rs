@@ -234,6 +234,22 @@ impl AppClient {
         self.installation_at(&format!("repos/{repo}"), repo).await
     }
 
+    /// Takes `installation` as `repo`'s (a delivery named it) unless one is known already, so
+    /// the first request for it is not `GET /repos/{owner}/{repo}/installation`. A stale one
+    /// costs one refused mint, after which GitHub is asked ([`AppClient::token`] forgets it).
+    pub fn remember(&self, repo: &str, installation: u64) {
+        self.state()
+            .installations
+            .entry(format!("repos/{repo}"))
+            .or_insert(installation);
+    }
+
+    /// Forgets which installation `repo` has, so the next request asks GitHub: the repository
+    /// may have been removed from it, or moved to another.
+    pub fn forget(&self, repo: &str) {
+        self.state().installations.remove(&format!("repos/{repo}"));
+    }
+
     /// The installation on organisation `org` (`GET /orgs/{org}/installation`).
     pub async fn org_installation(&self, org: &str) -> Result<u64, InstallationError> {
         self.installation_at(&format!("orgs/{org}"), org).await

@@ -36,6 +36,14 @@ struct ActionOnly {
 struct PullRequestEvent {
     pull_request: PullRequestPayload,
     repository: RepositoryPayload,
+    /// Present on a GitHub App's deliveries.
+    #[serde(default)]
+    installation: Option<InstallationPayload>,
+}
+
+#[derive(Deserialize)]
+struct InstallationPayload {
+    id: u64,
 }
 
 #[derive(Deserialize)]
@@ -139,6 +147,7 @@ pub fn classify_action(action: &str, json: &[u8]) -> Result<Classified, PayloadE
         merge_commit_sha,
         merged_at,
         source_updated_at: pr.updated_at,
+        installation: event.installation.map(|i| i.id),
     })))
 }
 
@@ -216,6 +225,21 @@ mod tests {
             ("o/r", 7, None)
         );
         assert_eq!(pr.labels, vec!["bug".to_string()]);
+        assert_eq!(pr.installation, None, "a repository webhook names none");
+    }
+
+    #[test]
+    fn an_apps_delivery_names_its_installation() {
+        let mut v = merged();
+        v["installation"] = json!({"id": 31, "node_id": "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uMzE="});
+        let Classified::Merged(pr) = classify(&v).unwrap() else {
+            panic!("not merged")
+        };
+        assert_eq!(pr.installation, Some(31));
+        v["installation"] = json!({"id": "31"});
+        assert!(
+            matches!(classify(&v), Err(PayloadError::InvalidField { field, .. }) if field == "installation.id")
+        );
     }
 
     #[test]

@@ -29,6 +29,8 @@ pub mod attr {
     pub const MERGED_AT: &str = "mergedAt";
     pub const SOURCE_UPDATED_AT: &str = "sourceUpdatedAt";
     pub const DELIVERY_ID: &str = "deliveryId";
+    /// The GitHub App installation that delivered the PR (`installation.id`).
+    pub const INSTALLATION_ID: &str = "installationId";
     /// A hash of the PR's own fields: two events with the same `updated_at` second are told
     /// apart by it (the later one wins if the fields differ; an identical one writes nothing).
     pub const FIELDS_HASH: &str = "fieldsHash";
@@ -664,7 +666,7 @@ pub fn key(repo: &RepoName, number: u64) -> Item {
 /// The PR's own fields: written on insert, and the only attributes a later event may change.
 fn pr_fields(pr: &MergedPullRequest, delivery: &Delivery) -> Vec<(&'static str, AttributeValue)> {
     let s = |v: &str| AttributeValue::S(v.to_string());
-    vec![
+    let mut fields = vec![
         (attr::TITLE, s(&pr.title)),
         (attr::BODY, s(pr.body.as_deref().unwrap_or_default())),
         (attr::AUTHOR, s(&pr.author)),
@@ -683,7 +685,12 @@ fn pr_fields(pr: &MergedPullRequest, delivery: &Delivery) -> Vec<(&'static str, 
         (attr::FIELDS_HASH, s(&fields_hash(pr))),
         (attr::ENTRY_HASH, s(&entry_hash(pr))),
         (attr::DELIVERY_ID, s(&delivery.id)),
-    ]
+    ];
+    // Kept when a later event carries none (a redelivery through a repository webhook).
+    if let Some(id) = pr.installation {
+        fields.push((attr::INSTALLATION_ID, AttributeValue::N(id.to_string())));
+    }
+    fields
 }
 
 /// SHA-256 over the PR's own fields (not the delivery): equal for a redelivery of one event,
@@ -760,6 +767,11 @@ pub fn string<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
     item.get(name)
         .and_then(|v| v.as_s().ok())
         .map(String::as_str)
+}
+
+/// A whole, non-negative number attribute (`None`: absent, or not such a number).
+pub fn unsigned(item: &Item, name: &str) -> Option<u64> {
+    item.get(name).and_then(|v| v.as_n().ok())?.parse().ok()
 }
 
 #[cfg(test)]

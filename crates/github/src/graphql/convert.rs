@@ -99,6 +99,7 @@ macro_rules! from_fields_fn {
                 merge_commit_sha: node.merge_commit.map(|c| c.oid).unwrap_or_default(),
                 merged_at: parse_time(what, "mergedAt", merged_at)?,
                 source_updated_at: parse_time(what, "updatedAt", &node.updated_at)?,
+                installation: None,
             };
             let files = node.files;
             let (file_list, more_files) = match files {

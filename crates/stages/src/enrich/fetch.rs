@@ -76,6 +76,26 @@ impl GitHubAccess {
         Ok(apis)
     }
 
+    /// Takes `installation` (a delivery's) as `repo`'s, unless one is known: see
+    /// [`crate::github::installation::AppClient::remember`]. Nothing for a token.
+    pub fn remember(&self, repo: &RepoName, installation: Option<u64>) {
+        if let (GitHubAccess::App(access), Some(id)) = (self, installation) {
+            access.app.remember(repo.as_str(), id);
+        }
+    }
+
+    /// Forgets which installation `repo` has (see
+    /// [`crate::github::installation::AppClient::forget`]). `false` for a token: nothing to ask.
+    pub fn forget(&self, repo: &RepoName) -> bool {
+        match self {
+            GitHubAccess::App(access) => {
+                access.app.forget(repo.as_str());
+                true
+            }
+            GitHubAccess::Token(_) => false,
+        }
+    }
+
     /// Every client's GraphQL requests so far.
     pub fn requests(&self) -> u64 {
         self.each(|a| a.graphql.requests()).into_iter().sum()
@@ -156,6 +176,9 @@ pub(super) enum Fetched {
     Enriched(Enrichment),
     /// Never worth retrying; the reason is stored as `enrichSkippedReason`.
     Skip(String),
+    /// The repository is not there for this token: skipped as [`Fetched::Skip`], unless it
+    /// was moved off the installation the token is of (asked again).
+    Unseen(String),
     /// GitHub's budget is spent until then.
     Defer(OffsetDateTime),
 }
@@ -178,9 +201,8 @@ pub(super) async fn fetch(
         Err(e) => e,
     };
     match error {
-        GraphQlError::PullRequestNotFound { .. } | GraphQlError::RepositoryNotFound { .. } => {
-            Ok(Fetched::Skip(error.to_string()))
-        }
+        GraphQlError::RepositoryNotFound { .. } => Ok(Fetched::Unseen(error.to_string())),
+        GraphQlError::PullRequestNotFound { .. } => Ok(Fetched::Skip(error.to_string())),
         GraphQlError::Unauthorized { .. } | GraphQlError::Refused { status: 403, .. } => {
             Ok(Fetched::Skip(format!("{error}. {TOKEN_ADVICE}")))
         }

@@ -37,7 +37,7 @@ use crate::github::{
 };
 use crate::secret::{Secret, SecretError};
 use crate::store::{
-    attr, string, Deferral, EnrichClaim, PendingRow, PrStore, StoreError, DEFERRED_SHARD,
+    attr, string, unsigned, Deferral, EnrichClaim, PendingRow, PrStore, StoreError, DEFERRED_SHARD,
 };
 
 pub use crate::domain::{top_level_directory, ROOT_DIRECTORY};
@@ -263,6 +263,14 @@ impl EnrichHandler {
                 "enrichment disabled (no GitHub token configured)"
             );
         }
+        // The installation each App delivery named: no request asks GitHub for it.
+        if let Some(access) = &self.github {
+            for record in event.records.iter().filter(|r| r.event_name == "INSERT") {
+                if let Some((repo, _)) = record_key(record) {
+                    access.remember(&repo, record_installation(record));
+                }
+            }
+        }
         // Each repository's context first (at most once a day each): the rows enriched below
         // are then summarized with it.
         let repos: std::collections::BTreeSet<RepoName> = event
@@ -470,6 +478,7 @@ impl EnrichHandler {
             };
         }
         let body = string(&item, attr::BODY).unwrap_or_default().to_string();
+        github.remember(repo, unsigned(&item, attr::INSTALLATION_ID));
         let result = self
             .enrich_claimed(github, repo, number, &body, deadline, owner)
             .await;
@@ -499,7 +508,9 @@ impl EnrichHandler {
     ) -> Result<RecordOutcome, EnrichError> {
         // The App is not installed on it (any more): summarized unenriched, never asked again.
         // An installation found gone while minting is asked for once more: a reinstall has a
-        // new id, and the first answer came from this process's memory.
+        // new id, and the first answer came from this process's memory (or a delivery). So is
+        // a repository the installation's token cannot see: it may have been removed from the
+        // installation, which GitHub then says in so many words.
         let mut fetched = None;
         for asked in 0..2 {
             let github = match access.for_repo(repo).await {
@@ -511,6 +522,10 @@ impl EnrichHandler {
                 Err(e) => return Err(e.into()),
             };
             match fetch(&github, repo, number, body, deadline).await {
+                Ok(Fetched::Unseen(reason)) if asked == 0 && access.forget(repo) => {
+                    fetched = Some(Fetched::Skip(reason));
+                    continue;
+                }
                 Err(e) if e.installation().is_some_and(|i| i.is_permanent()) => {
                     if asked == 0 && e.installation().is_some_and(|i| i.is_gone()) {
                         continue;
@@ -532,7 +547,7 @@ impl EnrichHandler {
                 enrichment.attributes(self.max_paths),
                 RecordOutcome::Enriched,
             ),
-            Fetched::Skip(reason) => (
+            Fetched::Skip(reason) | Fetched::Unseen(reason) => (
                 vec![(
                     attr::ENRICH_SKIPPED_REASON,
                     AttributeValue::S(reason.clone()),
@@ -860,6 +875,7 @@ mod tests {
             merge_commit_sha: "0".repeat(40),
             merged_at: OffsetDateTime::UNIX_EPOCH,
             source_updated_at: OffsetDateTime::UNIX_EPOCH,
+            installation: Some(u64::MAX),
         };
         let delivery = Delivery {
             id: "d".into(),

@@ -94,6 +94,14 @@ pub fn record_key(record: &EventRecord) -> Option<(RepoName, u64)> {
     Some((repo, number))
 }
 
+/// The App installation that delivered the record's PR (`installationId` of its new image).
+pub fn record_installation(record: &EventRecord) -> Option<u64> {
+    match record.change.new_image.get(attr::INSTALLATION_ID)? {
+        serde_dynamo::AttributeValue::N(n) => n.parse().ok(),
+        _ => None,
+    }
+}
+
 /// Below this a "deadline" cannot be an epoch time (it would be before September 2001).
 pub(super) const EARLIEST_EPOCH_DEADLINE_MS: u64 = 1_000_000_000_000;
 
