@@ -246,3 +246,102 @@ async fn a_page_a_person_put_under_the_organisation_page_is_kept() {
         "{markdown}"
     );
 }
+
+#[tokio::test]
+async fn publishes_of_one_organisation_page_take_turns() {
+    let sdk = sdk().await;
+    let t = fresh_tables(&sdk).await;
+    let (stub, parent) = NotionStub::start(TOKEN).await;
+    put(&t, &entry("api", 1, "2024-06-01T10:00:00Z")).await;
+    put(&t, &other_entry("ui", 2, "2025-02-01T10:00:00Z")).await;
+    let b = Arc::new(builder(&t, Arc::new(publisher(&t, &stub, &parent))));
+    settle(&b, &t, Duration::from_secs(90)).await;
+    let (org, before) = org_page(&stub, &parent);
+
+    // Another build holds the organisation page's lease (it is publishing it, or died doing so).
+    let now = OffsetDateTime::now_utc();
+    assert!(t
+        .pages
+        .claim_org_publish(
+            "acme",
+            "another-build",
+            now,
+            now + time::Duration::minutes(5)
+        )
+        .await
+        .unwrap());
+    put(&t, &other_entry("ui", 3, "2025-03-01T10:00:00Z")).await;
+    settle_modules(&b, &t).await;
+    // A build that cannot get the lease in time gives up, not fails: its index stays stale.
+    let outcome = b
+        .build(OTHER, INDEX_MODULE, "index-build-1", support::within(3))
+        .await
+        .unwrap();
+    assert!(
+        matches!(&outcome, stages::builder::BuildOutcome::Busy(why) if why.contains("acme")),
+        "{outcome:?}"
+    );
+    assert_eq!(stub.markdown(&org), before, "not published meanwhile");
+    assert!(t
+        .pages
+        .stale_pages()
+        .await
+        .unwrap()
+        .iter()
+        .any(|p| p.repo == OTHER && p.module == INDEX_MODULE));
+
+    // A build that waits publishes once the holder is done, and from the rows as they are then.
+    let waiting = {
+        let b = b.clone();
+        tokio::spawn(async move {
+            b.build(OTHER, INDEX_MODULE, "index-build-2", support::within(60))
+                .await
+                .unwrap()
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(!waiting.is_finished(), "it waits for the lease");
+    assert_eq!(stub.markdown(&org), before);
+    assert!(t
+        .pages
+        .release_org_publish("acme", "another-build")
+        .await
+        .unwrap());
+    let outcome = waiting.await.unwrap();
+    assert!(
+        matches!(outcome, stages::builder::BuildOutcome::Built { .. }),
+        "{outcome:?}"
+    );
+    let after = stub.markdown(&org);
+    assert!(
+        after.contains("- [ui](https://www.notion.so/") && after.contains(": 2 pull requests"),
+        "{after}"
+    );
+    // The lease is given back: the next build takes it at once.
+    assert!(t
+        .pages
+        .claim_org_publish(
+            "acme",
+            "a-third-build",
+            OffsetDateTime::now_utc(),
+            OffsetDateTime::now_utc() + time::Duration::minutes(1)
+        )
+        .await
+        .unwrap());
+}
+
+/// Builds the stale module pages (not the indexes) of both repositories.
+async fn settle_modules(b: &stages::builder::PageBuilder, t: &Tables) {
+    for page in t.pages.stale_pages().await.unwrap() {
+        if page.module != INDEX_MODULE {
+            b.build(
+                &page.repo,
+                &page.module,
+                "module-build",
+                support::within(60),
+            )
+            .await
+            .unwrap();
+        }
+    }
+}

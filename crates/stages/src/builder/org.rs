@@ -1,17 +1,22 @@
 //! The organisation index: each repository's bounded row, and the owner's page published from
-//! every row, again while the rows changed under it.
+//! every row under a lease, again while the rows changed under it.
 
 use super::*;
 use crate::pages::MAIN_LABEL;
+
+/// How long a build waits for another build's publish of the same organisation page before it
+/// gives up (its repository's index is built again at a later tick).
+const ORG_WAIT: Duration = Duration::from_secs(30);
 
 impl PageBuilder {
     /// Records `repo`'s row on its owner's index from its index rows (bounded: see
     /// `org_row`), and publishes the owner's index anew from every repository's row.
     ///
-    /// Builds of two repositories of one owner can overlap, and the one that read the rows
-    /// first can publish last. So each build reads the rows again after it published, and
-    /// publishes again while they changed: the last publish to land was then made from rows
-    /// read after every write before it.
+    /// Builds of two repositories of one owner can overlap. Their publishes of the page take
+    /// turns (a lease on the owner's page item: two at once could leave the older rows' content
+    /// last, with the newer content's hash recorded, and Notion would never be sent it), and
+    /// each reads the rows again after it published, and publishes again while they changed:
+    /// the last publish was then made from rows read after every write before it.
     pub(super) async fn publish_org(
         &self,
         repo: &str,
@@ -20,7 +25,6 @@ impl PageBuilder {
         owner: &str,
         deadline: Instant,
     ) -> Result<Published, BuildError> {
-        const ROUNDS: usize = 3;
         let Some((org, _)) = repo.split_once('/') else {
             return Err(BuildError::Repo(repo.to_string()));
         };
@@ -59,6 +63,47 @@ impl PageBuilder {
         let mut row = crate::pages::org::org_row(repo, modules);
         row.notion_index = notion_index;
         self.pages.put_org_repo(org, &row).await?;
+        self.take_org_lease(org, owner, deadline).await?;
+        let published = self.publish_org_rounds(org, owner, deadline).await;
+        if let Err(e) = self.pages.release_org_publish(org, owner).await {
+            tracing::warn!(org, error = %e, "could not give the organisation page's lease back; it expires at the build's deadline");
+        }
+        published
+    }
+
+    /// Waits (at most [`ORG_WAIT`]) for the organisation page's publish lease, held until the
+    /// build's deadline: a build that dies holding it holds up the others no longer.
+    async fn take_org_lease(
+        &self,
+        org: &str,
+        owner: &str,
+        deadline: Instant,
+    ) -> Result<(), BuildError> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let give_up = Instant::now() + ORG_WAIT.min(left);
+        loop {
+            let now = OffsetDateTime::now_utc();
+            let until = now + left + Duration::from_secs(5);
+            if self.pages.claim_org_publish(org, owner, now, until).await? {
+                return Ok(());
+            }
+            if Instant::now() >= give_up {
+                return Err(BuildError::Publish(PublishError::Busy(format!(
+                    "another build is publishing the organisation index of {org}"
+                ))));
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+
+    /// Publishes the organisation page from the rows, again while they changed under it.
+    async fn publish_org_rounds(
+        &self,
+        org: &str,
+        owner: &str,
+        deadline: Instant,
+    ) -> Result<Published, BuildError> {
+        const ROUNDS: usize = 3;
         let mut repos = self.pages.org_repos(org).await?;
         let mut published = Published::default();
         for _ in 0..ROUNDS {

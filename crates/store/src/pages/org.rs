@@ -54,6 +54,51 @@ impl PageStore {
         self.parse(out.attributes.unwrap_or_default())
     }
 
+    /// Takes the publish lease of `owner`'s organisation page until `until` (the build lease's
+    /// attributes on its page item), unless another build holds it: two builds replacing one
+    /// page at once could leave the older rows' content last, with the newer content's hash
+    /// recorded. `false`: held by another.
+    pub async fn claim_org_publish(
+        &self,
+        owner: &str,
+        lease_owner: &str,
+        now: OffsetDateTime,
+        until: OffsetDateTime,
+    ) -> Result<bool, StoreError> {
+        let mut u = Update::default();
+        u.set(a::BUILD_OWNER, AttributeValue::S(lease_owner.to_string()));
+        u.set(a::BUILD_UNTIL, AttributeValue::S(rfc3339_millis(until)));
+        let condition = format!(
+            "attribute_not_exists({lease}) OR {lease} < {now} OR {holder} = {me}",
+            lease = u.name(a::BUILD_UNTIL),
+            holder = u.name(a::BUILD_OWNER),
+            now = u.value("now", Some(AttributeValue::S(rfc3339_millis(now)))),
+            me = u.value("me", Some(AttributeValue::S(lease_owner.to_string()))),
+        );
+        let result = u
+            .apply(self.update(&org_partition(owner), INDEX_MODULE))
+            .condition_expression(condition)
+            .send()
+            .await;
+        self.meter.write();
+        applied(&self.table, "UpdateItem", result)
+    }
+
+    /// Gives the organisation page's publish lease back, if `lease_owner` still holds it.
+    pub async fn release_org_publish(
+        &self,
+        owner: &str,
+        lease_owner: &str,
+    ) -> Result<bool, StoreError> {
+        self.release_lease(
+            Update::default(),
+            &org_partition(owner),
+            INDEX_MODULE,
+            lease_owner,
+        )
+        .await
+    }
+
     /// Every repository row of `owner`'s index.
     pub async fn org_repos(
         &self,
