@@ -231,7 +231,8 @@ mod tests {
     #[test]
     fn an_apps_delivery_names_its_installation() {
         let mut v = merged();
-        v["installation"] = json!({"id": 31, "node_id": "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uMzE="});
+        v["installation"] =
+            json!({"id": 31, "node_id": "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uMzE="});
         let Classified::Merged(pr) = classify(&v).unwrap() else {
             panic!("not merged")
         };

@@ -20,7 +20,7 @@ pub const MAIN_WINDOW: Duration = Duration::days(365);
 pub const MAX_PAGE_BYTES: usize = 150_000;
 pub const MAX_PAGE_BLOCKS: usize = 900;
 /// Room kept for what a publisher adds that the measure does not know exactly.
-const BYTES_MARGIN: usize = 10_000;
+pub const BYTES_MARGIN: usize = 10_000;
 /// As long as any Notion page URL, for measuring the Notion rendering.
 const PLACEHOLDER_URL: &str =
     "https://www.notion.so/Chronicle-placeholder-page-00000000000000000000000000000000";

@@ -75,13 +75,52 @@ pub enum OrgLinks<'a> {
 /// The organisation's index as CommonMark. Names come from GitHub and the repositories, so
 /// every one is escaped; links are relative to the output root.
 pub fn org_page(owner: &str, repos: &[OrgRepo]) -> String {
-    write_org(owner, repos, OrgLinks::Files)
+    fitted(|detail| write_org(owner, repos, OrgLinks::Files, detail))
 }
 
 /// The organisation's index as Notion's Markdown: its repositories' index pages are its child
 /// pages ([`OrgLinks::Notion`]), its modules link to their Notion pages.
 pub fn org_page_notion(owner: &str, repos: &[OrgRepo], children: &BTreeSet<String>) -> String {
-    write_org(owner, repos, OrgLinks::Notion { children })
+    fitted(|detail| write_org(owner, repos, OrgLinks::Notion { children }, detail))
+}
+
+/// How much a repository shows on the organisation's index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Detail {
+    /// Its heading, its figures and up to this many modules.
+    Modules(usize),
+    /// Its index and figures on one line (two in Notion: the index is a child page's block).
+    Compact,
+}
+
+/// Blocks kept for what the publisher adds (pages a person put under the organisation page).
+const BLOCKS_KEPT: usize = 60;
+
+/// The most detailed page within the page limits ([`crate::layout::MAX_PAGE_BYTES`] less
+/// its margin, [`crate::layout::MAX_PAGE_BLOCKS`] less [`BLOCKS_KEPT`]): fewer modules per
+/// repository, then one line each. Every repository is listed whatever its size (in Notion
+/// each index page must be named to stay its child), so past about 400 repositories the
+/// page is over the limits, and Notion says so on the build.
+fn fitted(write: impl Fn(Detail) -> String) -> String {
+    let levels = [6, 3, 1, 0]
+        .map(Detail::Modules)
+        .into_iter()
+        .chain([Detail::Compact]);
+    let mut page = write(Detail::Modules(MAX_MODULES_SHOWN));
+    for detail in levels {
+        if fits(&page) {
+            break;
+        }
+        page = write(detail);
+    }
+    page
+}
+
+fn fits(page: &str) -> bool {
+    // Each line of the page is a paragraph, heading, list item or page block.
+    let blocks = page.lines().filter(|l| !l.trim().is_empty()).count();
+    page.len() + crate::layout::BYTES_MARGIN <= crate::layout::MAX_PAGE_BYTES
+        && blocks + BLOCKS_KEPT <= crate::layout::MAX_PAGE_BLOCKS
 }
 
 /// Notion ids with or without dashes, compared alike.
@@ -89,7 +128,7 @@ pub fn normalize_id(id: &str) -> String {
     id.replace('-', "").to_ascii_lowercase()
 }
 
-fn write_org(owner: &str, repos: &[OrgRepo], links: OrgLinks<'_>) -> String {
+fn write_org(owner: &str, repos: &[OrgRepo], links: OrgLinks<'_>, detail: Detail) -> String {
     let notion = matches!(links, OrgLinks::Notion { .. });
     let esc = |t: &str| {
         if notion {
@@ -145,6 +184,15 @@ fn write_org(owner: &str, repos: &[OrgRepo], links: OrgLinks<'_>) -> String {
         out.push('\n');
     }
     out.push_str("## Repositories\n\n");
+    let shown = match detail {
+        Detail::Modules(n) => n,
+        Detail::Compact => {
+            for r in &repos {
+                compact_repo(&mut out, r, links, &esc);
+            }
+            return out;
+        }
+    };
     for r in &repos {
         let index = DocKey::Index {
             repo: r.repo.clone(),
@@ -192,7 +240,7 @@ fn write_org(owner: &str, repos: &[OrgRepo], links: OrgLinks<'_>) -> String {
                 .cmp(&a.latest_merged_at)
                 .then(a.module.cmp(&b.module))
         });
-        for m in modules.iter().take(MAX_MODULES_SHOWN) {
+        for m in modules.iter().take(shown) {
             let page = match links {
                 OrgLinks::Files => Some(format!(
                     "<{}>",
@@ -217,9 +265,9 @@ fn write_org(owner: &str, repos: &[OrgRepo], links: OrgLinks<'_>) -> String {
                     .unwrap_or("never")
             ));
         }
-        let shown = modules.len().min(MAX_MODULES_SHOWN) as u64;
-        if module_count(r) > shown {
-            let more = module_count(r) - shown;
+        let listed = modules.len().min(shown) as u64;
+        if module_count(r) > listed {
+            let more = module_count(r) - listed;
             out.push_str(&match &index_url {
                 Some(url) => format!("- … and {more} more on [the repository's index]({url})\n"),
                 None => format!("- … and {more} more on the repository's index\n"),
@@ -228,6 +276,41 @@ fn write_org(owner: &str, repos: &[OrgRepo], links: OrgLinks<'_>) -> String {
         out.push('\n');
     }
     out
+}
+
+/// One repository on one line: its index (a child page's block in Notion) and its figures.
+fn compact_repo(out: &mut String, r: &OrgRepo, links: OrgLinks<'_>, esc: &dyn Fn(&str) -> String) {
+    let figures = format!(
+        "{} modules, {} merged pull requests, latest {}",
+        module_count(r),
+        entry_count(r),
+        r.latest_merged_at
+            .as_deref()
+            .and_then(|t| t.get(..10))
+            .unwrap_or("never")
+    );
+    match links {
+        OrgLinks::Files => {
+            let index = DocKey::Index {
+                repo: r.repo.clone(),
+            }
+            .path();
+            out.push_str(&format!("- [{}](<{index}>): {figures}\n", esc(&r.repo)));
+        }
+        OrgLinks::Notion { children } => match &r.notion_index {
+            Some(page) if children.contains(&normalize_id(&page.id)) => out.push_str(&format!(
+                "<page url=\"{}\">{} · modules</page>\n{figures}.\n",
+                render::attribute(&page.url),
+                esc(&r.repo)
+            )),
+            Some(page) => out.push_str(&format!(
+                "- [{}]({}): {figures}\n",
+                esc(&r.repo),
+                render::escape_url(&page.url)
+            )),
+            None => out.push_str(&format!("- {}: {figures}\n", esc(&r.repo))),
+        },
+    }
 }
 
 /// A row's totals; a row written before rows kept them counts its modules.
@@ -369,5 +452,67 @@ mod tests {
             .count();
         assert_eq!(tags, 1, "a hostile module name makes no tag:\n{page}");
         assert!(page.contains("### acme/new\n\n0 modules"), "{page}");
+    }
+
+    #[test]
+    fn a_large_organisation_fits_the_page_limits_and_names_every_index_page() {
+        use chronicle_domain::NotionLink;
+        let rows = |n: usize| -> Vec<OrgRepo> {
+            (0..n)
+                .map(|i| {
+                    let modules = (0..40)
+                        .map(|m| {
+                            module(
+                                &format!("module-{m}"),
+                                3,
+                                &format!("2025-01-{:02}T00:00:00Z", m % 28 + 1),
+                                &["alice"],
+                            )
+                        })
+                        .collect();
+                    let mut row = org_row(&format!("acme/repo-{i}"), modules);
+                    row.notion_index = Some(NotionLink {
+                        id: format!("{i:032x}"),
+                        url: format!("https://www.notion.so/repo-{i}-{i:032x}"),
+                    });
+                    row
+                })
+                .collect()
+        };
+        let blocks = |page: &str| page.lines().filter(|l| !l.trim().is_empty()).count();
+        for n in [5, 60, 300] {
+            let repos = rows(n);
+            let children: BTreeSet<String> = repos
+                .iter()
+                .map(|r| normalize_id(&r.notion_index.as_ref().unwrap().id))
+                .collect();
+            for page in [
+                org_page("acme", &repos),
+                org_page_notion("acme", &repos, &children),
+            ] {
+                assert!(fits(&page), "{n} repositories: {} blocks", blocks(&page));
+                for r in &repos {
+                    assert!(
+                        page.contains(&format!("{}]", r.repo))
+                            || page.contains(&format!("{} · modules", r.repo)),
+                        "{} is listed",
+                        r.repo
+                    );
+                }
+            }
+            let notion = org_page_notion("acme", &repos, &children);
+            assert_eq!(
+                notion
+                    .lines()
+                    .filter(|l| l.starts_with("<page url="))
+                    .count(),
+                n,
+                "every index page is named as a child"
+            );
+        }
+        // A small organisation shows its modules, a large one fewer or none.
+        let small = org_page("acme", &rows(5));
+        assert!(small.contains("[module-27]"), "{small}");
+        assert!(!org_page("acme", &rows(300)).contains("[module-27]"));
     }
 }
