@@ -743,27 +743,29 @@ fn fixture(name: &str) -> String {
 }
 
 /// One command for an organisation: the App's installation lists its repositories (the
-/// archived one skipped), each is imported through the installation's token with a checkpoint
-/// of its own; the token expires mid-run (a compressed clock: two seconds) and is refused once,
-/// and is minted again without a failed PR; the installation's GraphQL points are one budget
-/// that never goes below the reserve. A second run writes nothing.
+/// archived and the empty one skipped), each is imported through the installation's token with
+/// a checkpoint of its own. A run stopped mid-way (its future dropped) is resumed by the next;
+/// the token expires mid-run (a compressed clock: two seconds) and is refused once, and is
+/// minted again without a failed PR; the installation's GraphQL points are one budget that
+/// never goes below the reserve. A run after a complete one writes nothing.
 #[tokio::test]
 async fn an_organisation_is_backfilled_through_its_app_installation() {
     use infra::backfill_cli::{BackfillArgs, Target};
     use infra::github_standin::InstalledSpec;
     let stand_in = GitHubStandIn::start(TOKEN).await.unwrap();
     stand_in.add_app_hook("1", &fixture("app-test-key.pub.pem"), 1, None);
-    let (api, web, old) = ("acme/api", "acme/web", "acme/old");
+    let (api, web, old, empty) = ("acme/api", "acme/web", "acme/old", "acme/empty");
     let mut merged = 0;
     for (repo, prs) in [(api, 120), (web, 80), (old, 10)] {
         let pulls = history_pulls(repo, &spec(prs));
         merged += if repo == old { 0 } else { merged_count(&pulls) };
         stand_in.set_repo(repo, pulls);
     }
+    stand_in.set_repo(empty, Vec::new());
     let installed = |name: &str, archived| InstalledSpec {
         full_name: name.into(),
         archived,
-        empty: false,
+        empty: name == empty,
     };
     stand_in.add_installation(
         4242,
@@ -772,6 +774,7 @@ async fn an_organisation_is_backfilled_through_its_app_installation() {
             installed(api, false),
             installed(web, false),
             installed(old, true),
+            installed(empty, false),
         ],
     );
     stand_in.set_installation_token_ttl(Duration::from_secs(2));
@@ -794,17 +797,51 @@ async fn an_organisation_is_backfilled_through_its_app_installation() {
         reserve_points: 2,
         ..Default::default()
     };
-    // The token in hand expires just before the second GraphQL query: that query is refused
-    // with 401 and asked again with a new token.
-    stand_in.expire_installation_tokens_at_graphql_request(2);
+    // A run stopped once part of the first repository is in (the process killed: its future
+    // dropped mid-request).
+    {
+        let run = infra::backfill_org::run_org(&args, &target);
+        tokio::pin!(run);
+        loop {
+            tokio::select! {
+                r = &mut run => panic!("the run ended before it was stopped: {r:?}"),
+                _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+            }
+            if all_items(&tables.prs).await.len() >= 40 {
+                break;
+            }
+        }
+    }
+    let stopped_with = all_items(&tables.prs).await.len();
+    assert!(stopped_with < merged, "{stopped_with} of {merged}");
+    // The token in hand expires just before the next run's second GraphQL query: that query
+    // is refused with 401 and asked again with a new token.
+    stand_in.expire_installation_tokens_at_graphql_request(stand_in.stats().graphql_requests + 2);
+    let minted_before = stand_in.installation_tokens_minted();
     let report = infra::backfill_org::run_org(&args, &target).await.unwrap();
     assert_eq!(report.installation, 4242);
     assert!(report.failed.is_empty(), "{report:?}");
-    assert_eq!(report.skipped, [(old.to_string(), "archived".to_string())]);
+    assert_eq!(
+        report.skipped,
+        [
+            (old.to_string(), "archived".to_string()),
+            (
+                empty.to_string(),
+                "empty: no merged pull requests".to_string()
+            )
+        ]
+    );
     let names: Vec<&str> = report.done.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names, [api, web]);
+    assert!(
+        report.done[0].1.resumed,
+        "api resumed at its checkpoint: {report:?}"
+    );
     let imported: u64 = report.done.iter().map(|(_, r)| r.imported).sum();
-    assert_eq!(imported, merged as u64, "{report:?}");
+    assert!(
+        imported as usize + stopped_with >= merged && imported as usize <= merged,
+        "{imported} + {stopped_with} of {merged}: {report:?}"
+    );
     assert!(report.done.iter().all(|(_, r)| r.complete));
     let rows = all_items(&tables.prs).await;
     assert_eq!(rows.len(), merged);
@@ -816,7 +853,10 @@ async fn an_organisation_is_backfilled_through_its_app_installation() {
     // The token was minted again: before it expired, and once after GitHub refused it.
     assert!(report.tokens_minted >= 2, "{report:?}");
     assert!(report.tokens_refreshed >= 1, "{report:?}");
-    assert_eq!(stand_in.installation_tokens_minted(), report.tokens_minted);
+    assert_eq!(
+        stand_in.installation_tokens_minted() - minted_before,
+        report.tokens_minted
+    );
     // One budget: waited for, never refused, never below the reserve.
     let stats = stand_in.stats();
     assert_eq!(stats.rate_limited, 0, "{stats:?}");
@@ -827,6 +867,8 @@ async fn an_organisation_is_backfilled_through_its_app_installation() {
     // A second run: every repository resumes at its checkpoint, and nothing is written.
     let again = infra::backfill_org::run_org(&args, &target).await.unwrap();
     assert!(again.failed.is_empty(), "{again:?}");
+    let names: Vec<&str> = again.done.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, [api, web], "{again:?}");
     for (repo, r) in &again.done {
         assert_eq!((r.imported, r.updated), (0, 0), "{repo}: {r:?}");
     }

@@ -810,3 +810,82 @@ async fn an_installation_token_is_minted_once_scoped_and_renewed_on_401() {
     assert_eq!(stub.installation_tokens_minted(), 2);
     assert_eq!(app.health()[0].refreshed_on_401, 1);
 }
+
+/// The App's own routes as GitHub serves them: `GET /installation/repositories` a page of 100
+/// at a time (the client reads until `total_count`), and every route that takes the App's JWT
+/// refusing another App's (401): `/repos/{o}/{r}/installation`, `/orgs/{org}/installation`
+/// and the token mint.
+#[tokio::test]
+async fn an_installations_repositories_are_paged_and_another_apps_jwt_is_refused() {
+    let key = |name: &str| {
+        std::fs::read_to_string(
+            infra::emulator::repo_root()
+                .join("tests/fixtures/github")
+                .join(name),
+        )
+        .unwrap()
+    };
+    let stub = infra::github_standin::GitHubStandIn::start("ghp_owner")
+        .await
+        .unwrap();
+    stub.add_app_hook("9", &key("app-test-key.pub.pem"), 1, None);
+    let repos: Vec<_> = (0..150)
+        .map(|i| infra::github_standin::InstalledSpec {
+            full_name: format!("acme/repo-{i:03}"),
+            archived: i % 50 == 7,
+            empty: false,
+        })
+        .collect();
+    stub.add_installation(5, "acme", repos);
+    let client = |app_id: &str| {
+        stages::github::installation::AppClient::new(
+            stub.url(),
+            stages::github::app::AppCredentials::new(
+                app_id,
+                &stages::secret::Secret::new(key("app-test-key.pem")),
+            )
+            .unwrap(),
+            std::time::Duration::from_secs(10),
+        )
+        .unwrap()
+    };
+    let app = client("9");
+    let listed = app.repositories(5).await.unwrap();
+    assert_eq!(listed.len(), 150);
+    assert_eq!(listed[149].full_name, "acme/repo-149");
+    assert_eq!(listed.iter().filter(|r| r.archived).count(), 3);
+    assert_eq!(
+        stub.count_matching("/installation/repositories"),
+        2,
+        "two pages"
+    );
+    let first = stub
+        .requests()
+        .into_iter()
+        .find(|r| r.path == "/installation/repositories")
+        .unwrap();
+    assert!(
+        first
+            .query
+            .as_deref()
+            .is_some_and(|q| q.contains("per_page=100")),
+        "{first:?}"
+    );
+    assert_eq!(app.installation_of("acme/repo-001").await.unwrap(), 5);
+    assert_eq!(app.org_installation("acme").await.unwrap(), 5);
+    assert!(matches!(
+        app.installation_of("acme/elsewhere").await,
+        Err(stages::github::installation::InstallationError::NotInstalled(_))
+    ));
+
+    // Another App's JWT (signed with a key GitHub does not hold for it).
+    let other = client("1");
+    let refused = stages::github::installation::InstallationError::Refused { status: 401 };
+    for result in [
+        other.installation_of("acme/repo-001").await.map(drop),
+        other.org_installation("acme").await.map(drop),
+        other.token(5).await.map(drop),
+    ] {
+        assert_eq!(result.map_err(|e| e.to_string()), Err(refused.to_string()));
+    }
+}
