@@ -398,8 +398,17 @@ pub(crate) struct Terminal {
 
 impl Terminal {
     pub(crate) fn new(tty: bool) -> Self {
+        Self::within(tty, None)
+    }
+
+    /// A bar drawn under the others of `multi` (an organisation's bar over its repositories).
+    pub(crate) fn within(tty: bool, multi: Option<&indicatif::MultiProgress>) -> Self {
         let bar = tty.then(|| {
             let bar = indicatif::ProgressBar::new(0);
+            let bar = match multi {
+                Some(multi) => multi.add(bar),
+                None => bar,
+            };
             bar.set_style(
                 indicatif::ProgressStyle::with_template(
                     "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} PRs · {msg} · ETA {eta}",

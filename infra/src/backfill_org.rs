@@ -118,10 +118,25 @@ pub async fn run_org(args: &BackfillArgs, target: &Target) -> Result<OrgReport, 
     let store = PrStore::new(client.clone(), target.table.clone());
     let checkpoints = CheckpointStore::new(client.clone(), target.pages_table.clone());
     let total = repos.len();
+    // On a terminal, a bar over the repositories and, under it, the current one's over its
+    // PRs; otherwise a line per repository and per page.
+    let multi = indicatif::MultiProgress::new();
+    let over_repos = tty.then(|| {
+        let bar = multi.add(indicatif::ProgressBar::new(total as u64));
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "[{elapsed_precise}] {bar:30} {pos}/{len} repositories · {msg}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
+    });
     for (i, repo) in repos.iter().enumerate() {
-        // A line per repository, then its own bar over its PRs.
-        eprintln!("[{}/{total} repositories] {}", i + 1, repo.full_name);
-        let progress = Terminal::new(tty);
+        match &over_repos {
+            Some(bar) => bar.set_message(repo.full_name.clone()),
+            None => eprintln!("[{}/{total} repositories] {}", i + 1, repo.full_name),
+        }
+        let progress = Terminal::within(tty, Some(&multi));
         let mut one = args.clone();
         one.repo = repo.full_name.clone();
         let mut options = match crate::backfill_cli::options(&one, target.max_paths) {
@@ -157,6 +172,12 @@ pub async fn run_org(args: &BackfillArgs, target: &Target) -> Result<OrgReport, 
             Ok(r) => report.done.push((repo.full_name.clone(), r)),
             Err(e) => report.failed.push((repo.full_name.clone(), e.to_string())),
         }
+        if let Some(bar) = &over_repos {
+            bar.inc(1);
+        }
+    }
+    if let Some(bar) = &over_repos {
+        bar.finish_and_clear();
     }
     for h in app.health() {
         report.tokens_minted += h.minted;
