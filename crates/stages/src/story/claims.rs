@@ -5,9 +5,11 @@
 //! prints):
 //! 1. The sentence cites at least one PR (`#N`), and every PR it cites is one the prompt gave.
 //! 2. Every `@login` it names wrote one of the PRs it cites, or is among the years' most active;
-//!    every number of two digits or more (digits joined by `,` `.` `_` read as one) is one its
-//!    sources hold (the cited PRs' facts, or the module's figures: years, counts), and it holds
-//!    no digit of another script; it holds no link, URL, e-mail address or domain name.
+//!    every number (digits joined by `,` `.` `_` read as one) is one the cited PRs' facts hold
+//!    (their titles, summaries, decisions and issues, not their dates), or one of the module's
+//!    figures stated as a year or as a count of what the figures count ("3 fixes", "12 pull
+//!    requests"; see [`counts`]); it holds no digit of another script, and no link, URL,
+//!    e-mail address or domain name.
 //! 3. Its distinctive terms occur in its sources (the cited PRs' facts, and the module's own):
 //!    each code span's words, each capitalised word after the sentence's first, and the first
 //!    when it looks like a name (`GraphQL`, `OAuth2`).
@@ -296,11 +298,17 @@ pub struct Source {
 
 impl Source {
     pub fn add(&mut self, text: &str) {
+        self.add_words(text);
+        self.numbers.extend(super::numbers_in(text));
+    }
+
+    /// Its words only: a prompt line's head, whose numbers (the PR's own, its date) are not
+    /// figures a sentence may state.
+    pub fn add_words(&mut self, text: &str) {
         for word in words(text) {
             self.stems.insert(stem(&word));
             self.words.insert(word);
         }
-        self.numbers.extend(super::numbers_in(text));
     }
 
     fn holds(&self, word: &str) -> bool {
@@ -322,6 +330,14 @@ pub struct Sources {
 impl Sources {
     pub fn add_pr(&mut self, number: u64, text: &str) {
         self.prs.entry(number).or_default().add(text);
+    }
+
+    /// A PR's prompt line: `head` (its number, date, author, kind) gives words, `body` (its
+    /// title, summary, decision, issues) words and numbers.
+    pub fn add_pr_line(&mut self, number: u64, head: &str, body: &str) {
+        let source = self.prs.entry(number).or_default();
+        source.add_words(head);
+        source.add(body);
     }
 
     /// Whether `n` is among the numbers of the PRs `cited`, or the module's.
@@ -435,10 +451,12 @@ pub fn check(sentence: &str, facts: &Facts) -> Result<(), Unsupported> {
     {
         return Err(Unsupported::UnknownTerm(c.to_string()));
     }
-    if let Some(n) = super::numbers_in(&strip_references(&shown))
-        .into_iter()
-        .find(|n| *n >= 10 && !facts.numbers.contains(n) && !sources.holds_number(&cited, *n))
-    {
+    let stated = strip_references(&shown);
+    let counted = counts(&stated);
+    if let Some(n) = super::numbers_in(&stated).into_iter().find(|n| {
+        let figure = facts.numbers.contains(n) && (is_year(*n) || counted.contains(n));
+        !figure && !sources.holds_number(&cited, *n)
+    }) {
         return Err(Unsupported::UnknownNumber(n));
     }
     // Distinctive terms: every word of a code span, every capitalised word after the first.
@@ -542,6 +560,76 @@ fn is_stop_word(word: &str) -> bool {
 }
 
 /// `#N`, `PR N` and `@login` taken out of the words.
+/// Whether `n` reads as a year of a repository's life.
+fn is_year(n: u64) -> bool {
+    (1970..=2100).contains(&n)
+}
+
+/// The numbers a text gives as counts of what the module's figures count ("4 features", "12
+/// pull requests", "3 new fixes"): the only way a number of the module's figures may be
+/// stated in a sentence whose cited PRs do not hold it. So "took 3 attempts (#158)" is not
+/// excused by a year that had 3 fixes.
+fn counts(text: &str) -> BTreeSet<u64> {
+    const UNITS: &[&str] = &[
+        "pull",
+        "pr",
+        "prs",
+        "request",
+        "requests",
+        "change",
+        "changes",
+        "feature",
+        "features",
+        "fix",
+        "fixes",
+        "refactor",
+        "refactors",
+        "refactoring",
+        "refactorings",
+        "doc",
+        "docs",
+        "documentation",
+        "dependency",
+        "dependencies",
+        "update",
+        "updates",
+        "release",
+        "releases",
+        "maintenance",
+        "merge",
+        "merges",
+        "year",
+        "years",
+        "contributor",
+        "contributors",
+        "author",
+        "authors",
+        "milestone",
+        "milestones",
+    ];
+    // A number, then its unit within three words ("3 new fixes", "12 notable pull requests").
+    let tokens: Vec<&str> = text
+        .split(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, ',' | '.' | '_' | '-')))
+        .map(|t| t.trim_matches(|c: char| matches!(c, ',' | '.' | '_' | '-')))
+        .filter(|t| !t.is_empty())
+        .collect();
+    let mut out = BTreeSet::new();
+    for (i, token) in tokens.iter().enumerate() {
+        if !token.starts_with(|c: char| c.is_ascii_digit()) {
+            continue;
+        }
+        let unit = tokens[i + 1..]
+            .iter()
+            .take(3)
+            .any(|w| UNITS.contains(&w.to_ascii_lowercase().as_str()));
+        let digits: String = token.chars().filter(char::is_ascii_digit).collect();
+        if let (true, Ok(n)) = (unit, digits.parse()) {
+            out.insert(n);
+        }
+    }
+    out
+}
+
 fn strip_references(text: &str) -> String {
     static REFS: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
     REFS.get_or_init(|| {
@@ -714,6 +802,18 @@ mod tests {
             ),
             Err(Unsupported::Unsupported { .. })
         ));
+    }
+
+    #[test]
+    fn only_counts_of_what_the_figures_count_are_figures() {
+        assert_eq!(
+            counts("In 2022 it had 12 pull requests: 4 new features and 1 fix."),
+            [1, 4, 12].into()
+        );
+        assert_eq!(counts("The fix took 3 attempts to get right."), [].into());
+        assert_eq!(counts("It is 5x faster on 2 cores."), [].into());
+        assert_eq!(counts("1,200 notable merged pull requests"), [1200].into());
+        assert!(is_year(2023) && !is_year(308));
     }
 
     #[test]

@@ -199,8 +199,8 @@ pub fn prompt(
         )
     });
     for e in ranked {
-        let mut line = format!(
-            "- #{} ({}, @{}{}): {} — {}",
+        let head = format!(
+            "- #{} ({}, @{}{}):",
             e.number,
             e.merged_at.get(..10).unwrap_or(&e.merged_at),
             e.author,
@@ -208,6 +208,9 @@ pub fn prompt(
                 .as_deref()
                 .map(|k| format!(", {k}"))
                 .unwrap_or_default(),
+        );
+        let mut line = format!(
+            " {} — {}",
             one_line(&e.title, 200),
             one_line(&e.summary, 600)
         );
@@ -224,16 +227,17 @@ pub fn prompt(
             line.push_str(&format!(" Closes: {}.", closed.join("; ")));
         }
         line.push('\n');
-        if user.len() + line.len() > PROMPT_BUDGET_CHARS {
+        if user.len() + head.len() + line.len() > PROMPT_BUDGET_CHARS {
             break;
         }
+        user.push_str(&head);
         user.push_str(&line);
         prs.insert(e.number);
         people.insert(e.author.to_ascii_lowercase());
         sources
             .authors
             .insert(e.number, e.author.to_ascii_lowercase());
-        sources.add_pr(e.number, &line);
+        sources.add_pr_line(e.number, &head, &line);
     }
     let user = format!(
         "{FACTS_OPEN}\n{}{FACTS_CLOSE}\nWrite the story of this module from the facts above only.",
