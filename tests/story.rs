@@ -699,3 +699,163 @@ async fn the_prompt_cache_expires_five_minutes_after_its_last_use() {
         "{refused:?}"
     );
 }
+
+/// What the log says, captured for one test (its thread's default subscriber).
+#[derive(Clone, Default)]
+struct Log(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Log {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Log {
+    fn capture(&self) -> tracing::subscriber::DefaultGuard {
+        let log = self.clone();
+        tracing::subscriber::set_default(
+            tracing_subscriber::fmt()
+                .with_writer(move || log.clone())
+                .with_ansi(false)
+                .finish(),
+        )
+    }
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+/// Builds the stale pages of `t` (a few ticks), and the last tick's report.
+async fn settle_pages(
+    t: &support::Tables,
+    b: &stages::builder::PageBuilder,
+) -> stages::builder::BuildReport {
+    let mut reports = Vec::new();
+    for _ in 0..5 {
+        let report = b
+            .tick(
+                time::OffsetDateTime::now_utc(),
+                support::within(60),
+                "story-tick",
+            )
+            .await
+            .unwrap();
+        reports.push(report);
+        if t.pages.stale_pages().await.unwrap().is_empty() {
+            break;
+        }
+    }
+    let mut total = stages::builder::BuildReport::default();
+    for r in reports {
+        total.story_refused += r.story_refused;
+        total.story_sentences_dropped += r.story_sentences_dropped;
+        total.built += r.built;
+    }
+    total
+}
+
+/// A sentence the cited PRs do not support: the page says one was left out, the log says which
+/// and why, and the tick's metrics count it (`StorySentencesDropped`).
+#[tokio::test(flavor = "current_thread")]
+async fn the_page_says_how_many_sentences_were_left_out_and_the_log_says_which() {
+    use std::sync::Arc;
+    let log = Log::default();
+    let _guard = log.capture();
+    let sdk = support::sdk().await;
+    let t = support::fresh_tables(&sdk).await;
+    let (_, entries) = facts();
+    for e in &entries {
+        t.put_entry(e).await;
+    }
+    let stub = ConverseStub::start(MODEL).await;
+    const INVENTED: &str = "@bob moved request validation to Redis (#2).";
+    stub.script([ConverseReply::Text(format!("{GOOD} {INVENTED}"))]);
+    let dir =
+        std::env::temp_dir().join(format!("chronicle-story-{}", uuid::Uuid::new_v4().simple()));
+    let builder = t
+        .builder(
+            Arc::new(stages::publish::MarkdownPublisher::new(dir.clone())),
+            stages::tagging::ModulesConfig::empty(),
+            Duration::ZERO,
+        )
+        .with_story(bedrock(&stub).await, 20);
+    let report = settle_pages(&t, &builder).await;
+    assert_eq!(report.story_sentences_dropped, 1, "{report:?}");
+    let line = stages::builder::emf_line(&report, time::OffsetDateTime::now_utc());
+    assert!(line.contains("\"StorySentencesDropped\":1"), "{line}");
+    let page = std::fs::read_to_string(dir.join("acme/widgets/api.md")).unwrap();
+    assert!(
+        page.contains("One sentence the cited PRs did not support was left out."),
+        "{page}"
+    );
+    assert!(!page.contains("Redis"), "{page}");
+    let logged = log.text();
+    let dropped = logged
+        .lines()
+        .find(|l| l.contains("a sentence of the story was dropped"))
+        .unwrap_or_else(|| panic!("not logged:\n{logged}"));
+    assert!(
+        dropped.contains(INVENTED) && dropped.contains("names \"Redis\""),
+        "which sentence, and the word no cited PR holds: {dropped}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A model Bedrock refuses (the bare id of a profile-only model): the page is still published
+/// with its deterministic story, the page item holds the error and the advice, and the tick
+/// counts it as `StoryModelRefused`, the metric the template alarms on.
+#[tokio::test(flavor = "current_thread")]
+async fn a_refused_story_model_is_counted_and_advised_on_the_page_item() {
+    use std::sync::Arc;
+    const PROFILE: &str = "us.anthropic.claude-sonnet-4-5-20250929-v1:0";
+    const BARE: &str = "anthropic.claude-sonnet-4-5-20250929-v1:0";
+    let sdk = support::sdk().await;
+    let t = support::fresh_tables(&sdk).await;
+    let (_, entries) = facts();
+    for e in &entries {
+        t.put_entry(e).await;
+    }
+    let stub = ConverseStub::start(PROFILE).await;
+    let dir =
+        std::env::temp_dir().join(format!("chronicle-story-{}", uuid::Uuid::new_v4().simple()));
+    let builder = t
+        .builder(
+            Arc::new(stages::publish::MarkdownPublisher::new(dir.clone())),
+            stages::tagging::ModulesConfig::empty(),
+            Duration::ZERO,
+        )
+        .with_story(bedrock_as(&stub, BARE).await, 20);
+    let report = settle_pages(&t, &builder).await;
+    assert_eq!(report.story_refused, 1, "{report:?}");
+    let lines = stages::builder::emf_line(&report, time::OffsetDateTime::now_utc());
+    let refused = lines
+        .lines()
+        .find(|l| l.contains("StoryModelRefused"))
+        .expect("its own line");
+    let metric: serde_json::Value = serde_json::from_str(refused).unwrap();
+    assert_eq!(metric["StoryModelRefused"], 1, "{refused}");
+    let page = std::fs::read_to_string(dir.join("acme/widgets/api.md")).unwrap();
+    assert!(page.contains("The story so far"), "published: {page}");
+    assert!(!page.contains("Written by an LLM"), "{page}");
+    let item = t.pages.get("acme/widgets", "api").await.unwrap().unwrap();
+    let story = item.story.expect("the refusal is recorded");
+    assert!(
+        story
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("ValidationException")),
+        "{story:?}"
+    );
+    assert!(
+        story
+            .advice
+            .as_deref()
+            .is_some_and(|a| a.contains(&format!("`us.{BARE}`"))),
+        "{story:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
