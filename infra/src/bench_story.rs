@@ -253,12 +253,16 @@ async fn stories(
             builds.push((module.clone(), list.len(), start + 20 * i as i64));
         }
     }
+    // Marked for the cache as the page builder marks it: within the cache's life of the last
+    // call (see `CachePolicy`).
+    let policy = stages::story::CachePolicy::default();
     for (module, upto, at) in builds {
         let list = &by_module[&module][..upto];
         let now = time::OffsetDateTime::from_unix_timestamp(at)
             .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
         let recent: Vec<ModuleEntry> = list.iter().rev().take(100).cloned().collect();
-        let prompt = stages::story::prompt(repo.as_str(), &module, None, &years_of(list), &recent);
+        let mut prompt =
+            stages::story::prompt(repo.as_str(), &module, None, &years_of(list), &recent);
         let count = list.len() as u64;
         let previous = stored.get(&module);
         if previous
@@ -266,6 +270,7 @@ async fn stories(
         {
             continue;
         }
+        prompt.cache = policy.mark(now);
         stub.set_clock(at);
         stub.script([ConverseReply::Text(RECORDED_STORY.into())]);
         if let Some(story) = story_for(

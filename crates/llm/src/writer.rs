@@ -189,13 +189,28 @@ impl Writer {
     }
 
     /// The model's text for `prompt`, within the time left before `deadline` (less a margin for
-    /// the caller's own work). Unchecked: the caller decides what of it may be used.
+    /// the caller's own work). Unchecked: the caller decides what of it may be used. The system
+    /// prompt is marked for the prompt cache where the model caches.
     pub async fn write(
         &self,
         system: &str,
         user: &str,
         max_tokens: i32,
         deadline: Instant,
+    ) -> Result<Answer, WriteError> {
+        self.write_marked(system, user, max_tokens, deadline, true)
+            .await
+    }
+
+    /// As [`Writer::write`]; the system prompt is marked for the prompt cache only when `cache`
+    /// says another call will read it soon (a write costs more than an unmarked call).
+    pub async fn write_marked(
+        &self,
+        system: &str,
+        user: &str,
+        max_tokens: i32,
+        deadline: Instant,
+        cache: bool,
     ) -> Result<Answer, WriteError> {
         let timeout = deadline
             .saturating_duration_since(Instant::now())
@@ -204,7 +219,8 @@ impl Writer {
         if timeout < Duration::from_secs(5) {
             return Err(WriteError::NoTime);
         }
-        self.write_within(system, user, max_tokens, timeout).await
+        self.ask_within(system, user, max_tokens, timeout, cache)
+            .await
     }
 
     /// The model's text, asked once, given up after `timeout`.
@@ -215,8 +231,21 @@ impl Writer {
         max_tokens: i32,
         timeout: Duration,
     ) -> Result<Answer, WriteError> {
+        self.ask_within(system, user, max_tokens, timeout, true)
+            .await
+    }
+
+    async fn ask_within(
+        &self,
+        system: &str,
+        user: &str,
+        max_tokens: i32,
+        timeout: Duration,
+        mark: bool,
+    ) -> Result<Answer, WriteError> {
         let provider = self.provider();
-        match tokio::time::timeout(timeout, self.ask(system, user, max_tokens, timeout)).await {
+        match tokio::time::timeout(timeout, self.ask(system, user, max_tokens, timeout, mark)).await
+        {
             Ok(answer) => answer,
             Err(_) => Err(WriteError::Timeout { provider, timeout }),
         }
@@ -228,6 +257,7 @@ impl Writer {
         user: &str,
         max_tokens: i32,
         timeout: Duration,
+        mark: bool,
     ) -> Result<Answer, WriteError> {
         let provider = self.provider();
         match self {
@@ -240,7 +270,7 @@ impl Writer {
                     system,
                     user,
                     max_tokens,
-                    cache: *cache,
+                    cache: *cache && mark,
                 };
                 converse(client, model_id, &ask, provider).await
             }

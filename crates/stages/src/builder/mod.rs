@@ -62,6 +62,8 @@ pub struct PageBuilder {
     /// Story calls whose model was refused, and sentences dropped, since the last report.
     story_refused: std::sync::atomic::AtomicU64,
     story_dropped: std::sync::atomic::AtomicU64,
+    /// When a story's fixed prompt is marked for the prompt cache.
+    cache: crate::story::CachePolicy,
 }
 
 /// Story calls one builder instance makes at most per minute (each up to a minute long).
@@ -92,6 +94,7 @@ impl PageBuilder {
             story_calls: Default::default(),
             story_refused: Default::default(),
             story_dropped: Default::default(),
+            cache: Default::default(),
         }
     }
 
@@ -206,7 +209,7 @@ impl PageBuilder {
             .get(&key)
             .cloned();
         let stored = cached.or_else(|| item.story.clone());
-        let prompt = crate::story::prompt(
+        let mut prompt = crate::story::prompt(
             repo,
             module,
             facts.description.as_ref().map(|d| d.text.as_str()),
@@ -224,6 +227,10 @@ impl PageBuilder {
                 "story calls capped this minute; the next build writes it"
             );
             return Ok(stored.filter(|s| !s.text.is_empty()));
+        }
+        if !current {
+            // Only a call that will be made counts as the cache's last use.
+            prompt.cache = self.cache.mark(now);
         }
         let story = crate::story::story_for(
             writer,

@@ -52,6 +52,34 @@ pub struct StoryPrompt {
     /// What each PR's facts say: what a sentence citing it may say.
     pub sources: Sources,
     pub hash: String,
+    /// Mark the fixed part for the provider's prompt cache (where the model caches): see
+    /// [`CachePolicy`]. Not part of the input: it changes what the call costs, not the story.
+    pub cache: bool,
+}
+
+/// When to mark a story's fixed prompt for Bedrock's prompt cache. A write costs 1.25 times
+/// the input price and the cache lives five minutes after its last use, so marking pays only
+/// when another story is asked within them. Stories come in runs (a backfill, a rebuild, a
+/// busy hour) or alone (a quiet repository's merge), and a call within five minutes of the
+/// last one is taken as a run: it marks, and the run's later calls read what it wrote. A
+/// lone call marks nothing, so a quiet repository never pays for a write nobody reads
+/// (`chronicle bench story`: +4% with every call marked, +0.1% so).
+#[derive(Debug, Default)]
+pub struct CachePolicy {
+    last: std::sync::Mutex<Option<OffsetDateTime>>,
+}
+
+/// How long Bedrock keeps a cached prefix after its last use.
+pub const CACHE_LIFE: time::Duration = time::Duration::minutes(5);
+
+impl CachePolicy {
+    /// Whether the story asked at `now` marks its fixed prompt (and counts as the last call).
+    pub fn mark(&self, now: OffsetDateTime) -> bool {
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        let recent = last.is_some_and(|t| now - t < CACHE_LIFE);
+        *last = Some(now);
+        recent
+    }
 }
 
 /// The fixed part of every story's prompt: the rules, and a worked example of facts and the
@@ -255,6 +283,7 @@ pub fn prompt(
         numbers,
         sources,
         hash: hex::encode(digest.finalize()),
+        cache: true,
     }
 }
 
@@ -524,7 +553,13 @@ pub async fn write(
     deadline: Instant,
 ) -> Result<Answer, WriteError> {
     writer
-        .write(&prompt.system, &prompt.user, MAX_TOKENS, deadline)
+        .write_marked(
+            &prompt.system,
+            &prompt.user,
+            MAX_TOKENS,
+            deadline,
+            prompt.cache,
+        )
         .await
 }
 
@@ -611,14 +646,33 @@ pub async fn story_for(
 
 #[cfg(test)]
 mod tests {
+    use super::CachePolicy;
+
     /// The fixed prompt is long enough for Bedrock to cache it for Claude Sonnet (1,024 tokens,
-    /// about four characters each), so every story after the first reads it at a tenth.
+    /// about four characters each), so a run's stories after the one that wrote it read it at a
+    /// tenth.
     #[test]
     fn the_fixed_prompt_is_long_enough_to_cache() {
         assert!(
             super::SYSTEM.len() >= 4_096 + 200,
             "{}",
             super::SYSTEM.len()
+        );
+    }
+
+    #[test]
+    fn only_a_story_asked_soon_after_another_marks_the_cache() {
+        let policy = CachePolicy::default();
+        let t = time::macros::datetime!(2026-12-01 12:00 UTC);
+        assert!(!policy.mark(t), "a lone call writes nothing nobody reads");
+        assert!(
+            policy.mark(t + time::Duration::seconds(20)),
+            "a run: marked"
+        );
+        assert!(policy.mark(t + time::Duration::seconds(290)));
+        assert!(
+            !policy.mark(t + time::Duration::minutes(11)),
+            "the cache expired five minutes after its last use"
         );
     }
 }
