@@ -325,5 +325,22 @@ async fn two_repositories_of_one_installation_land_on_their_own_pages_and_the_or
         "{text}"
     );
     assert!(!text.contains("ghs_"), "never a token: {text}");
+    // Without --repo: the repositories with pages the installation no longer sees.
+    let (report, code) = infra::ops_cli::status(&target, None).await.unwrap();
+    assert_eq!(code, 1, "needs attention: {report:?}");
+    assert_eq!(report.installations[0].removed, [web]);
+    assert!(
+        report
+            .attention
+            .iter()
+            .any(|a| a.contains("no longer sees acme/web") && a.contains("pages stay")),
+        "{:?}",
+        report.attention
+    );
+    let text = stages::status::render(&report);
+    assert!(
+        text.contains("no longer sees    acme/web (pages kept, new PRs unenriched)"),
+        "{text}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -221,7 +221,7 @@ pub async fn status(
             std::time::Duration::from_secs(15),
         )
         .map_err(|e| (EXIT_FAILED, e.to_string()))?;
-        if let Err(e) = stages::status::app_health(&app, repo.as_ref(), &mut report).await {
+        if let Err(e) = stages::status::app_health(&app, &pages, repo.as_ref(), &mut report).await {
             report.attention.push(format!("the GitHub App: {e}"));
         }
     }

@@ -119,19 +119,24 @@ pub struct InstallationHealth {
     pub repositories: usize,
     /// The first of them, by name.
     pub repos: Vec<String>,
+    /// Repositories of its account that have pages but that it no longer sees (the App was
+    /// removed from them): their new PRs are summarized unenriched, their pages stay.
+    pub removed: Vec<String>,
 }
 
 /// Repositories named per installation.
 const REPOS_SHOWN: usize = 20;
 
-/// The App's installations: a token minted for each (its health), and what each can see; with
-/// `repo`, whether the App is installed on it.
+/// The App's installations: a token minted for each (its health), what each can see, and which
+/// repositories of its account with pages it no longer sees; with `repo`, whether the App is
+/// installed on it.
 pub async fn app_health(
     app: &crate::github::installation::AppClient,
+    pages: &PageStore,
     repo: Option<&RepoName>,
     report: &mut StatusReport,
-) -> Result<(), crate::github::installation::InstallationError> {
-    for installation in app.installations().await? {
+) -> Result<(), StatusError> {
+    for installation in app.installations().await.map_err(StatusError::App)? {
         let mut health = InstallationHealth {
             id: installation.id,
             account: installation.account.login.clone(),
@@ -139,10 +144,23 @@ pub async fn app_health(
             error: None,
             repositories: 0,
             repos: Vec::new(),
+            removed: Vec::new(),
         };
         match app.repositories(installation.id).await {
             Ok(mut repos) => {
                 repos.sort_by(|a, b| a.full_name.cmp(&b.full_name));
+                let seen: std::collections::BTreeSet<String> = repos
+                    .iter()
+                    .map(|r| r.full_name.to_ascii_lowercase())
+                    .collect();
+                // The organisation index's rows: one per repository with pages.
+                health.removed = pages
+                    .org_repos(&health.account)
+                    .await?
+                    .into_iter()
+                    .map(|r| r.repo)
+                    .filter(|r| !seen.contains(&r.to_ascii_lowercase()))
+                    .collect();
                 health.repositories = repos.len();
                 health.repos = repos
                     .into_iter()
@@ -167,7 +185,7 @@ pub async fn app_health(
                     "{e}: its new PRs are summarized unenriched; its pages stay"
                 ));
             }
-            Err(e) => return Err(e),
+            Err(e) => return Err(StatusError::App(e)),
         }
     }
     report.attention = attention(report);
@@ -218,6 +236,8 @@ pub enum StatusError {
     Store(#[from] StoreError),
     #[error("SQS GetQueueAttributes on {queue} failed: {message}")]
     Queue { queue: String, message: String },
+    #[error(transparent)]
+    App(crate::github::installation::InstallationError),
 }
 
 /// What `status` reads from.
@@ -422,6 +442,14 @@ fn attention(r: &StatusReport) -> Vec<String> {
             i.error.as_deref().unwrap_or_default()
         ));
     }
+    for i in r.installations.iter().filter(|i| !i.removed.is_empty()) {
+        out.push(format!(
+            "GitHub App installation {} ({}) no longer sees {}, which have pages: their new PRs are summarized unenriched, their pages stay (install the App there again, or leave them)",
+            i.id,
+            i.account,
+            i.removed.join(", ")
+        ));
+    }
     if let Some(why) = &r.not_installed {
         out.push(why.clone());
     }
@@ -523,6 +551,13 @@ pub fn render(r: &StatusReport) -> String {
                 format!(": {}", i.repos.join(", "))
             }
         );
+        if !i.removed.is_empty() {
+            let _ = writeln!(
+                s,
+                "  no longer sees    {} (pages kept, new PRs unenriched)",
+                i.removed.join(", ")
+            );
+        }
     }
     for p in &r.refused_stories {
         let _ = writeln!(
