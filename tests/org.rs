@@ -86,6 +86,12 @@ async fn two_repositories_of_one_installation_land_on_their_own_pages_and_the_or
     for (repo, n, _) in pulls {
         github.put_pull(repo, standin_pull(repo, n, 3));
     }
+    // acme/web says what its modules are in its own file, read with its installation's token.
+    github.add_file(
+        web,
+        ".github/chronicle.yml",
+        "modules:\n  frontend:\n    paths: [\"src/**\"]\n    description: The browser front end of acme.\n",
+    );
 
     // The webhook: one secret for every repository of the App.
     let webhook = handler(t.prs.clone());
@@ -212,9 +218,16 @@ async fn two_repositories_of_one_installation_land_on_their_own_pages_and_the_or
         let index = std::fs::read_to_string(dir.join(format!("{repo}.md"))).unwrap();
         assert!(index.contains(repo), "{index}");
     }
-    // Each PR on its own repository's pages only.
+    // Each PR on its own repository's pages only; each repository's own file applies to its
+    // own pages.
     let api_pages = std::fs::read_to_string(dir.join("acme/api.md")).unwrap();
     assert!(!api_pages.contains("acme/web"), "{api_pages}");
+    assert!(!api_pages.contains("frontend"), "{api_pages}");
+    let frontend = std::fs::read_to_string(dir.join("acme/web/frontend.md")).unwrap();
+    assert!(
+        frontend.contains("**What it is:** The browser front end of acme ([`.github/chronicle.yml`](https://github.com/acme/web/blob/HEAD/.github/chronicle.yml))"),
+        "{frontend}"
+    );
     let org = std::fs::read_to_string(dir.join("acme.md")).unwrap();
     let (at_web, at_api) = (
         org.find("### [acme/web]").expect("web listed"),
