@@ -345,3 +345,60 @@ async fn settle_modules(b: &stages::builder::PageBuilder, t: &Tables) {
         }
     }
 }
+
+/// Notion refuses the organisation page's content when a page appeared under it after the
+/// listing (another build's new index page): it is listed again and sent again, not failed.
+#[tokio::test]
+async fn a_refused_organisation_page_is_listed_and_sent_again() {
+    let sdk = sdk().await;
+    let t = fresh_tables(&sdk).await;
+    let (stub, parent) = NotionStub::start(TOKEN).await;
+    put(&t, &entry("api", 1, "2024-06-01T10:00:00Z")).await;
+    put(&t, &other_entry("ui", 2, "2025-02-01T10:00:00Z")).await;
+    let b = builder(&t, Arc::new(publisher(&t, &stub, &parent)));
+    settle(&b, &t, Duration::from_secs(90)).await;
+    let (org, _) = org_page(&stub, &parent);
+    // Only the organisation page changes: acme/web's row says more than before.
+    let mut rows = t.pages.org_repos("acme").await.unwrap();
+    let web = rows.iter_mut().find(|r| r.repo == OTHER).unwrap();
+    web.entry_count = 41;
+    web.modules[0].entry_count = 41;
+    t.pages.put_org_repo("acme", web).await.unwrap();
+    let rows = t.pages.org_repos("acme").await.unwrap();
+    let before = stub.count("PATCH", "/v1/pages/", "/markdown");
+    stub.fault(
+        Some("PATCH markdown"),
+        support::notion_stub::Fault::Invalid(
+            "Content would delete child pages that were not named".into(),
+        ),
+    );
+    use stages::publish::Publisher as _;
+    let published = publisher(&t, &stub, &parent)
+        .publish_org(&stages::publish::OrgSet {
+            org: "acme",
+            repos: &rows,
+            owner: "org-build",
+            deadline: support::within(60),
+        })
+        .await
+        .expect("published, not failed");
+    assert_eq!(published.documents, 1);
+    let markdown = stub.markdown(&org);
+    assert!(markdown.contains(": 41 pull requests"), "{markdown}");
+    let org_patches: Vec<Option<u16>> = stub
+        .requests()
+        .iter()
+        .filter(|r| r.method == "PATCH" && r.path.contains(&org))
+        .map(|r| r.status)
+        .collect();
+    assert_eq!(
+        stub.count("PATCH", "/v1/pages/", "/markdown") - before,
+        2,
+        "only the organisation page: {org_patches:?}"
+    );
+    assert_eq!(
+        &org_patches[org_patches.len() - 2..],
+        [Some(400), Some(200)],
+        "refused once, listed and sent again"
+    );
+}

@@ -82,7 +82,6 @@ impl NotionPublisher {
     }
 
     async fn replace_org_page(&self, set: &OrgSet<'_>) -> Result<Published, PublishError> {
-        let mut published = Published::default();
         let item = self.pages.org_page_item(set.org).await?;
         let page_set = org_set(&item, set.owner, set.deadline);
         let mut known: Known = item.notion.clone();
@@ -111,11 +110,41 @@ impl NotionPublisher {
         if record.hash.as_deref() == Some(expected_hash.as_str())
             && listed_within(&record, now, RELIST_AFTER)
         {
-            return Ok(published);
+            return Ok(Published::default());
         }
-        let listed = match self.client.child_pages(&id, set.deadline).await {
+        // A repository's index page created under it between the listing and the replace is
+        // not named, and Notion refuses the content: listed again, and sent again once.
+        for attempt in 0..2 {
+            match self.list_and_replace(set, &item, &id, now).await? {
+                Some(p) => return Ok(p),
+                None if attempt == 0 => tracing::info!(
+                    org = set.org,
+                    page = %id,
+                    "Notion refused the organisation page: its child pages are listed, and it is sent again"
+                ),
+                None => {}
+            }
+        }
+        Err(PublishError::Busy(format!(
+            "Notion refused the organisation page of {} twice: its child pages changed meanwhile",
+            set.org
+        )))
+    }
+
+    /// Lists the organisation page's children (moving index pages under it), then replaces its
+    /// content naming them. `None`: Notion refused the content.
+    async fn list_and_replace(
+        &self,
+        set: &OrgSet<'_>,
+        item: &PageItem,
+        id: &str,
+        now: OffsetDateTime,
+    ) -> Result<Option<Published>, PublishError> {
+        let mut published = Published::default();
+        let page_set = org_set(item, set.owner, set.deadline);
+        let listed = match self.client.child_pages(id, set.deadline).await {
             Ok(listed) => listed,
-            Err(e) if e.is_not_found() => return self.org_gone(set, &item, &id, e).await,
+            Err(e) if e.is_not_found() => return self.org_gone(set, item, id, e).await.map(Some),
             Err(e) => return Err(e.into()),
         };
         let mut children: BTreeSet<String> = listed.iter().map(|c| normalize_id(&c.id)).collect();
@@ -126,7 +155,7 @@ impl NotionPublisher {
             if children.contains(&normalize_id(&index.id)) {
                 continue;
             }
-            if self.adopt_index(&id, &index.id, set).await? {
+            if self.adopt_index(id, &index.id, set).await? {
                 tracing::info!(repo = %row.repo, page = %index.id, "moved a repository's index page under its organisation page");
                 children.insert(normalize_id(&index.id));
             }
@@ -142,7 +171,7 @@ impl NotionPublisher {
         let markdown = with_others(markdown, &named);
         match self
             .client
-            .replace_markdown(&id, &markdown, set.deadline)
+            .replace_markdown(id, &markdown, set.deadline)
             .await
         {
             Ok(()) => {
@@ -153,16 +182,17 @@ impl NotionPublisher {
                         &item.repo,
                         INDEX_MODULE,
                         MAIN_LABEL,
-                        &id,
+                        id,
                         &content_hash(&markdown),
                         Some((now, &others)),
                     )
                     .await?;
-                Ok(published)
+                Ok(Some(published))
             }
             Err(e) if e.is_not_found() || e.is_archived() => {
-                self.org_gone(set, &item, &id, e).await
+                self.org_gone(set, item, id, e).await.map(Some)
             }
+            Err(NotionError::Invalid { .. }) => Ok(None),
             Err(e) => Err(e.into()),
         }
     }
