@@ -756,9 +756,13 @@ async fn an_organisation_is_backfilled_through_its_app_installation() {
     stand_in.add_app_hook("1", &fixture("app-test-key.pub.pem"), 1, None);
     let (api, web, old, empty) = ("acme/api", "acme/web", "acme/old", "acme/empty");
     let mut merged = 0;
+    let mut api_merged = 0;
     for (repo, prs) in [(api, 120), (web, 80), (old, 10)] {
         let pulls = history_pulls(repo, &spec(prs));
         merged += if repo == old { 0 } else { merged_count(&pulls) };
+        if repo == api {
+            api_merged = merged_count(&pulls);
+        }
         stand_in.set_repo(repo, pulls);
     }
     stand_in.set_repo(empty, Vec::new());
@@ -797,23 +801,32 @@ async fn an_organisation_is_backfilled_through_its_app_installation() {
         reserve_points: 2,
         ..Default::default()
     };
-    // A run stopped once part of the first repository is in (the process killed: its future
-    // dropped mid-request).
+    // A run stopped once the first repository's first page is checkpointed, before its last
+    // (the process killed: its future dropped, mid-request or mid-wait).
+    let checkpoints = stages::store::CheckpointStore::new(
+        aws_sdk_dynamodb::Client::new(&target.sdk),
+        target.pages_table.clone(),
+    );
+    let api_name = stages::domain::RepoName::parse(api).unwrap();
     {
         let run = infra::backfill_org::run_org(&args, &target);
         tokio::pin!(run);
         loop {
             tokio::select! {
                 r = &mut run => panic!("the run ended before it was stopped: {r:?}"),
-                _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+                _ = tokio::time::sleep(Duration::from_millis(20)) => {}
             }
-            if all_items(&tables.prs).await.len() >= 40 {
+            let checkpoint = checkpoints.get(&api_name).await.unwrap();
+            if checkpoint.is_some_and(|c| c.cursor.is_some() && c.finished_at.is_none()) {
                 break;
             }
         }
     }
     let stopped_with = all_items(&tables.prs).await.len();
-    assert!(stopped_with < merged, "{stopped_with} of {merged}");
+    assert!(
+        stopped_with < api_merged,
+        "stopped inside acme/api: {stopped_with} of {api_merged}"
+    );
     // The token in hand expires just before the next run's second GraphQL query: that query
     // is refused with 401 and asked again with a new token.
     stand_in.expire_installation_tokens_at_graphql_request(stand_in.stats().graphql_requests + 2);
@@ -834,8 +847,8 @@ async fn an_organisation_is_backfilled_through_its_app_installation() {
     let names: Vec<&str> = report.done.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names, [api, web]);
     assert!(
-        report.done[0].1.resumed,
-        "api resumed at its checkpoint: {report:?}"
+        report.done[0].1.resumed && report.done[0].1.imported > 0,
+        "api resumed at its checkpoint, and imported the rest: {report:?}"
     );
     let imported: u64 = report.done.iter().map(|(_, r)| r.imported).sum();
     assert!(
