@@ -317,6 +317,33 @@ async fn publishes_of_one_organisation_page_take_turns() {
         after.contains("- [ui](https://www.notion.so/") && after.contains(": 2 pull requests"),
         "{after}"
     );
+    // A build that died holding the lease holds up the others until it expires, no longer.
+    let now = OffsetDateTime::now_utc();
+    assert!(t
+        .pages
+        .claim_org_publish(
+            "acme",
+            "a-dead-build",
+            now,
+            now + time::Duration::seconds(2)
+        )
+        .await
+        .unwrap());
+    put(&t, &other_entry("ui", 4, "2025-04-01T10:00:00Z")).await;
+    settle_modules(&b, &t).await;
+    let outcome = b
+        .build(OTHER, INDEX_MODULE, "index-build-3", support::within(60))
+        .await
+        .unwrap();
+    assert!(
+        matches!(outcome, stages::builder::BuildOutcome::Built { .. }),
+        "{outcome:?}"
+    );
+    assert!(
+        stub.markdown(&org).contains(": 3 pull requests"),
+        "{}",
+        stub.markdown(&org)
+    );
     // The lease is given back: the next build takes it at once.
     assert!(t
         .pages
@@ -400,5 +427,40 @@ async fn a_refused_organisation_page_is_listed_and_sent_again() {
         &org_patches[org_patches.len() - 2..],
         [Some(400), Some(200)],
         "refused once, listed and sent again"
+    );
+}
+
+/// Refused twice (the content itself is wrong, or the page keeps changing): the build fails
+/// with Notion's message (the builder records it on the index's page item, as every failure),
+/// instead of being retried as busy forever.
+#[tokio::test]
+async fn an_organisation_page_refused_twice_fails_its_build_with_notions_message() {
+    let sdk = sdk().await;
+    let t = fresh_tables(&sdk).await;
+    let (stub, parent) = NotionStub::start(TOKEN).await;
+    put(&t, &entry("api", 1, "2024-06-01T10:00:00Z")).await;
+    let b = builder(&t, Arc::new(publisher(&t, &stub, &parent)));
+    settle(&b, &t, Duration::from_secs(60)).await;
+    let rows = t.pages.org_repos("acme").await.unwrap();
+    let mut changed = rows.clone();
+    changed[0].entry_count = 7;
+    for _ in 0..2 {
+        stub.fault(
+            Some("PATCH markdown"),
+            support::notion_stub::Fault::Invalid("Content is not valid markdown.".into()),
+        );
+    }
+    use stages::publish::Publisher as _;
+    let result = publisher(&t, &stub, &parent)
+        .publish_org(&stages::publish::OrgSet {
+            org: "acme",
+            repos: &changed,
+            owner: "org-build",
+            deadline: support::within(60),
+        })
+        .await;
+    assert!(
+        matches!(&result, Err(stages::publish::PublishError::Notion(e)) if e.to_string().contains("not valid markdown")),
+        "{result:?}"
     );
 }

@@ -22,6 +22,22 @@ pub(super) fn org_title(org: &str) -> String {
     format!("{org} · repositories")
 }
 
+/// What the organisation page is made from: its rows and the other pages under it, as the
+/// content they give when every index page is its child. Recorded after a replace, and
+/// compared before the next, so an index page a person moved elsewhere (the content then
+/// differs) does not make every build list and send the page again.
+fn input_hash(set: &OrgSet<'_>, others: &[OtherPage]) -> String {
+    let all: BTreeSet<String> = set
+        .repos
+        .iter()
+        .filter_map(|r| r.notion_index.as_ref().map(|p| normalize_id(&p.id)))
+        .collect();
+    content_hash(&with_others(
+        org_page_notion(set.org, set.repos, &all),
+        others,
+    ))
+}
+
 /// The owner of `owner/name`.
 fn owner_of(repo: &str) -> &str {
     repo.split_once('/').map_or(repo, |(owner, _)| owner)
@@ -99,46 +115,37 @@ impl NotionPublisher {
         let id = id_of(&known, MAIN_LABEL).ok_or(PublishError::LeaseLost)?;
         let record = known.get(MAIN_LABEL).cloned().unwrap_or_default();
         let now = OffsetDateTime::now_utc();
-        // Steady state: every index page is a child, as last listed, and nothing changed.
-        let all: BTreeSet<String> = set
-            .repos
-            .iter()
-            .filter_map(|r| r.notion_index.as_ref().map(|p| normalize_id(&p.id)))
-            .collect();
-        let expected = org_page_notion(set.org, set.repos, &all);
-        let expected_hash = content_hash(&with_others(expected, &record.others));
-        if record.hash.as_deref() == Some(expected_hash.as_str())
+        // Steady state: the same rows and other pages as last sent, listed within a day.
+        if record.hash.as_deref() == Some(input_hash(set, &record.others).as_str())
             && listed_within(&record, now, RELIST_AFTER)
         {
             return Ok(Published::default());
         }
         // A repository's index page created under it between the listing and the replace is
-        // not named, and Notion refuses the content: listed again, and sent again once.
-        for attempt in 0..2 {
-            match self.list_and_replace(set, &item, &id, now).await? {
-                Some(p) => return Ok(p),
-                None if attempt == 0 => tracing::info!(
-                    org = set.org,
-                    page = %id,
-                    "Notion refused the organisation page: its child pages are listed, and it is sent again"
-                ),
-                None => {}
-            }
+        // not named, and Notion refuses the content: listed again, and sent again once. A
+        // second refusal is the build's failure, recorded with Notion's message.
+        if let Some(published) = self.list_and_replace(set, &item, &id, now, false).await? {
+            return Ok(published);
         }
-        Err(PublishError::Busy(format!(
-            "Notion refused the organisation page of {} twice: its child pages changed meanwhile",
-            set.org
-        )))
+        tracing::info!(
+            org = set.org,
+            page = %id,
+            "Notion refused the organisation page: its child pages are listed, and it is sent again"
+        );
+        self.list_and_replace(set, &item, &id, now, true)
+            .await?
+            .ok_or(PublishError::LeaseLost)
     }
 
     /// Lists the organisation page's children (moving index pages under it), then replaces its
-    /// content naming them. `None`: Notion refused the content.
+    /// content naming them. `None`: Notion refused the content (unless `last`: its error).
     async fn list_and_replace(
         &self,
         set: &OrgSet<'_>,
         item: &PageItem,
         id: &str,
         now: OffsetDateTime,
+        last: bool,
     ) -> Result<Option<Published>, PublishError> {
         let mut published = Published::default();
         let page_set = org_set(item, set.owner, set.deadline);
@@ -183,7 +190,7 @@ impl NotionPublisher {
                         INDEX_MODULE,
                         MAIN_LABEL,
                         id,
-                        &content_hash(&markdown),
+                        &input_hash(set, &others),
                         Some((now, &others)),
                     )
                     .await?;
@@ -192,7 +199,7 @@ impl NotionPublisher {
             Err(e) if e.is_not_found() || e.is_archived() => {
                 self.org_gone(set, item, id, e).await.map(Some)
             }
-            Err(NotionError::Invalid { .. }) => Ok(None),
+            Err(NotionError::Invalid { .. }) if !last => Ok(None),
             Err(e) => Err(e.into()),
         }
     }

@@ -5,8 +5,12 @@ use super::*;
 use crate::pages::MAIN_LABEL;
 
 /// How long a build waits for another build's publish of the same organisation page before it
-/// gives up (its repository's index is built again at a later tick).
-const ORG_WAIT: Duration = Duration::from_secs(30);
+/// gives up (its repository's index is built again at a later tick; the holder reads its row
+/// anyway if it publishes again).
+const ORG_WAIT: Duration = Duration::from_secs(10);
+/// How long one round's lease lasts (renewed before each round, and no round's publish runs
+/// past it): a build that dies holding it holds up the others this long at most.
+const ORG_LEASE: Duration = Duration::from_secs(120);
 
 impl PageBuilder {
     /// Records `repo`'s row on its owner's index from its index rows (bounded: see
@@ -63,7 +67,11 @@ impl PageBuilder {
         let mut row = crate::pages::org::org_row(repo, modules);
         row.notion_index = notion_index;
         self.pages.put_org_repo(org, &row).await?;
-        self.take_org_lease(org, owner, deadline).await?;
+        if !self.take_org_lease(org, owner, deadline, ORG_WAIT).await? {
+            return Err(BuildError::Publish(PublishError::Busy(format!(
+                "another build is publishing the organisation index of {org}"
+            ))));
+        }
         let published = self.publish_org_rounds(org, owner, deadline).await;
         if let Err(e) = self.pages.release_org_publish(org, owner).await {
             tracing::warn!(org, error = %e, "could not give the organisation page's lease back; it expires at the build's deadline");
@@ -71,26 +79,28 @@ impl PageBuilder {
         published
     }
 
-    /// Waits (at most [`ORG_WAIT`]) for the organisation page's publish lease, held until the
-    /// build's deadline: a build that dies holding it holds up the others no longer.
+    /// Takes (or renews) the organisation page's publish lease for [`ORG_LEASE`] or until the
+    /// build's deadline, waiting at most `wait` for another holder. `false`: another holds it.
     async fn take_org_lease(
         &self,
         org: &str,
         owner: &str,
         deadline: Instant,
-    ) -> Result<(), BuildError> {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let give_up = Instant::now() + ORG_WAIT.min(left);
+        wait: Duration,
+    ) -> Result<bool, BuildError> {
+        let give_up = Instant::now() + wait.min(deadline.saturating_duration_since(Instant::now()));
         loop {
             let now = OffsetDateTime::now_utc();
-            let until = now + left + Duration::from_secs(5);
-            if self.pages.claim_org_publish(org, owner, now, until).await? {
-                return Ok(());
+            let lease = ORG_LEASE.min(deadline.saturating_duration_since(Instant::now()));
+            if self
+                .pages
+                .claim_org_publish(org, owner, now, now + lease)
+                .await?
+            {
+                return Ok(true);
             }
             if Instant::now() >= give_up {
-                return Err(BuildError::Publish(PublishError::Busy(format!(
-                    "another build is publishing the organisation index of {org}"
-                ))));
+                return Ok(false);
             }
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
@@ -106,12 +116,22 @@ impl PageBuilder {
         const ROUNDS: usize = 3;
         let mut repos = self.pages.org_repos(org).await?;
         let mut published = Published::default();
-        for _ in 0..ROUNDS {
+        for round in 0..ROUNDS {
+            // The lease is renewed before each round, and no publish outlives it. Lost (it
+            // expired and another build took it): that build reads the rows, this one's too.
+            if round > 0
+                && !self
+                    .take_org_lease(org, owner, deadline, Duration::ZERO)
+                    .await?
+            {
+                break;
+            }
+            let lease_ends = Instant::now() + ORG_LEASE - Duration::from_secs(5);
             let set = OrgSet {
                 org,
                 repos: &repos,
                 owner,
-                deadline,
+                deadline: deadline.min(lease_ends),
             };
             let p = self.publisher.publish_org(&set).await?;
             published.documents += p.documents;
