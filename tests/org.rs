@@ -307,6 +307,37 @@ async fn two_repositories_of_one_installation_land_on_their_own_pages_and_the_or
         row.contains_key(stages::store::attr::ENRICHED_AT),
         "{row:?}"
     );
+    // A late delivery from acme/web naming the old installation (whose repositories were all
+    // forgotten when it was found gone): not believed again, no token asked of it, and GitHub
+    // says the App is not installed there.
+    let asked_31 = github.count_matching("/app/installations/31/access_tokens");
+    github.put_pull(web, standin_pull(web, 23, 2));
+    let body = serde_json::to_vec(&delivery(web, 23, "2025-03-03T10:00:00Z", 31)).unwrap();
+    webhook
+        .handle(signed("pull_request", "guid-23", body))
+        .await;
+    let mut stream = Event::default();
+    stream.records = vec![insert_record(&t, web, 23).await];
+    enrich
+        .invoke(
+            stages::enrich::EnrichTrigger::Stream(stream),
+            within(30),
+            "inv-enrich-4",
+        )
+        .await
+        .unwrap();
+    let row = stored_row(&t.prs, web, 23).await;
+    assert!(
+        row.get(stages::store::attr::ENRICH_SKIPPED_REASON)
+            .and_then(|v| v.as_s().ok())
+            .is_some_and(|r| r.contains("not installed on acme/web")),
+        "{row:?}"
+    );
+    assert_eq!(
+        github.count_matching("/app/installations/31/access_tokens"),
+        asked_31,
+        "installation 31 is known gone"
+    );
 
     // `chronicle status`: each installation's token health and what it sees, and why acme/web
     // is no longer enriched.

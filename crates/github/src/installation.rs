@@ -111,6 +111,9 @@ struct Cached {
 struct State {
     tokens: HashMap<u64, Cached>,
     installations: HashMap<String, u64>,
+    /// Installations found uninstalled: a delivery naming one is not believed (ids are never
+    /// reused; a reinstall has a new one).
+    gone: std::collections::HashSet<u64>,
     minted: HashMap<u64, u64>,
     refreshed: HashMap<u64, u64>,
 }
@@ -238,10 +241,12 @@ impl AppClient {
     /// the first request for it is not `GET /repos/{owner}/{repo}/installation`. A stale one
     /// costs one refused mint, after which GitHub is asked ([`AppClient::token`] forgets it).
     pub fn remember(&self, repo: &str, installation: u64) {
-        self.state()
-            .installations
-            .entry(format!("repos/{repo}"))
-            .or_insert(installation);
+        let mut st = self.state();
+        if !st.gone.contains(&installation) {
+            st.installations
+                .entry(format!("repos/{repo}"))
+                .or_insert(installation);
+        }
     }
 
     /// Forgets which installation `repo` has, so the next request asks GitHub: the repository
@@ -326,9 +331,9 @@ impl AppClient {
             // Uninstalled: the repositories it served are asked again which installation they
             // have (a reinstall has a new id).
             404 => {
-                self.state()
-                    .installations
-                    .retain(|_, id| *id != installation);
+                let mut st = self.state();
+                st.installations.retain(|_, id| *id != installation);
+                st.gone.insert(installation);
                 return Err(InstallationError::Uninstalled(installation));
             }
             403 => return Err(InstallationError::Suspended(installation)),
