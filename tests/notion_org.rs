@@ -136,23 +136,28 @@ async fn an_index_page_published_before_the_organisation_page_is_moved_under_it(
     let t = fresh_tables(&sdk).await;
     let (stub, parent) = NotionStub::start(TOKEN).await;
     put(&t, &entry("api", 1, "2024-06-01T10:00:00Z")).await;
+    put(&t, &other_entry("ui", 2, "2025-02-01T10:00:00Z")).await;
     let b = builder(&t, Arc::new(publisher(&t, &stub, &parent)));
-    settle(&b, &t, Duration::from_secs(60)).await;
-    // As an earlier version left it: the index under the configured parent, no organisation
-    // page and no record of one.
+    settle(&b, &t, Duration::from_secs(90)).await;
+    // As an earlier version left it: the indexes under the configured parent, no organisation
+    // page, no record of one, and no organisation rows.
     let index = index_of(&stub, REPO);
+    let quiet = index_of(&stub, OTHER);
     let (api, _) = page(&stub, "api");
     let (old_org, _) = org_page(&stub, &parent);
     stub.reparent(&index, &parent);
+    stub.reparent(&quiet, &parent);
     stub.delete(&old_org);
-    aws_sdk_dynamodb::Client::new(&sdk)
-        .delete_item()
-        .table_name(t.pages.table_name())
-        .key("repo", AttributeValue::S("#org/acme".into()))
-        .key("module", AttributeValue::S(INDEX_MODULE.into()))
-        .send()
-        .await
-        .unwrap();
+    for key in [INDEX_MODULE, REPO, OTHER] {
+        aws_sdk_dynamodb::Client::new(&sdk)
+            .delete_item()
+            .table_name(t.pages.table_name())
+            .key("repo", AttributeValue::S("#org/acme".into()))
+            .key("module", AttributeValue::S(key.into()))
+            .send()
+            .await
+            .unwrap();
+    }
     assert_eq!(stub.parent(&index).as_deref(), Some(parent.as_str()));
 
     put(&t, &entry("api", 2, "2024-06-02T10:00:00Z")).await;
@@ -167,7 +172,17 @@ async fn an_index_page_published_before_the_organisation_page_is_moved_under_it(
     );
     assert_eq!(page(&stub, "api").0, api, "its module pages with it");
     assert!(markdown.contains(&index.replace('-', "")), "{markdown}");
-    assert_eq!(stub.count("POST", "/v1/pages/", "/move"), 1);
+    // The quiet repository (no merge since) is built again and moved too.
+    for _ in 0..3 {
+        settle(&b, &t, Duration::from_secs(60)).await;
+    }
+    assert_eq!(stub.parent(&quiet).as_deref(), Some(org.as_str()), "moved");
+    assert_eq!(stub.count("POST", "/v1/pages/", "/move"), 2);
+    let markdown = stub.markdown(&org);
+    assert!(
+        markdown.contains(&quiet.replace('-', "")) && markdown.contains("### acme/web"),
+        "{markdown}"
+    );
 }
 
 #[tokio::test]

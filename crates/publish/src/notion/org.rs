@@ -83,7 +83,47 @@ impl NotionPublisher {
             &mut known,
         )
         .await?;
+        self.wake_old_indexes(org, set.deadline).await?;
         id_of(&known, MAIN_LABEL).ok_or(PublishError::LeaseLost)
+    }
+
+    /// Marks stale the index of every repository of `org` whose index page this integration
+    /// made directly under the configured parent (where an earlier version put them), so each
+    /// one's next build moves it under the organisation page just made or found, not only
+    /// those that happen to merge again. Once per organisation page (it is then recorded).
+    async fn wake_old_indexes(
+        &self,
+        org: &str,
+        deadline: std::time::Instant,
+    ) -> Result<(), PublishError> {
+        let listed = self
+            .client
+            .child_pages(&self.parent_page_id, deadline)
+            .await?;
+        let indexes: Vec<(chronicle_domain::RepoName, ChildPage)> = listed
+            .into_iter()
+            .filter(|c| !c.database)
+            .filter_map(|c| {
+                let repo = c.title.strip_suffix(" · modules")?;
+                let repo = chronicle_domain::RepoName::parse(repo).ok()?;
+                (repo.owner() == org).then_some((repo, c))
+            })
+            .collect();
+        if indexes.is_empty() {
+            return Ok(());
+        }
+        let bot = self.client.bot_id(deadline).await?;
+        let now = OffsetDateTime::now_utc();
+        for (repo, child) in indexes {
+            if child.created_by.as_deref() != Some(bot.as_str()) {
+                continue;
+            }
+            tracing::info!(repo = %repo, page = %child.id, "an index page under the parent: its repository's index is built again, and moved");
+            self.pages
+                .mark_stale(repo.as_str(), INDEX_MODULE, &[], now)
+                .await?;
+        }
+        Ok(())
     }
 
     /// Replaces the organisation page from its rows (created first if there is none).
@@ -102,6 +142,7 @@ impl NotionPublisher {
         let page_set = org_set(&item, set.owner, set.deadline);
         let mut known: Known = item.notion.clone();
         let parent = self.parent_page_id.clone();
+        let new = id_of(&known, MAIN_LABEL).is_none();
         self.ensure(
             &page_set,
             INDEX_MODULE,
@@ -112,6 +153,9 @@ impl NotionPublisher {
             &mut known,
         )
         .await?;
+        if new {
+            self.wake_old_indexes(set.org, set.deadline).await?;
+        }
         let id = id_of(&known, MAIN_LABEL).ok_or(PublishError::LeaseLost)?;
         let record = known.get(MAIN_LABEL).cloned().unwrap_or_default();
         let now = OffsetDateTime::now_utc();
