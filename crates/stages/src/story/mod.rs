@@ -24,6 +24,7 @@ use crate::domain::{parse_rfc3339, rfc3339_millis, ModuleEntry, YearStats};
 use chronicle_llm::{Answer, WriteError, Writer};
 
 pub mod claims;
+pub mod figures;
 
 pub use claims::{Sources, Unsupported};
 
@@ -46,9 +47,9 @@ pub struct StoryPrompt {
     pub prs: BTreeSet<u64>,
     /// Authors (lowercased logins): the only people the story may name.
     pub people: BTreeSet<String>,
-    /// The module's own numbers (its years, their counts, the PR numbers of its milestones): a
-    /// sentence may state these, and those of the PRs it cites.
-    pub numbers: BTreeSet<u64>,
+    /// The module's figures (its years, and per year what it counts): a sentence may state
+    /// these as what they count, and the numbers of the PRs it cites ([`figures`]).
+    pub figures: figures::Figures,
     /// What each PR's facts say: what a sentence citing it may say.
     pub sources: Sources,
     pub hash: String,
@@ -168,7 +169,11 @@ pub fn prompt(
         user.push_str(&format!("What it says it is: {d}\n"));
     }
     user.push_str("\nYears:\n");
+    let mut figures = figures::Figures::default();
     for (year, stats) in years {
+        if let Ok(y) = year.parse() {
+            figures.add_year(y, stats.count, &stats.digest.kinds);
+        }
         let kinds: Vec<String> = stats
             .digest
             .kinds
@@ -211,8 +216,6 @@ pub fn prompt(
             ));
         }
     }
-    // The module's own figures end here: its numbers may be stated by any sentence.
-    let numbers = numbers_in(&user);
     user.push_str("\nSignificant pull requests (newest first):\n");
     let milestone_numbers: BTreeSet<u64> = prs.clone();
     let mut ranked: Vec<&ModuleEntry> = recent
@@ -280,7 +283,7 @@ pub fn prompt(
         user,
         prs,
         people,
-        numbers,
+        figures,
         sources,
         hash: hex::encode(digest.finalize()),
         cache: true,
@@ -502,7 +505,7 @@ pub fn check_sentences(text: &str, prompt: &StoryPrompt) -> Result<Vec<Checked>,
     let facts = claims::Facts {
         prs: &prompt.prs,
         people: &prompt.people,
-        numbers: &prompt.numbers,
+        figures: &prompt.figures,
         sources: &prompt.sources,
     };
     let mut checked = Vec::new();
