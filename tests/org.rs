@@ -377,13 +377,13 @@ async fn two_repositories_of_one_installation_land_on_their_own_pages_and_the_or
         report
             .attention
             .iter()
-            .any(|a| a.contains("no longer sees acme/web") && a.contains("pages stay")),
+            .any(|a| a.contains("does not see acme/web") && a.contains("pages stay")),
         "{:?}",
         report.attention
     );
     let text = stages::status::render(&report);
     assert!(
-        text.contains("no longer sees    acme/web (pages kept, new PRs unenriched)"),
+        text.contains("does not see      acme/web (pages kept, new PRs unenriched)"),
         "{text}"
     );
     let _ = std::fs::remove_dir_all(&dir);

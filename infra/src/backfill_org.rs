@@ -109,18 +109,23 @@ pub async fn run_org(args: &BackfillArgs, target: &Target) -> Result<OrgReport, 
         id: installation,
     };
     let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    // On a terminal, a bar over the repositories and, under it, the current one's over its
+    // PRs (a line printed above them, not through them); otherwise a line per repository and
+    // per page.
+    let multi = indicatif::MultiProgress::new();
+    let notices = multi.clone();
     let github = GraphQlClient::with_auth(&target.api_url, auth.clone(), Duration::from_secs(30))
         .map_err(|e| (EXIT_FAILED, format!("building the HTTP client failed: {e}")))?
-        .with_wait_notice(Arc::new(|wait, why| {
-            eprintln!("waiting {:.0} s: {why}", wait.as_secs_f64())
+        .with_wait_notice(Arc::new(move |wait, why| {
+            let line = format!("waiting {:.0} s: {why}", wait.as_secs_f64());
+            if !tty || notices.println(&line).is_err() {
+                eprintln!("{line}");
+            }
         }));
     let client = aws_sdk_dynamodb::Client::new(&target.sdk);
     let store = PrStore::new(client.clone(), target.table.clone());
     let checkpoints = CheckpointStore::new(client.clone(), target.pages_table.clone());
     let total = repos.len();
-    // On a terminal, a bar over the repositories and, under it, the current one's over its
-    // PRs; otherwise a line per repository and per page.
-    let multi = indicatif::MultiProgress::new();
     let over_repos = tty.then(|| {
         let bar = multi.add(indicatif::ProgressBar::new(total as u64));
         bar.set_style(
@@ -143,6 +148,10 @@ pub async fn run_org(args: &BackfillArgs, target: &Target) -> Result<OrgReport, 
             Ok(o) => o,
             Err(e) => {
                 report.failed.push((repo.full_name.clone(), e.to_string()));
+                progress.finish();
+                if let Some(bar) = &over_repos {
+                    bar.inc(1);
+                }
                 continue;
             }
         };

@@ -444,7 +444,7 @@ fn attention(r: &StatusReport) -> Vec<String> {
     }
     for i in r.installations.iter().filter(|i| !i.removed.is_empty()) {
         out.push(format!(
-            "GitHub App installation {} ({}) no longer sees {}, which have pages: their new PRs are summarized unenriched, their pages stay (install the App there again, or leave them)",
+            "GitHub App installation {} ({}) does not see {}, which have pages (the App was removed from them, or they came through a repository webhook): their new PRs are summarized unenriched, their pages stay",
             i.id,
             i.account,
             i.removed.join(", ")
@@ -554,7 +554,7 @@ pub fn render(r: &StatusReport) -> String {
         if !i.removed.is_empty() {
             let _ = writeln!(
                 s,
-                "  no longer sees    {} (pages kept, new PRs unenriched)",
+                "  does not see      {} (pages kept, new PRs unenriched)",
                 i.removed.join(", ")
             );
         }

@@ -228,8 +228,9 @@ impl PageBuilder {
             );
             return Ok(stored.filter(|s| !s.text.is_empty()));
         }
-        if !current {
-            // Only a call that will be made counts as the cache's last use.
+        if !current && !prompt.prs.is_empty() {
+            // Only a call that will be made counts as the cache's last use (`story_for` asks
+            // nothing of a prompt with no PR to cite).
             prompt.cache = self.cache.mark(now);
         }
         let story = crate::story::story_for(
