@@ -83,6 +83,7 @@ impl NotionPublisher {
             &mut known,
         )
         .await?;
+        // Made (or found) just now: once per organisation page.
         self.wake_old_indexes(org, set.deadline).await?;
         id_of(&known, MAIN_LABEL).ok_or(PublishError::LeaseLost)
     }
