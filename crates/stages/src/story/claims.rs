@@ -457,7 +457,14 @@ pub fn check(sentence: &str, facts: &Facts) -> Result<(), Unsupported> {
         return Err(Unsupported::UnknownTerm(c.to_string()));
     }
     let figures = facts.figures;
-    if let Some(n) = super::figures::stated(&strip_references(&shown))
+    let numbers = super::figures::stated(&strip_references(&shown));
+    // Counts of a year the sentence names are that year's.
+    let named: Vec<u64> = numbers
+        .iter()
+        .filter(|s| !s.in_name && figures.is_year(s.n))
+        .map(|s| s.n)
+        .collect();
+    if let Some(n) = numbers
         .into_iter()
         .find(|s| {
             let allowed = if s.in_name {
@@ -466,7 +473,7 @@ pub fn check(sentence: &str, facts: &Facts) -> Result<(), Unsupported> {
                 sources.holds_number(&cited, s.n)
                     || figures.is_year(s.n)
                     || s.unit
-                        .is_some_and(|unit| figures.counts(s.n, unit, cited.len()))
+                        .is_some_and(|unit| figures.counts(s.n, unit, cited.len(), &named))
             };
             !allowed
         })
