@@ -159,6 +159,30 @@ async fn an_index_page_published_before_the_organisation_page_is_moved_under_it(
             .unwrap();
     }
     assert_eq!(stub.parent(&index).as_deref(), Some(parent.as_str()));
+    // An index page of a repository this deployment does not track (another deployment's, made
+    // with the same integration): it makes no build.
+    let mut made = false;
+    for _ in 0..10 {
+        let answer = reqwest::Client::new()
+            .post(format!("{}/v1/pages", stub.url()))
+            .bearer_auth(TOKEN)
+            .header("Notion-Version", "2026-03-11")
+            .json(&serde_json::json!({
+                "parent": {"type": "page_id", "page_id": parent},
+                "properties": {"title": {"title": [{"type": "text", "text": {"content": "acme/ghost · modules"}}]}},
+                "markdown": "Another deployment's index.",
+            }))
+            .send()
+            .await
+            .unwrap();
+        if answer.status().is_success() {
+            made = true;
+            break;
+        }
+        // Notion's pace: 429 with Retry-After.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert!(made);
 
     put(&t, &entry("api", 2, "2024-06-02T10:00:00Z")).await;
     settle(&b, &t, Duration::from_secs(60)).await;
@@ -178,6 +202,19 @@ async fn an_index_page_published_before_the_organisation_page_is_moved_under_it(
     }
     assert_eq!(stub.parent(&quiet).as_deref(), Some(org.as_str()), "moved");
     assert_eq!(stub.count("POST", "/v1/pages/", "/move"), 2);
+    assert!(
+        t.pages
+            .get("acme/ghost", INDEX_MODULE)
+            .await
+            .unwrap()
+            .is_none(),
+        "no page item for a repository this deployment does not track"
+    );
+    assert_eq!(
+        stub.pages_titled("acme/ghost · modules").len(),
+        1,
+        "and no page made for it"
+    );
     let markdown = stub.markdown(&org);
     assert!(
         markdown.contains(&quiet.replace('-', "")) && markdown.contains("### acme/web"),

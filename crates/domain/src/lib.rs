@@ -391,6 +391,10 @@ pub struct PageItem {
     /// build has marked its module pages stale.
     #[serde(default)]
     pub layout_changed_at: Option<String>,
+    /// On an organisation page's item: when the index pages an earlier version left under the
+    /// configured parent were last looked for (once, after the page is made).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub woken_at: Option<String>,
     /// The order keys of the entries changed since the last build (bounded): a build reads
     /// again only the years of those its module page does not hold.
     #[serde(default)]

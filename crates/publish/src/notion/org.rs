@@ -83,15 +83,14 @@ impl NotionPublisher {
             &mut known,
         )
         .await?;
-        // Made (or found) just now: once per organisation page.
-        self.wake_old_indexes(org, set.deadline).await?;
         id_of(&known, MAIN_LABEL).ok_or(PublishError::LeaseLost)
     }
 
     /// Marks stale the index of every repository of `org` whose index page this integration
     /// made directly under the configured parent (where an earlier version put them), so each
-    /// one's next build moves it under the organisation page just made or found, not only
-    /// those that happen to merge again. Once per organisation page (it is then recorded).
+    /// one's next build moves it under the organisation page, not only those that happen to
+    /// merge again. Only an index this deployment records as that very page: a page of another
+    /// deployment, or of a repository it no longer tracks, makes no build.
     async fn wake_old_indexes(
         &self,
         org: &str,
@@ -119,6 +118,14 @@ impl NotionPublisher {
             if child.created_by.as_deref() != Some(bot.as_str()) {
                 continue;
             }
+            let recorded = self
+                .pages
+                .get(repo.as_str(), INDEX_MODULE)
+                .await?
+                .and_then(|item| item.notion.get(MAIN_LABEL).and_then(|p| p.id.clone()));
+            if recorded.as_deref().map(normalize) != Some(normalize(&child.id)) {
+                continue;
+            }
             tracing::info!(repo = %repo, page = %child.id, "an index page under the parent: its repository's index is built again, and moved");
             self.pages
                 .mark_stale(repo.as_str(), INDEX_MODULE, &[], now)
@@ -143,7 +150,6 @@ impl NotionPublisher {
         let page_set = org_set(&item, set.owner, set.deadline);
         let mut known: Known = item.notion.clone();
         let parent = self.parent_page_id.clone();
-        let new = id_of(&known, MAIN_LABEL).is_none();
         self.ensure(
             &page_set,
             INDEX_MODULE,
@@ -154,8 +160,12 @@ impl NotionPublisher {
             &mut known,
         )
         .await?;
-        if new {
+        if item.woken_at.is_none() {
+            // Once per organisation page, until it succeeds.
             self.wake_old_indexes(set.org, set.deadline).await?;
+            self.pages
+                .record_org_woken(set.org, OffsetDateTime::now_utc())
+                .await?;
         }
         let id = id_of(&known, MAIN_LABEL).ok_or(PublishError::LeaseLost)?;
         let record = known.get(MAIN_LABEL).cloned().unwrap_or_default();

@@ -220,7 +220,9 @@ impl PageBuilder {
         let current = stored
             .as_ref()
             .is_some_and(|s| crate::story::is_current(s, &prompt, facts.entry_count, min_new, now));
-        if !current && !self.story_call_allowed() {
+        // A prompt with no PR to cite is asked nothing (`story_for`): it takes no call's slot.
+        let calls = !current && !prompt.prs.is_empty();
+        if calls && !self.story_call_allowed() {
             tracing::info!(
                 repo,
                 module,
@@ -228,9 +230,8 @@ impl PageBuilder {
             );
             return Ok(stored.filter(|s| !s.text.is_empty()));
         }
-        if !current && !prompt.prs.is_empty() {
-            // Only a call that will be made counts as the cache's last use (`story_for` asks
-            // nothing of a prompt with no PR to cite).
+        if calls {
+            // Only a call that will be made counts as the cache's last use.
             prompt.cache = self.cache.mark(now);
         }
         let story = crate::story::story_for(

@@ -67,50 +67,56 @@ impl PageBuilder {
         let mut row = crate::pages::org::org_row(repo, modules);
         row.notion_index = notion_index;
         self.pages.put_org_repo(org, &row).await?;
-        if !self.take_org_lease(org, owner, deadline, ORG_WAIT).await? {
+        let Some(lease) = self.take_org_lease(org, owner, deadline, ORG_WAIT).await? else {
             return Err(BuildError::Publish(PublishError::Busy(format!(
                 "another build is publishing the organisation index of {org}"
             ))));
-        }
-        let published = self.publish_org_rounds(org, owner, deadline).await;
+        };
+        let published = self.publish_org_rounds(org, owner, lease, deadline).await;
         if let Err(e) = self.pages.release_org_publish(org, owner).await {
-            tracing::warn!(org, error = %e, "could not give the organisation page's lease back; it expires at the build's deadline");
+            tracing::warn!(org, error = %e, "could not give the organisation page's lease back; it expires within two minutes");
         }
         published
     }
 
     /// Takes (or renews) the organisation page's publish lease for [`ORG_LEASE`] or until the
-    /// build's deadline, waiting at most `wait` for another holder. `false`: another holds it.
+    /// build's deadline, waiting at most `wait` for another holder. `Some`: the instant this
+    /// build's work under it must end (taken before the claim was sent, less a margin for the
+    /// writes that follow a publish); `None`: another holds it.
     async fn take_org_lease(
         &self,
         org: &str,
         owner: &str,
         deadline: Instant,
         wait: Duration,
-    ) -> Result<bool, BuildError> {
+    ) -> Result<Option<Instant>, BuildError> {
+        const MARGIN: Duration = Duration::from_secs(5);
         let give_up = Instant::now() + wait.min(deadline.saturating_duration_since(Instant::now()));
         loop {
+            let sent = Instant::now();
             let now = OffsetDateTime::now_utc();
-            let lease = ORG_LEASE.min(deadline.saturating_duration_since(Instant::now()));
+            let lease = ORG_LEASE.min(deadline.saturating_duration_since(sent));
             if self
                 .pages
                 .claim_org_publish(org, owner, now, now + lease)
                 .await?
             {
-                return Ok(true);
+                return Ok(Some(sent + lease.saturating_sub(MARGIN)));
             }
             if Instant::now() >= give_up {
-                return Ok(false);
+                return Ok(None);
             }
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
     }
 
-    /// Publishes the organisation page from the rows, again while they changed under it.
+    /// Publishes the organisation page from the rows, again while they changed under it, each
+    /// round within the lease (`lease`: when the first one's ends).
     async fn publish_org_rounds(
         &self,
         org: &str,
         owner: &str,
+        mut lease: Instant,
         deadline: Instant,
     ) -> Result<Published, BuildError> {
         const ROUNDS: usize = 3;
@@ -119,19 +125,20 @@ impl PageBuilder {
         for round in 0..ROUNDS {
             // The lease is renewed before each round, and no publish outlives it. Lost (it
             // expired and another build took it): that build reads the rows, this one's too.
-            if round > 0
-                && !self
+            if round > 0 {
+                match self
                     .take_org_lease(org, owner, deadline, Duration::ZERO)
                     .await?
-            {
-                break;
+                {
+                    Some(renewed) => lease = renewed,
+                    None => break,
+                }
             }
-            let lease_ends = Instant::now() + ORG_LEASE - Duration::from_secs(5);
             let set = OrgSet {
                 org,
                 repos: &repos,
                 owner,
-                deadline: deadline.min(lease_ends),
+                deadline: lease,
             };
             let p = self.publisher.publish_org(&set).await?;
             published.documents += p.documents;

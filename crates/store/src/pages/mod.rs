@@ -46,6 +46,8 @@ pub mod page_attr {
     pub const STALE_KEYS: &str = "staleKeys";
     pub const STALE_KEYS_LOST: &str = "staleKeysLost";
     pub const NOTION: &str = "notion";
+    /// On an organisation page's item: see `PageItem::woken_at`.
+    pub const WOKEN_AT: &str = "wokenAt";
 
     pub const LAST_ERROR: &str = "lastError";
     pub const ADVICE: &str = "advice";

@@ -99,6 +99,23 @@ impl PageStore {
         .await
     }
 
+    /// Records that the index pages an earlier version left under the configured parent were
+    /// looked for, for `owner`'s organisation page.
+    pub async fn record_org_woken(
+        &self,
+        owner: &str,
+        now: OffsetDateTime,
+    ) -> Result<(), StoreError> {
+        let mut u = Update::default();
+        u.set(a::WOKEN_AT, AttributeValue::S(rfc3339_millis(now)));
+        u.apply(self.update(&org_partition(owner), INDEX_MODULE))
+            .send()
+            .await
+            .map_err(|e| dynamo_error(&self.table, "UpdateItem", &e))?;
+        self.meter.write();
+        Ok(())
+    }
+
     /// Every repository row of `owner`'s index.
     pub async fn org_repos(
         &self,
