@@ -72,18 +72,29 @@ impl NotionPublisher {
             self.forget_org(org, &item, &id, &repos).await?;
             known.remove(MAIN_LABEL);
         }
+        self.ensure_org_page(&page_set, org, &mut known).await
+    }
+
+    /// The organisation page's id: recorded in `known`, or created (with a placeholder) under
+    /// the configured parent, or adopted after a create whose answer was lost.
+    async fn ensure_org_page(
+        &self,
+        page_set: &PageSet<'_>,
+        org: &str,
+        known: &mut Known,
+    ) -> Result<String, PublishError> {
         let parent = self.parent_page_id.clone();
         self.ensure(
-            &page_set,
+            page_set,
             INDEX_MODULE,
             MAIN_LABEL,
             &org_title(org),
             &parent,
             None,
-            &mut known,
+            known,
         )
         .await?;
-        id_of(&known, MAIN_LABEL).ok_or(PublishError::LeaseLost)
+        id_of(known, MAIN_LABEL).ok_or(PublishError::LeaseLost)
     }
 
     /// Marks stale the index of every repository of `org` whose index page this integration
@@ -149,17 +160,7 @@ impl NotionPublisher {
         let item = self.pages.org_page_item(set.org).await?;
         let page_set = org_set(&item, set.owner, set.deadline);
         let mut known: Known = item.notion.clone();
-        let parent = self.parent_page_id.clone();
-        self.ensure(
-            &page_set,
-            INDEX_MODULE,
-            MAIN_LABEL,
-            &org_title(set.org),
-            &parent,
-            None,
-            &mut known,
-        )
-        .await?;
+        let id = self.ensure_org_page(&page_set, set.org, &mut known).await?;
         if item.woken_at.is_none() {
             // Once per organisation page, until it succeeds.
             self.wake_old_indexes(set.org, set.deadline).await?;
@@ -167,7 +168,6 @@ impl NotionPublisher {
                 .record_org_woken(set.org, OffsetDateTime::now_utc())
                 .await?;
         }
-        let id = id_of(&known, MAIN_LABEL).ok_or(PublishError::LeaseLost)?;
         let record = known.get(MAIN_LABEL).cloned().unwrap_or_default();
         let now = OffsetDateTime::now_utc();
         // Steady state: the same rows and other pages as last sent, listed within a day.
@@ -179,7 +179,7 @@ impl NotionPublisher {
         // A repository's index page created under it between the listing and the replace is
         // not named, and Notion refuses the content: listed again, and sent again once. A
         // second refusal is the build's failure, recorded with Notion's message.
-        if let Some(published) = self.list_and_replace(set, &item, &id, now, false).await? {
+        if let Ok(published) = self.list_and_replace(set, &item, &id, now).await? {
             return Ok(published);
         }
         tracing::info!(
@@ -187,26 +187,23 @@ impl NotionPublisher {
             page = %id,
             "Notion refused the organisation page: its child pages are listed, and it is sent again"
         );
-        self.list_and_replace(set, &item, &id, now, true)
-            .await?
-            .ok_or(PublishError::LeaseLost)
+        Ok(self.list_and_replace(set, &item, &id, now).await??)
     }
 
     /// Lists the organisation page's children (moving index pages under it), then replaces its
-    /// content naming them. `None`: Notion refused the content (unless `last`: its error).
+    /// content naming them. The inner error: Notion refused the content.
     async fn list_and_replace(
         &self,
         set: &OrgSet<'_>,
         item: &PageItem,
         id: &str,
         now: OffsetDateTime,
-        last: bool,
-    ) -> Result<Option<Published>, PublishError> {
+    ) -> Result<Result<Published, NotionError>, PublishError> {
         let mut published = Published::default();
         let page_set = org_set(item, set.owner, set.deadline);
         let listed = match self.client.child_pages(id, set.deadline).await {
             Ok(listed) => listed,
-            Err(e) if e.is_not_found() => return self.org_gone(set, item, id, e).await.map(Some),
+            Err(e) if e.is_not_found() => return self.org_gone(set, item, id, e).await.map(Ok),
             Err(e) => return Err(e.into()),
         };
         let mut children: BTreeSet<String> = listed.iter().map(|c| normalize_id(&c.id)).collect();
@@ -249,12 +246,12 @@ impl NotionPublisher {
                         Some((now, &others)),
                     )
                     .await?;
-                Ok(Some(published))
+                Ok(Ok(published))
             }
             Err(e) if e.is_not_found() || e.is_archived() => {
-                self.org_gone(set, item, id, e).await.map(Some)
+                self.org_gone(set, item, id, e).await.map(Ok)
             }
-            Err(NotionError::Invalid { .. }) if !last => Ok(None),
+            Err(e @ NotionError::Invalid { .. }) => Ok(Err(e)),
             Err(e) => Err(e.into()),
         }
     }
