@@ -190,21 +190,9 @@ impl Writer {
 
     /// The model's text for `prompt`, within the time left before `deadline` (less a margin for
     /// the caller's own work). Unchecked: the caller decides what of it may be used. The system
-    /// prompt is marked for the prompt cache where the model caches.
+    /// prompt is marked for the prompt cache (where the model caches) only when `cache` says
+    /// another call will read it soon: a write costs more than an unmarked call.
     pub async fn write(
-        &self,
-        system: &str,
-        user: &str,
-        max_tokens: i32,
-        deadline: Instant,
-    ) -> Result<Answer, WriteError> {
-        self.write_marked(system, user, max_tokens, deadline, true)
-            .await
-    }
-
-    /// As [`Writer::write`]; the system prompt is marked for the prompt cache only when `cache`
-    /// says another call will read it soon (a write costs more than an unmarked call).
-    pub async fn write_marked(
         &self,
         system: &str,
         user: &str,

@@ -299,7 +299,7 @@ pub struct Source {
 impl Source {
     pub fn add(&mut self, text: &str) {
         self.add_words(text);
-        self.numbers.extend(super::numbers_in(text));
+        self.numbers.extend(super::figures::numbers(text));
     }
 
     /// Its words only: a prompt line's head, whose numbers (the PR's own, its date) are not

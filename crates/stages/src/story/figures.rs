@@ -134,12 +134,32 @@ pub struct Stated {
     pub unit: Option<Unit>,
 }
 
-/// The numbers of a text (digits joined by `,`, `.` or `_` read as one, as the facts' are).
-pub fn stated(text: &str) -> Vec<Stated> {
+/// A number as written: digits joined by `,`, `.` or `_` are one number, read without them
+/// (`1,000` is 1000, `9.5` is 95), so a grouped or decimal figure is checked whole, the same
+/// way in a story and in its facts.
+fn number_pattern() -> &'static regex::Regex {
     static NUMBER: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    let number = NUMBER
-        .get_or_init(|| regex::Regex::new(r"[0-9](?:[0-9]|[,._][0-9])*").expect("a valid pattern"));
-    number
+    NUMBER
+        .get_or_init(|| regex::Regex::new(r"[0-9](?:[0-9]|[,._][0-9])*").expect("a valid pattern"))
+}
+
+/// A number's value (past u64: kept as the largest, which no fact holds).
+fn value(written: &str) -> u64 {
+    let digits: String = written.chars().filter(char::is_ascii_digit).collect();
+    digits.parse().unwrap_or(u64::MAX)
+}
+
+/// The numbers a fact holds.
+pub fn numbers(text: &str) -> BTreeSet<u64> {
+    number_pattern()
+        .find_iter(text)
+        .map(|m| value(m.as_str()))
+        .collect()
+}
+
+/// The numbers a sentence states, each with what it counts and whether it is inside a name.
+pub fn stated(text: &str) -> Vec<Stated> {
+    number_pattern()
         .find_iter(text)
         .map(|m| {
             let before: Vec<char> = text[..m.start()].chars().rev().take(2).collect();
@@ -148,7 +168,6 @@ pub fn stated(text: &str) -> Vec<Stated> {
                 ['-' | '/', c, ..] => c.is_alphabetic(),
                 _ => false,
             };
-            let digits: String = m.as_str().chars().filter(char::is_ascii_digit).collect();
             let rest = &text[m.end()..];
             // "5x", "10ms": a suffix of the number's own is no unit.
             let unit = if rest.starts_with(|c: char| c.is_alphanumeric()) {
@@ -157,8 +176,7 @@ pub fn stated(text: &str) -> Vec<Stated> {
                 unit_after(rest)
             };
             Stated {
-                // Past u64: kept as the largest, which no fact holds.
-                n: digits.parse().unwrap_or(u64::MAX),
+                n: value(m.as_str()),
                 in_name,
                 unit,
             }

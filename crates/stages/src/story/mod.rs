@@ -337,22 +337,6 @@ fn link_in(text: &str, spans: &[crate::pages::Span]) -> Option<String> {
     hosts.find(&prose).map(|m| m.as_str().to_string())
 }
 
-/// The numbers a text states. Digits joined by `,`, `.` or `_` are one number, read without
-/// them (`1,000` is 1000, `9.5` is 95), so a grouped or decimal figure is checked whole, the
-/// same way in a story and in its facts.
-fn numbers_in(text: &str) -> BTreeSet<u64> {
-    static NUMBER: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    NUMBER
-        .get_or_init(|| regex::Regex::new(r"[0-9](?:[0-9]|[,._][0-9])*").expect("a valid pattern"))
-        .find_iter(text)
-        .map(|m| {
-            let digits: String = m.as_str().chars().filter(char::is_ascii_digit).collect();
-            // Past u64: kept as the largest, which no fact holds.
-            digits.parse().unwrap_or(u64::MAX)
-        })
-        .collect()
-}
-
 fn one_line(text: &str, max: usize) -> String {
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
     crate::domain::cap(&flat, max)
@@ -556,7 +540,7 @@ pub async fn write(
     deadline: Instant,
 ) -> Result<Answer, WriteError> {
     writer
-        .write_marked(
+        .write(
             &prompt.system,
             &prompt.user,
             MAX_TOKENS,
