@@ -5,8 +5,9 @@ use std::time::{Duration, Instant};
 
 use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
 use stages::config::SweeperConfig;
+use stages::domain::message::SummarizeMessage;
 use stages::store::{attr, PrStore};
-use stages::sweeper::{SummarizeMessage, Sweeper};
+use stages::sweeper::Sweeper;
 use support::*;
 use time::OffsetDateTime;
 

@@ -13,6 +13,7 @@ pub mod context;
 mod digest;
 pub mod error;
 pub mod hook;
+pub mod message;
 mod module_name;
 mod text;
 pub use digest::{

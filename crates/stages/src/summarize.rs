@@ -26,12 +26,12 @@ use futures::future::try_join_all;
 use time::OffsetDateTime;
 
 use crate::config::SummarizeConfig;
+use crate::domain::message::SummarizeMessage;
 use crate::domain::{order_key, rfc3339_millis, ModuleName, RepoName};
 use crate::store::{
     Commit, EntryStore, Item, PageStore, PrRow, PrStore, RowError, StoreError, SummaryClaim,
 };
 use crate::summary::{ExtractiveSummarizer, Summarizer, SummaryInput};
-use crate::sweeper::SummarizeMessage;
 use crate::tagging::{self, ModulesConfig, TaggingError};
 
 /// Messages of one batch worked on at once.
@@ -265,9 +265,9 @@ impl SummarizeHandler {
                 self.summarize(repo, *number, message, deadline, owner)
                     .await
             }
-            Err(message) => Err(SummarizeError::BadMessage {
+            Err(e) => Err(SummarizeError::BadMessage {
                 id: id.clone(),
-                message: message.clone(),
+                message: e.to_string(),
             }),
         };
         let (repo, pr) = parsed

@@ -13,11 +13,12 @@
 use std::time::{Duration, Instant};
 
 use aws_sdk_sqs::types::{QueueAttributeName, SendMessageBatchRequestEntry};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use time::OffsetDateTime;
 
 use crate::config::SweeperConfig;
-use crate::domain::{rfc3339_millis, RepoName};
+use crate::domain::message::SummarizeMessage;
+use crate::domain::rfc3339_millis;
 use crate::store::{PendingRow, PrStore, StoreError};
 
 /// The most shards `PendingShards` allows (template.yaml, `PENDING_SHARDS`).
@@ -29,14 +30,6 @@ const SEND_BATCH: usize = 10;
 /// Time kept back from the Lambda deadline to finish a batch and report.
 const DEADLINE_MARGIN: Duration = Duration::from_secs(5);
 const SEND_ATTEMPTS: u32 = 3;
-
-/// The summarize queue's message: keys only.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct SummarizeMessage {
-    pub repo: String,
-    pub pr_number: u64,
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum SweepError {
@@ -251,11 +244,7 @@ impl Sweeper {
             let entries = unsent
                 .iter()
                 .map(|(id, row)| {
-                    let body = serde_json::to_string(&SummarizeMessage {
-                        repo: row.repo.to_string(),
-                        pr_number: row.number,
-                    })
-                    .expect("a message always serializes");
+                    let body = SummarizeMessage::new(&row.repo, row.number).body();
                     SendMessageBatchRequestEntry::builder()
                         .id(id)
                         .message_body(body)
@@ -338,32 +327,9 @@ fn age_seconds(received_at: &str, now: OffsetDateTime) -> Option<i64> {
     parse_time(received_at).map(|t| (now - t).whole_seconds().max(0))
 }
 
-impl SummarizeMessage {
-    pub fn parse(body: &str) -> Result<(RepoName, u64), String> {
-        let m: SummarizeMessage =
-            serde_json::from_str(body).map_err(|e| format!("not a summarize message: {e}"))?;
-        let repo = RepoName::parse(&m.repo).map_err(|e| e.to_string())?;
-        Ok((repo, m.pr_number))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn messages_carry_keys_only() {
-        let body = serde_json::to_string(&SummarizeMessage {
-            repo: "o/r".into(),
-            pr_number: 7,
-        })
-        .unwrap();
-        assert_eq!(body, r#"{"repo":"o/r","prNumber":7}"#);
-        assert_eq!(SummarizeMessage::parse(&body).unwrap().1, 7);
-        assert!(SummarizeMessage::parse("{}").is_err());
-        assert!(SummarizeMessage::parse(r#"{"repo":"bad","prNumber":1}"#).is_err());
-        assert!(SummarizeMessage::parse(r#"{"repo":"o/r","prNumber":1,"body":"x"}"#).is_err());
-    }
 
     #[test]
     fn emf_has_the_metrics_cloudwatch_expects() {
