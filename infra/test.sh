@@ -17,7 +17,7 @@ set +e
 cargo test --workspace --all-targets "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
-# The claim check's confusion table on its labelled corpus (README, "Claims checked against
+# The claim check's confusion table on its labelled corpus (docs/LLM.md, "Claims checked against
 # their sources"): the test already ran above; this prints what it measured.
 if [[ "$status" == 0 ]]; then
   cargo test -q -p chronicle-tests --test publishing grounding:: -- --nocapture 2>&1 \
