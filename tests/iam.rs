@@ -160,6 +160,9 @@ impl Statement {
                     leading.is_some_and(|v| values.iter().any(|w| w == v))
                 }
                 // No key at all would pass a ForAllValues; a call without one is refused.
+                ("ForAllValues:StringLike", "dynamodb:LeadingKeys") => {
+                    leading.is_some_and(|v| values.iter().any(|p| like(p, v)))
+                }
                 ("ForAllValues:StringNotLike", "dynamodb:LeadingKeys") => {
                     leading.is_some_and(|v| !values.iter().any(|p| like(p, v)))
                 }
@@ -682,6 +685,26 @@ async fn every_function_calls_exactly_what_its_role_grants() {
         let response = webhook.handle(request).await;
         assert_eq!(response.status, 200, "{response:?}");
     }
+    // A repository renamed: its old name's organisation row is forgotten and its index marked
+    // stale (it has none here: that write is refused by its condition, after IAM admitted it).
+    let renamed = serde_json::json!({
+        "action": "renamed",
+        "changes": {"repository": {"name": {"from": "retired"}}},
+        "repository": {"full_name": "acme/renamed", "name": "renamed", "owner": {"login": "acme"}},
+        "sender": {"login": "octocat"},
+    });
+    let response = webhook
+        .handle(support::signed(
+            "repository",
+            "d-renamed",
+            renamed.to_string(),
+        ))
+        .await;
+    assert_eq!(response.status, 200, "{response:?}");
+    assert_eq!(
+        response.body["forgotten"],
+        serde_json::json!(["acme/retired"])
+    );
 
     // Enrich: both INSERT records and one whose row is gone (its refused lease reads the row
     // again), then the scheduled retry of deferred rows.
@@ -701,6 +724,7 @@ async fn every_function_calls_exactly_what_its_role_grants() {
                 issue_scope: Default::default(),
                 app_id: Some("424242".into()),
                 app_key: SecretSource::SecretsManager(app_key_secret.clone()),
+                token_function: None,
             },
             &sdk,
         )
@@ -1081,6 +1105,73 @@ fn the_context_write_is_held_to_repository_partitions_and_its_attributes() {
             statement.admits(&refused, Some("repo")).is_err(),
             "{refused:?}"
         );
+    }
+}
+
+/// The webhook's writes for a repository's lifecycle: the tombstone only in the `#org/`
+/// partitions and only the row's attributes; the stale mark only in repositories' partitions
+/// and only the marker's. Neither may touch a page's Notion ids, hooks or PR rows.
+#[test]
+fn the_webhook_lifecycle_writes_are_held_to_their_partitions_and_attributes() {
+    let granted = granted();
+    let statement = |sid: &str| {
+        granted["WebhookFunction"]
+            .iter()
+            .find(|s| s.sid == sid)
+            .unwrap_or_else(|| panic!("no {sid}"))
+    };
+    let call = |repo: &str, module: &str, attributes: &[&str]| Call {
+        action: "dynamodb:UpdateItem".into(),
+        resource: "PagesTable".into(),
+        keys: vec![
+            ("repo".into(), repo.into()),
+            ("module".into(), module.into()),
+        ],
+        attributes: attributes.iter().map(|a| a.to_string()).collect(),
+        return_values: None,
+        select: None,
+    };
+    let forget = statement("ForgetOrgRows");
+    let tombstone = [
+        "repo",
+        "module",
+        "org",
+        "goneWhy",
+        "lifeAt",
+        "lifeDeliveries",
+    ];
+    assert_eq!(
+        forget.admits(&call("#org/acme", "acme/old", &tombstone), Some("repo")),
+        Ok(())
+    );
+    for refused in [
+        call("acme/old", "#index", &tombstone),
+        call("#hooks", "acme/old", &tombstone),
+        call("#org/acme", "#index", &["repo", "module", "notion"]),
+        call(
+            "#org/acme",
+            "#index",
+            &["repo", "module", "buildOwner", "buildUntil"],
+        ),
+    ] {
+        assert!(
+            forget.admits(&refused, Some("repo")).is_err(),
+            "{refused:?}"
+        );
+    }
+    let mark = statement("MarkIndexStale");
+    let marker = ["repo", "module", "stale", "staleSince", "version"];
+    assert_eq!(
+        mark.admits(&call("acme/old", "#index", &marker), Some("repo")),
+        Ok(())
+    );
+    for refused in [
+        call("#org/acme", "#index", &marker),
+        call("#hooks", "x", &marker),
+        call("acme/old", "#index", &["repo", "module", "notion"]),
+        call("acme/old", "#index", &["repo", "module", "fullRebuild"]),
+    ] {
+        assert!(mark.admits(&refused, Some("repo")).is_err(), "{refused:?}");
     }
 }
 

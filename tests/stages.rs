@@ -8,6 +8,7 @@ mod enrich;
 mod local_stack;
 mod ops;
 mod org;
+mod org_lifecycle;
 mod queues;
 mod redeliver;
 mod streams;

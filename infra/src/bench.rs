@@ -76,6 +76,7 @@ pub fn handler_without_dynamodb(iterations: usize) -> anyhow::Result<Figures> {
         match handler.decide(&request, OffsetDateTime::now_utc(), &mut log) {
             Decision::Store(pr, delivery) => std::hint::black_box(new_item(&pr, &delivery, 4)),
             Decision::Respond(r, _) => panic!("the merged delivery was not accepted: {r:?}"),
+            Decision::Lifecycle(..) => panic!("the merged delivery was read as a lifecycle event"),
         };
         started.elapsed().as_secs_f64() * 1e6
     };

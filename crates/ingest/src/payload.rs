@@ -152,7 +152,7 @@ pub fn classify_action(action: &str, json: &[u8]) -> Result<Classified, PayloadE
 }
 
 /// Deserializes with the path of the offending field in the error (`pull_request.user.login`).
-fn parse<'de, T: Deserialize<'de>>(json: &'de [u8]) -> Result<T, PayloadError> {
+pub(crate) fn parse<'de, T: Deserialize<'de>>(json: &'de [u8]) -> Result<T, PayloadError> {
     let mut de = serde_json::Deserializer::from_slice(json);
     let value = serde_path_to_error::deserialize(&mut de).map_err(|e| to_payload_error(&e))?;
     de.end()

@@ -1,5 +1,6 @@
 //! The webhook ingest handler: verify the signature over the raw body, decide whether the
-//! delivery is ours, and store the merged PR. It calls nothing but DynamoDB (invariant 1).
+//! delivery is ours, and store the merged PR (or apply a repository's lifecycle event to its
+//! organisation row). It calls nothing but DynamoDB (invariant 1).
 //!
 //! Transport-neutral: the Lambda function feeds it API Gateway events ([`WebhookHandler::handle_apigw`])
 //! and the local stack feeds it plain HTTP requests; both run exactly this code.
@@ -15,13 +16,14 @@ use http::{HeaderMap, HeaderValue};
 use serde_json::{json, Value};
 use time::OffsetDateTime;
 
+use crate::lifecycle::{self, Lifecycle};
 use crate::payload::{self, Classified};
 use crate::signature;
 use chronicle_aws::secret::{Resolve, Secret, SecretError};
 use chronicle_config::WebhookConfig;
 use chronicle_domain::hook::{HookRef, HOOK_ID_HEADER, HOOK_TARGET_TYPE_HEADER};
 use chronicle_domain::{Delivery, MergedPullRequest};
-use chronicle_store::{HookStore, PrStore, StoreError, UpsertOutcome};
+use chronicle_store::{HookStore, PageStore, PrStore, StoreError, UpsertOutcome};
 
 pub const EVENT_HEADER: &str = "x-github-event";
 pub const DELIVERY_HEADER: &str = "x-github-delivery";
@@ -88,6 +90,9 @@ pub struct RequestLog {
 pub enum Decision {
     Respond(WebhookResponse, &'static str),
     Store(Box<MergedPullRequest>, Delivery),
+    /// A repository renamed, transferred, deleted, created, or removed from or added to the
+    /// App's installation: its organisation rows.
+    Lifecycle(Lifecycle, Delivery),
 }
 
 pub struct WebhookHandler {
@@ -101,6 +106,8 @@ pub struct WebhookHandler {
     hooks: Option<HookStore>,
     /// Hooks recorded (`None`), or whose recording failed and is not tried again before then.
     hooks_recorded: std::sync::Mutex<std::collections::HashMap<HookRef, Option<Instant>>>,
+    /// The organisation rows a repository's lifecycle events forget and restore.
+    org_rows: Option<PageStore>,
 }
 
 /// The hook's record never holds a delivery up for longer than this.
@@ -121,6 +128,7 @@ pub const OUTCOMES: &[&str] = &[
     "no_secret",
     "contention",
     "store_error",
+    "lifecycle",
 ];
 
 impl WebhookHandler {
@@ -132,7 +140,15 @@ impl WebhookHandler {
             outcomes: Default::default(),
             hooks: None,
             hooks_recorded: Default::default(),
+            org_rows: None,
         }
+    }
+
+    /// Applies `repository` and `installation_repositories` deliveries to the organisation
+    /// rows in `pages` (the pages table).
+    pub fn with_org_rows(mut self, pages: PageStore) -> Self {
+        self.org_rows = Some(pages);
+        self
     }
 
     /// Records each hook that delivers in `hooks` (the pages table), for the redelivery stage.
@@ -214,7 +230,9 @@ impl WebhookHandler {
             config.max_body_bytes,
         );
         Ok(match &config.pages_table {
-            Some(table) => handler.with_hooks(HookStore::new(client, table)),
+            Some(table) => handler
+                .with_hooks(HookStore::new(client.clone(), table))
+                .with_org_rows(PageStore::new(client, table.clone())),
             None => handler,
         })
     }
@@ -251,6 +269,12 @@ impl WebhookHandler {
             }
             Decision::Store(pr, delivery) => {
                 tokio::join!(self.store_pr(&pr, &delivery), self.record_hook(hook))
+            }
+            Decision::Lifecycle(change, delivery) => {
+                tokio::join!(
+                    self.apply_lifecycle(&change, &delivery),
+                    self.record_hook(hook)
+                )
             }
         };
         self.outcomes.add(outcome);
@@ -344,6 +368,9 @@ impl WebhookHandler {
         if event == "ping" {
             return Respond(WebhookResponse::new(200, json!({ "pong": true })), "ping");
         }
+        if event == "repository" || event == "installation_repositories" {
+            return self.decide_lifecycle(&event, &json, now, log);
+        }
         if event != "pull_request" {
             let reason = format!("event `{event}` is not tracked");
             return Respond(
@@ -377,6 +404,106 @@ impl WebhookHandler {
                         id,
                         received_at: now,
                     },
+                )
+            }
+        }
+    }
+
+    /// A `repository` or `installation_repositories` delivery: the names it makes gone or live.
+    fn decide_lifecycle(
+        &self,
+        event: &str,
+        json: &[u8],
+        now: OffsetDateTime,
+        log: &mut RequestLog,
+    ) -> Decision {
+        use Decision::Respond;
+        if self.org_rows.is_none() {
+            let reason = format!("event `{event}` is not tracked without the pages table");
+            return Respond(
+                WebhookResponse::new(200, json!({ "ignored": reason })),
+                "ignored",
+            );
+        }
+        log.action = payload::action_of(json).ok();
+        let classified = if event == "repository" {
+            lifecycle::classify_repository(json)
+        } else {
+            lifecycle::classify_installation_repositories(json)
+        };
+        match classified {
+            Err(e) => Respond(WebhookResponse::error(400, e.to_string()), "bad_request"),
+            Ok(lifecycle::Classified::Ignored(reason)) => Respond(
+                WebhookResponse::new(200, json!({ "ignored": reason })),
+                "ignored",
+            ),
+            Ok(lifecycle::Classified::Lifecycle(change)) => {
+                log.repo = change
+                    .gone
+                    .first()
+                    .map(|(r, _)| r)
+                    .or(change.live.first())
+                    .map(|r| r.to_string());
+                let Some(id) = log.delivery_id.clone() else {
+                    return Respond(
+                        WebhookResponse::error(400, "missing header X-GitHub-Delivery"),
+                        "bad_request",
+                    );
+                };
+                Decision::Lifecycle(
+                    change,
+                    Delivery {
+                        id,
+                        received_at: now,
+                    },
+                )
+            }
+        }
+    }
+
+    /// Forgets the rows of the names gone and lifts the tombstones of the names live again;
+    /// each name changed has its index marked stale, so its build publishes its owner's
+    /// organisation page again (a forgotten name's build no longer lists it). Every write is
+    /// conditional on the delivery: delivered again, nothing changes.
+    async fn apply_lifecycle(
+        &self,
+        change: &Lifecycle,
+        delivery: &Delivery,
+    ) -> (WebhookResponse, &'static str) {
+        let Some(pages) = &self.org_rows else {
+            return (WebhookResponse::error(500, "no pages table"), "store_error");
+        };
+        let at = delivery.received_at;
+        let result: Result<(Vec<String>, Vec<String>), StoreError> = async {
+            let (mut forgotten, mut restored) = (Vec::new(), Vec::new());
+            for (repo, why) in &change.gone {
+                if pages.forget_org_repo(repo, why, &delivery.id, at).await? {
+                    pages.mark_index_rebuild(repo.as_str(), at).await?;
+                    forgotten.push(repo.to_string());
+                }
+            }
+            for repo in &change.live {
+                if pages.restore_org_repo(repo, &delivery.id, at).await? {
+                    pages.mark_index_rebuild(repo.as_str(), at).await?;
+                    restored.push(repo.to_string());
+                }
+            }
+            Ok((forgotten, restored))
+        }
+        .await;
+        match result {
+            Ok((forgotten, restored)) => (
+                WebhookResponse::new(200, json!({ "forgotten": forgotten, "restored": restored })),
+                "lifecycle",
+            ),
+            Err(e) => {
+                tracing::error!(error = %e, "applying the repository's lifecycle event failed");
+                (
+                    WebhookResponse::error(
+                        500,
+                        "storing the delivery failed; redeliver it from GitHub",
+                    ),
+                    "store_error",
                 )
             }
         }

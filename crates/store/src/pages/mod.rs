@@ -120,6 +120,7 @@ pub enum BuildCompletion {
     StillStale,
 }
 
+mod lifecycle;
 mod notion;
 mod org;
 pub use notion::*;

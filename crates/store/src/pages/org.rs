@@ -6,7 +6,7 @@
 use super::*;
 
 /// The attribute holding a repository's row.
-const ORG: &str = "org";
+pub(super) const ORG: &str = "org";
 
 /// The partition of an owner's organisation rows.
 pub fn org_partition(owner: &str) -> String {
@@ -15,25 +15,32 @@ pub fn org_partition(owner: &str) -> String {
 
 impl PageStore {
     /// Records (replaces) one repository's row on its owner's index: one `UpdateItem` setting
-    /// the row as one map attribute, as every other page item write is.
+    /// the row as one map attribute, as every other page item write is. Not while the name is
+    /// forgotten (renamed, transferred, deleted or removed from the installation: see
+    /// `lifecycle.rs`): a late build of the old name does not list it again.
     pub async fn put_org_repo(
         &self,
         owner: &str,
         row: &chronicle_domain::OrgRepo,
     ) -> Result<(), StoreError> {
-        self.client
+        let result = self
+            .client
             .update_item()
             .table_name(&self.table)
             .set_key(Some(Self::key(&org_partition(owner), &row.repo)))
             .update_expression("SET #org = :org")
+            .condition_expression("attribute_not_exists(#gone)")
             .expression_attribute_names("#org", ORG)
+            .expression_attribute_names("#gone", super::lifecycle::GONE_WHY)
             .expression_attribute_values(
                 ":org",
                 serde_dynamo::to_attribute_value(row).map_err(|e| self.bad(e))?,
             )
             .send()
-            .await
-            .map_err(|e| dynamo_error(&self.table, "UpdateItem", &e))?;
+            .await;
+        if !applied(&self.table, "UpdateItem", result)? {
+            tracing::debug!(owner, repo = %row.repo, "the repository's name is forgotten; its row is not listed");
+        }
         Ok(())
     }
 
