@@ -130,6 +130,7 @@ async fn two_repositories_of_one_installation_land_on_their_own_pages_and_the_or
                 app_key: SecretSource::Plain(stages::secret::Secret::new(fixture(
                     "app-test-key.pem",
                 ))),
+                token_function: None,
             },
             &sdk,
         )

@@ -2,6 +2,7 @@
 //!
 //! One test binary per group, not per file: each binary links the AWS SDKs once.
 
+mod app_token;
 mod backfill;
 mod context;
 mod enrich;

@@ -85,6 +85,9 @@ pub const GITHUB_APP_ID: &str = "GITHUB_APP_ID";
 pub const GITHUB_APP_PRIVATE_KEY: &str = "GITHUB_APP_PRIVATE_KEY";
 pub const GITHUB_APP_PRIVATE_KEY_ARN: &str = "GITHUB_APP_PRIVATE_KEY_ARN";
 pub const GITHUB_APP_PRIVATE_KEY_PARAM: &str = "GITHUB_APP_PRIVATE_KEY_PARAM";
+/// The function that alone holds the App's private key and hands out installation tokens
+/// (`stages::token`): enrich asks it by Lambda `Invoke` instead of holding the key.
+pub const TOKEN_FUNCTION_NAME: &str = "TOKEN_FUNCTION_NAME";
 /// Failed GitHub deliveries redelivered at most per run of the redelivery function.
 pub const REDELIVER_MAX_PER_RUN: &str = "REDELIVER_MAX_PER_RUN";
 
@@ -207,6 +210,9 @@ pub struct EnrichConfig {
     /// repository is read with its installation's token, preferred to `token` when both are set.
     pub app_id: Option<String>,
     pub app_key: SecretSource,
+    /// The token function (`TOKEN_FUNCTION_NAME`): each installation's token is asked of it, and
+    /// enrich holds no key (setting a key too is refused at start).
+    pub token_function: Option<String>,
 }
 
 impl EnrichConfig {
@@ -262,6 +268,45 @@ impl EnrichConfig {
                 get(GITHUB_APP_PRIVATE_KEY_ARN),
                 get(GITHUB_APP_PRIVATE_KEY_PARAM),
             ),
+            token_function: get(TOKEN_FUNCTION_NAME).filter(|v| !v.trim().is_empty()),
+        })
+    }
+}
+
+/// Settings of the token function: the App (its id and private key) and GitHub's API.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenConfig {
+    pub api_url: String,
+    pub timeout: std::time::Duration,
+    pub app_id: String,
+    pub app_key: SecretSource,
+}
+
+impl TokenConfig {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(&|k| std::env::var(k).ok())
+    }
+
+    pub fn from_lookup(get: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let api_url = get(GITHUB_API_URL)
+            .filter(|v| !v.trim().is_empty())
+            .unwrap_or_else(|| DEFAULT_GITHUB_API_URL.to_string());
+        let timeout: u64 = parse_or(get, GITHUB_TIMEOUT_SECONDS, 10, "a number of seconds")?;
+        let app_key = SecretSource::from_vars(
+            get(GITHUB_APP_PRIVATE_KEY),
+            get(GITHUB_APP_PRIVATE_KEY_ARN),
+            get(GITHUB_APP_PRIVATE_KEY_PARAM),
+        );
+        if app_key == SecretSource::Unset {
+            return Err(ConfigError::Missing(GITHUB_APP_PRIVATE_KEY_ARN));
+        }
+        Ok(TokenConfig {
+            api_url: secure_url(GITHUB_API_URL, api_url)?,
+            timeout: std::time::Duration::from_secs(timeout.max(1)),
+            app_id: get(GITHUB_APP_ID)
+                .filter(|v| !v.trim().is_empty())
+                .ok_or(ConfigError::Missing(GITHUB_APP_ID))?,
+            app_key,
         })
     }
 }
@@ -815,6 +860,32 @@ mod tests {
             ("ENRICH_MAX_PATHS", "0")
         ]))
         .is_err());
+    }
+
+    #[test]
+    fn the_token_function_needs_the_app_and_enrich_names_it() {
+        let c = EnrichConfig::from_lookup(&lookup(&[
+            ("TABLE_NAME", "t"),
+            ("TOKEN_FUNCTION_NAME", "stack-token"),
+        ]))
+        .unwrap();
+        assert_eq!(c.token_function.as_deref(), Some("stack-token"));
+        assert_eq!(c.app_key, SecretSource::Unset);
+        let t = TokenConfig::from_lookup(&lookup(&[
+            ("GITHUB_APP_ID", "7"),
+            ("GITHUB_APP_PRIVATE_KEY_ARN", "arn:key"),
+        ]))
+        .unwrap();
+        assert_eq!(t.app_key, SecretSource::SecretsManager("arn:key".into()));
+        assert_eq!(t.api_url, "https://api.github.com");
+        assert_eq!(
+            TokenConfig::from_lookup(&lookup(&[("GITHUB_APP_ID", "7")])),
+            Err(ConfigError::Missing(GITHUB_APP_PRIVATE_KEY_ARN))
+        );
+        assert_eq!(
+            TokenConfig::from_lookup(&lookup(&[("GITHUB_APP_PRIVATE_KEY_ARN", "arn:key")])),
+            Err(ConfigError::Missing(GITHUB_APP_ID))
+        );
     }
 
     const TABLES: [(&str, &str); 2] = [("ENTRIES_TABLE", "e"), ("PAGES_TABLE", "p")];

@@ -2,10 +2,13 @@
 //! (`GET /repos/{owner}/{repo}/installation`, with the App's JWT), the repositories an
 //! installation can see (`GET /installation/repositories`, paginated, with its token), and its
 //! short-lived tokens (`POST /app/installations/{id}/access_tokens`), each kept until shortly
-//! before it expires and minted again when GitHub refuses it.
+//! before it expires and minted again when GitHub refuses it. A token is asked for only the
+//! reads the installation granted (`GET /app/installations/{id}`, read once).
 //!
 //! [`Auth`] is what a REST or GraphQL client sends: a token (a personal one, for a trial or one
-//! repository), or an installation's, asked for at each request.
+//! repository), or an installation's, asked for at each request of a [`TokenSource`]: the
+//! [`AppClient`] itself (the App's key in hand: the operator CLI, backfill, the local stack), or
+//! a client of a function that alone holds the key (enrich in AWS, `stages::token`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -23,7 +26,7 @@ pub enum InstallationError {
     Key(#[from] AppKeyError),
     #[error("the GitHub App is not installed on {0} (or the installation cannot see it)")]
     NotInstalled(String),
-    #[error("GitHub refused the App's JWT ({status}): check GitHubAppId and its private key")]
+    #[error("GitHub refused the App's JWT ({status}): check GitHubAppId and its private key (a key being rotated is retried later)")]
     Refused { status: u16 },
     #[error("installation {0} of the GitHub App is gone (uninstalled)")]
     Uninstalled(u64),
@@ -33,6 +36,13 @@ pub enum InstallationError {
     Suspended(u64),
     #[error("GitHub will not mint installation {installation} a token with Chronicle's permissions ({message}): give the App read access to contents, issues, metadata and pull requests")]
     Permissions { installation: u64, message: String },
+    #[error("installation {installation} has not granted the App {permission}: read, which Chronicle needs: an organisation owner approves the App's permissions in the installation's settings")]
+    MissingPermission {
+        installation: u64,
+        permission: &'static str,
+    },
+    #[error("GitHub's rate limit refused {what}: asked again in {}s", wait.as_secs())]
+    RateLimited { what: String, wait: Duration },
     #[error("GitHub answered {status} for {what}: {message}")]
     Failed {
         what: String,
@@ -41,7 +51,21 @@ pub enum InstallationError {
     },
     #[error("no answer from GitHub for {what}: {message}")]
     Transport { what: String, message: String },
+    /// What a [`TokenSource`] other than [`AppClient`] said when none of the above fits (the
+    /// App's key unreadable, a refused request, a failed token function).
+    #[error("no installation token: {message}")]
+    Unavailable { message: String, permanent: bool },
 }
+
+/// How long a row waits after GitHub refused the App's JWT (401) before it is asked again.
+///
+/// The rule: a refused JWT is never permanent by itself. During a key rotation GitHub refuses
+/// the old key as soon as it is deleted, while the secret (or a warm function's copy of it)
+/// still holds it, or the new one before it is registered; both heal within minutes. So a 401
+/// defers the row like a rate limit does, and the deferral is bounded as every deferral is:
+/// once the row has waited `ENRICH_MAX_WAIT_SECONDS` it is summarized without enrichment (a
+/// warning in the log says why), so a key that stays wrong costs no PR its summary.
+pub const KEY_REFUSED_WAIT: Duration = Duration::from_secs(10 * 60);
 
 impl InstallationError {
     /// The installation itself is gone (uninstalled), not just the repository.
@@ -55,16 +79,31 @@ impl InstallationError {
             self,
             InstallationError::Key(_)
                 | InstallationError::NotInstalled(_)
-                | InstallationError::Refused { .. }
                 | InstallationError::Suspended(_)
                 | InstallationError::Uninstalled(_)
                 | InstallationError::Permissions { .. }
+                | InstallationError::MissingPermission { .. }
+                | InstallationError::Unavailable {
+                    permanent: true,
+                    ..
+                }
         )
+    }
+
+    /// How long to wait before asking again, when GitHub's answer is temporary in a way that
+    /// outlasts a retry now: a rate limit, or a refused JWT ([`KEY_REFUSED_WAIT`]).
+    pub fn deferral(&self) -> Option<Duration> {
+        match self {
+            InstallationError::RateLimited { wait, .. } => Some(*wait),
+            InstallationError::Refused { .. } => Some(KEY_REFUSED_WAIT),
+            _ => None,
+        }
     }
 }
 
-/// The permissions an installation token is minted with: what enrichment, the repository
-/// context and backfill read.
+/// The permissions an installation token is minted with at most: what enrichment, the
+/// repository context and backfill read. `issues` is optional (app.yml): without it linked
+/// issues are not read.
 pub fn token_permissions() -> serde_json::Value {
     serde_json::json!({
         "contents": "read",
@@ -72,6 +111,45 @@ pub fn token_permissions() -> serde_json::Value {
         "metadata": "read",
         "pull_requests": "read",
     })
+}
+
+/// Read access Chronicle cannot work without; `issues` is the one optional read.
+pub const REQUIRED_PERMISSIONS: [&str; 3] = ["contents", "metadata", "pull_requests"];
+
+/// The reads of [`token_permissions`] that `granted` (an installation's `permissions`) holds:
+/// what a token is asked for, so GitHub never refuses the mint for a permission the
+/// installation lacks (422). A missing required read is a permanent error naming it.
+pub fn permissions_to_ask(
+    installation: u64,
+    granted: &serde_json::Map<String, serde_json::Value>,
+) -> Result<serde_json::Value, InstallationError> {
+    let reads = |name: &str| {
+        granted
+            .get(name)
+            .and_then(|v| v.as_str())
+            .is_some_and(|level| level == "read" || level == "write" || level == "admin")
+    };
+    if let Some(missing) = REQUIRED_PERMISSIONS.into_iter().find(|p| !reads(p)) {
+        return Err(InstallationError::MissingPermission {
+            installation,
+            permission: missing,
+        });
+    }
+    let mut asked = serde_json::Map::new();
+    for (name, _) in token_permissions().as_object().into_iter().flatten() {
+        if reads(name) {
+            asked.insert(name.clone(), "read".into());
+        }
+    }
+    Ok(serde_json::Value::Object(asked))
+}
+
+/// When a token minted now and expiring at `expires_at` is renewed: a fifth of its life (at
+/// most five minutes) before it expires.
+pub fn renew_at(now: OffsetDateTime, expires_at: OffsetDateTime) -> OffsetDateTime {
+    let life = (expires_at - now).max(time::Duration::ZERO);
+    let margin: time::Duration = (life / 5i32).min(time::Duration::minutes(5));
+    expires_at - margin
 }
 
 /// A repository an installation can see.
@@ -99,10 +177,19 @@ pub struct TokenHealth {
     pub refreshed_on_401: u64,
 }
 
+/// An installation token, with when it expires and the permissions GitHub gave it.
+#[derive(Clone, Debug)]
+pub struct Grant {
+    pub token: Secret,
+    pub expires_at: OffsetDateTime,
+    pub permissions: serde_json::Value,
+}
+
 #[derive(Clone)]
 struct Cached {
     token: Secret,
     expires_at: OffsetDateTime,
+    permissions: serde_json::Value,
     /// Used until this moment: a fifth of its life (at most five minutes) before it expires.
     renew_at: OffsetDateTime,
 }
@@ -116,6 +203,8 @@ struct State {
     gone: std::collections::HashSet<u64>,
     minted: HashMap<u64, u64>,
     refreshed: HashMap<u64, u64>,
+    /// Each installation's granted permissions (`GET /app/installations/{id}`), read once.
+    permissions: HashMap<u64, serde_json::Map<String, serde_json::Value>>,
 }
 
 /// A GitHub App's access to its installations.
@@ -143,11 +232,29 @@ impl std::fmt::Debug for AppClient {
 struct AccessToken {
     token: String,
     expires_at: String,
+    #[serde(default)]
+    permissions: serde_json::Value,
 }
 
 #[derive(Deserialize)]
 struct Installation {
     id: u64,
+}
+
+/// `GET /app/installations/{id}`: what the installation granted, and whether it is suspended.
+#[derive(Deserialize)]
+struct InstallationDetail {
+    #[serde(default)]
+    permissions: serde_json::Map<String, serde_json::Value>,
+    #[serde(default)]
+    suspended_at: Option<String>,
+}
+
+/// What GitHub answered one request.
+struct Answer {
+    status: u16,
+    headers: reqwest::header::HeaderMap,
+    body: bytes::Bytes,
 }
 
 /// An installation of the App, as `GET /app/installations` lists it.
@@ -207,7 +314,7 @@ impl AppClient {
         for page in 1..=100 {
             let jwt = self.credentials.jwt(OffsetDateTime::now_utc())?;
             let what = "the App's installations".to_string();
-            let (status, body) = self
+            let answer = self
                 .send(
                     self.http.get(format!(
                         "{}/app/installations?per_page=100&page={page}",
@@ -217,10 +324,10 @@ impl AppClient {
                     &what,
                 )
                 .await?;
+            let (status, body) = (answer.status, &answer.body);
             match status {
                 200 => {}
-                401 => return Err(InstallationError::Refused { status }),
-                _ => return Err(failed(what, status, &body)),
+                _ => return Err(refusal(what, &answer).unwrap_or_else(|e| e)),
             }
             let listed: Vec<InstallationInfo> = parse(&body, &what)?;
             let done = listed.len() < 100;
@@ -260,36 +367,98 @@ impl AppClient {
         self.installation_at(&format!("orgs/{org}"), org).await
     }
 
+    /// The installation on the user account `user` (`GET /users/{username}/installation`):
+    /// an account that is not an organisation has its installation there only.
+    pub async fn user_installation(&self, user: &str) -> Result<u64, InstallationError> {
+        self.installation_at(&format!("users/{user}"), user).await
+    }
+
     async fn installation_at(&self, owner: &str, name: &str) -> Result<u64, InstallationError> {
         if let Some(id) = self.state().installations.get(owner) {
             return Ok(*id);
         }
         let jwt = self.credentials.jwt(OffsetDateTime::now_utc())?;
         let what = format!("the installation of {name}");
-        let (status, body) = self
+        let answer = self
             .send(
                 self.http.get(format!("{}/{owner}/installation", self.base)),
                 &jwt,
                 &what,
             )
             .await?;
-        let repo = name;
-        match status {
+        match answer.status {
             200 => {
-                let installation: Installation = parse(&body, &what)?;
+                let installation: Installation = parse(&answer.body, &what)?;
                 self.state()
                     .installations
                     .insert(owner.to_string(), installation.id);
                 Ok(installation.id)
             }
-            404 => Err(InstallationError::NotInstalled(repo.to_string())),
-            401 => Err(InstallationError::Refused { status }),
-            _ => Err(failed(what, status, &body)),
+            404 => Err(InstallationError::NotInstalled(name.to_string())),
+            _ => Err(refusal(what, &answer).unwrap_or_else(|e| e)),
+        }
+    }
+
+    /// What installation `installation` granted the App (`GET /app/installations/{id}`, with
+    /// the JWT), read once per client: a token is asked for no more than that.
+    pub async fn granted(
+        &self,
+        installation: u64,
+    ) -> Result<serde_json::Map<String, serde_json::Value>, InstallationError> {
+        if let Some(granted) = self.state().permissions.get(&installation) {
+            return Ok(granted.clone());
+        }
+        let jwt = self.credentials.jwt(OffsetDateTime::now_utc())?;
+        let what = format!("installation {installation}");
+        let answer = self
+            .send(
+                self.http
+                    .get(format!("{}/app/installations/{installation}", self.base)),
+                &jwt,
+                &what,
+            )
+            .await?;
+        match answer.status {
+            200 => {}
+            404 => return Err(self.uninstalled(installation)),
+            _ => return Err(refusal(what, &answer).unwrap_or_else(|e| e)),
+        }
+        let detail: InstallationDetail = parse(&answer.body, &what)?;
+        if detail.suspended_at.is_some() {
+            return Err(InstallationError::Suspended(installation));
+        }
+        self.state()
+            .permissions
+            .insert(installation, detail.permissions.clone());
+        Ok(detail.permissions)
+    }
+
+    /// Installation `installation` is gone: the repositories it served are asked again which
+    /// installation they have (a reinstall has a new id).
+    fn uninstalled(&self, installation: u64) -> InstallationError {
+        let mut st = self.state();
+        st.installations.retain(|_, id| *id != installation);
+        st.gone.insert(installation);
+        st.permissions.remove(&installation);
+        InstallationError::Uninstalled(installation)
+    }
+
+    /// Drops the token in hand for `installation`, so the next [`AppClient::token`] mints anew
+    /// (a caller that cannot hand the refused token back says so this way).
+    pub fn renew(&self, installation: u64) {
+        let mut st = self.state();
+        if st.tokens.remove(&installation).is_some() {
+            *st.refreshed.entry(installation).or_default() += 1;
         }
     }
 
     /// The installation's token: the one in hand until shortly before it expires, else a new one.
     pub async fn token(&self, installation: u64) -> Result<Secret, InstallationError> {
+        Ok(self.grant(installation).await?.token)
+    }
+
+    /// [`AppClient::token`], with its expiry and permissions.
+    pub async fn grant(&self, installation: u64) -> Result<Grant, InstallationError> {
         let current = |client: &AppClient| {
             let now = OffsetDateTime::now_utc();
             client
@@ -297,7 +466,11 @@ impl AppClient {
                 .tokens
                 .get(&installation)
                 .filter(|c| now < c.renew_at)
-                .map(|c| c.token.clone())
+                .map(|c| Grant {
+                    token: c.token.clone(),
+                    expires_at: c.expires_at,
+                    permissions: c.permissions.clone(),
+                })
         };
         if let Some(token) = current(self) {
             return Ok(token);
@@ -307,61 +480,81 @@ impl AppClient {
         if let Some(token) = current(self) {
             return Ok(token);
         }
-        let now = OffsetDateTime::now_utc();
-        let jwt = self.credentials.jwt(now)?;
+        self.mint(installation).await
+    }
+
+    /// A new token of `installation`, asked for the reads it granted (see
+    /// [`permissions_to_ask`]), with the permissions GitHub gave it. Kept for
+    /// [`AppClient::token`]. A 422 (the installation's permissions changed since they were
+    /// read) reads them again and asks once more.
+    async fn mint(&self, installation: u64) -> Result<Grant, InstallationError> {
         let what = format!("a token of installation {installation}");
-        // Only what enrichment reads: the token of a function that parses untrusted content
-        // holds none of the App's other permissions (redelivery's webhooks write).
-        let (status, body) = self
-            .send(
-                self.http
-                    .post(format!(
-                        "{}/app/installations/{installation}/access_tokens",
-                        self.base
-                    ))
-                    .header(reqwest::header::CONTENT_TYPE, "application/json")
-                    .body(serde_json::json!({ "permissions": token_permissions() }).to_string()),
-                &jwt,
-                &what,
-            )
-            .await?;
-        match status {
-            201 | 200 => {}
-            401 => return Err(InstallationError::Refused { status }),
-            // Uninstalled: the repositories it served are asked again which installation they
-            // have (a reinstall has a new id).
-            404 => {
-                let mut st = self.state();
-                st.installations.retain(|_, id| *id != installation);
-                st.gone.insert(installation);
-                return Err(InstallationError::Uninstalled(installation));
+        let mut asked_again = false;
+        let (now, answer) = loop {
+            let asked = permissions_to_ask(installation, &self.granted(installation).await?)?;
+            let now = OffsetDateTime::now_utc();
+            let jwt = self.credentials.jwt(now)?;
+            // Only what enrichment reads: the token of a function that parses untrusted content
+            // holds none of the App's other permissions (redelivery's webhooks write).
+            let answer = self
+                .send(
+                    self.http
+                        .post(format!(
+                            "{}/app/installations/{installation}/access_tokens",
+                            self.base
+                        ))
+                        .header(reqwest::header::CONTENT_TYPE, "application/json")
+                        .body(serde_json::json!({ "permissions": asked }).to_string()),
+                    &jwt,
+                    &what,
+                )
+                .await?;
+            match answer.status {
+                201 | 200 => break (now, answer),
+                404 => return Err(self.uninstalled(installation)),
+                422 if !asked_again => {
+                    asked_again = true;
+                    self.state().permissions.remove(&installation);
+                }
+                422 => {
+                    return Err(InstallationError::Permissions {
+                        installation,
+                        message: String::from_utf8_lossy(&answer.body)
+                            .chars()
+                            .take(300)
+                            .collect(),
+                    })
+                }
+                // A 403 that is not a rate limit: GitHub's answer for a suspended installation.
+                403 => {
+                    return Err(refusal(what, &answer)
+                        .err()
+                        .unwrap_or(InstallationError::Suspended(installation)))
+                }
+                _ => return Err(refusal(what, &answer).unwrap_or_else(|e| e)),
             }
-            403 => return Err(InstallationError::Suspended(installation)),
-            422 => {
-                return Err(InstallationError::Permissions {
-                    installation,
-                    message: String::from_utf8_lossy(&body).chars().take(300).collect(),
-                })
-            }
-            _ => return Err(failed(what, status, &body)),
-        }
-        let minted: AccessToken = parse(&body, &what)?;
+        };
+        let status = answer.status;
+        let minted: AccessToken = parse(&answer.body, &what)?;
         let expires_at = OffsetDateTime::parse(
             &minted.expires_at,
             &time::format_description::well_known::Rfc3339,
         )
         .map_err(|e| failed(what.clone(), status, format!("expires_at: {e}").as_bytes()))?;
-        let life = (expires_at - now).max(time::Duration::ZERO);
-        let margin: time::Duration = (life / 5i32).min(time::Duration::minutes(5));
         let cached = Cached {
             token: Secret::new(minted.token),
             expires_at,
-            renew_at: expires_at - margin,
+            permissions: minted.permissions,
+            renew_at: renew_at(now, expires_at),
         };
         let mut st = self.state();
         *st.minted.entry(installation).or_default() += 1;
         st.tokens.insert(installation, cached.clone());
-        Ok(cached.token)
+        Ok(Grant {
+            token: cached.token,
+            expires_at,
+            permissions: cached.permissions,
+        })
     }
 
     /// GitHub refused `used` (401): it is dropped, so the next [`AppClient::token`] mints anew.
@@ -393,12 +586,12 @@ impl AppClient {
             let mut answer = None;
             for _ in 0..2 {
                 let token = self.token(installation).await?;
-                let (status, body) = self.send(self.http.get(&url), &token, &what).await?;
-                if status == 401 {
+                let got = self.send(self.http.get(&url), &token, &what).await?;
+                if got.status == 401 {
                     self.refused(installation, &token);
                     continue;
                 }
-                answer = Some((status, body));
+                answer = Some((got.status, got.body));
                 break;
             }
             let Some((status, body)) = answer else {
@@ -446,7 +639,7 @@ impl AppClient {
         request: reqwest::RequestBuilder,
         bearer: &Secret,
         what: &str,
-    ) -> Result<(u16, bytes::Bytes), InstallationError> {
+    ) -> Result<Answer, InstallationError> {
         let transport = |e: reqwest::Error| InstallationError::Transport {
             what: what.to_string(),
             message: chronicle_domain::error::error_chain(&e),
@@ -458,8 +651,13 @@ impl AppClient {
             .await
             .map_err(transport)?;
         let status = response.status().as_u16();
+        let headers = response.headers().clone();
         let body = response.bytes().await.map_err(transport)?;
-        Ok((status, body))
+        Ok(Answer {
+            status,
+            headers,
+            body,
+        })
     }
 }
 
@@ -469,6 +667,46 @@ fn parse<T: serde::de::DeserializeOwned>(body: &[u8], what: &str) -> Result<T, I
         status: 200,
         message: format!("an answer not shaped like GitHub's: {e}"),
     })
+}
+
+/// What a refusal of the App's own requests (JWT) means: `Err` a temporary answer worth asking
+/// again later (a rate limit, primary or secondary: 429, or 403 with `retry-after`,
+/// `x-ratelimit-remaining: 0` or GitHub's rate-limit message, as the REST client reads it; a
+/// refused JWT, see [`KEY_REFUSED_WAIT`]), `Ok` the error otherwise. Never the body's token.
+fn refusal(what: String, answer: &Answer) -> Result<InstallationError, InstallationError> {
+    let header = |name: &str| {
+        answer
+            .headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
+    let message = String::from_utf8_lossy(&answer.body).to_ascii_lowercase();
+    let rate_limited = answer.status == 429
+        || answer.status == 403
+            && (header("retry-after").is_some()
+                || header("x-ratelimit-remaining") == Some("0")
+                || message.contains("rate limit"));
+    if rate_limited {
+        let now = OffsetDateTime::now_utc().unix_timestamp();
+        let wait = header("retry-after")
+            .and_then(|v| v.parse::<u64>().ok())
+            .or_else(|| {
+                header("x-ratelimit-reset")
+                    .and_then(|v| v.parse::<i64>().ok())
+                    .map(|reset| reset.saturating_sub(now).max(0) as u64)
+            })
+            .unwrap_or(60)
+            .clamp(1, 3600);
+        return Err(InstallationError::RateLimited {
+            what,
+            wait: Duration::from_secs(wait),
+        });
+    }
+    if answer.status == 401 {
+        return Err(InstallationError::Refused { status: 401 });
+    }
+    Ok(failed(what, answer.status, &answer.body))
 }
 
 fn failed(what: String, status: u16, body: &[u8]) -> InstallationError {
@@ -487,13 +725,60 @@ pub(crate) fn sensitive_bearer(token: &Secret) -> reqwest::header::HeaderValue {
     value
 }
 
+/// A boxed future, for [`TokenSource`]'s methods (a trait object's async methods).
+pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+
+/// Where an App's installation tokens come from: [`AppClient`], the key in hand, or a client of
+/// a function that alone can use the key. Each keeps what it learnt (tokens until shortly before
+/// they expire, which installation a repository has) and answers with [`InstallationError`].
+pub trait TokenSource: Send + Sync + std::fmt::Debug {
+    /// The installation that can see `repo` (`owner/name`).
+    fn installation_of<'a>(
+        &'a self,
+        repo: &'a str,
+    ) -> BoxFuture<'a, Result<u64, InstallationError>>;
+    /// The installation's token: the one in hand until shortly before it expires, else a new one.
+    fn token(&self, installation: u64) -> BoxFuture<'_, Result<Secret, InstallationError>>;
+    /// GitHub refused `used` (401): the next [`TokenSource::token`] gets a new one.
+    fn refused(&self, installation: u64, used: &Secret);
+    /// Takes `installation` as `repo`'s (a delivery named it) unless one is known already.
+    fn remember(&self, repo: &str, installation: u64);
+    /// Forgets which installation `repo` has, so the next request asks again.
+    fn forget(&self, repo: &str);
+}
+
+impl TokenSource for AppClient {
+    fn installation_of<'a>(
+        &'a self,
+        repo: &'a str,
+    ) -> BoxFuture<'a, Result<u64, InstallationError>> {
+        Box::pin(AppClient::installation_of(self, repo))
+    }
+
+    fn token(&self, installation: u64) -> BoxFuture<'_, Result<Secret, InstallationError>> {
+        Box::pin(AppClient::token(self, installation))
+    }
+
+    fn refused(&self, installation: u64, used: &Secret) {
+        AppClient::refused(self, installation, used)
+    }
+
+    fn remember(&self, repo: &str, installation: u64) {
+        AppClient::remember(self, repo, installation)
+    }
+
+    fn forget(&self, repo: &str) {
+        AppClient::forget(self, repo)
+    }
+}
+
 /// What a client authenticates with.
 #[derive(Clone, Debug)]
 pub enum Auth {
     /// A token (a personal access token, or a fixed one in tests).
     Token(Secret),
-    /// An installation of a GitHub App: its current token, minted as needed.
-    Installation { app: Arc<AppClient>, id: u64 },
+    /// An installation of a GitHub App: its current token, from the source as needed.
+    Installation { app: Arc<dyn TokenSource>, id: u64 },
 }
 
 impl Auth {

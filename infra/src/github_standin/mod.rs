@@ -322,9 +322,18 @@ async fn handle(state: Arc<Mutex<State>>, request: Request<Incoming>) -> Respons
             rest::installations::Bearer::Installation(id) => Some(id),
             _ => None,
         };
-        (given == st.token || installation.is_some(), installation)
+        let reads_issues = st
+            .installations
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .token_reads_issues(&given);
+        (
+            given == st.token || installation.is_some(),
+            installation,
+            reads_issues,
+        )
     };
-    let (authorized, installation) = authorized;
+    let (authorized, installation, reads_issues) = authorized;
     let has_agent = request.headers().contains_key(http::header::USER_AGENT);
     let Ok(body) = request.into_body().collect().await.map(|b| b.to_bytes()) else {
         return answer(
@@ -440,6 +449,10 @@ async fn handle(state: Arc<Mutex<State>>, request: Request<Incoming>) -> Respons
         }
     };
     let mut errors: Vec<Value> = std::mem::take(&mut data.errors);
+    if !reads_issues {
+        // A token without `issues`: GitHub nulls each closing-issues connection, FORBIDDEN.
+        rest::installations::forbid_issues(&mut data.value, &mut Vec::new(), &mut errors);
+    }
     if matches!(fault, Some(Fault::Partial)) {
         // The first pull request lost, as when GitHub's own resolvers time out.
         if let Some(first) = data.value.pointer_mut("/repository/pullRequests/nodes/0") {

@@ -538,6 +538,9 @@ fn gate(
                 .bearer(bearer);
             match who {
                 installations::Bearer::Installation(id) => {
+                    if let Some(answer) = installations::issues_refused(st, bearer, path) {
+                        return Some(answer);
+                    }
                     let base = st.base_url.clone();
                     if let Some(answer) = installations::with_token(st, &base, id, path, query) {
                         return Some(answer);

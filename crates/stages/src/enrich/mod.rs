@@ -519,12 +519,26 @@ impl EnrichHandler {
                     fetched = Some(Fetched::Skip(e.to_string()));
                     break;
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => match e.deferral() {
+                    Some(wait) => {
+                        fetched = Some(deferred(repo, number, &e, wait));
+                        break;
+                    }
+                    None => return Err(e.into()),
+                },
             };
             match fetch(&github, repo, number, body, deadline).await {
                 Ok(Fetched::Unseen(reason)) if asked == 0 && access.forget(repo) => {
                     fetched = Some(Fetched::Skip(reason));
                     continue;
+                }
+                // A rate-limited mint, or a refused JWT (a key being rotated): temporary, the
+                // row is parked as for REST's rate limit (see `KEY_REFUSED_WAIT` for the rule).
+                Err(e) if e.installation().and_then(|i| i.deferral()).is_some() => {
+                    let installation = e.installation().expect("checked above");
+                    let wait = installation.deferral().expect("checked above");
+                    fetched = Some(deferred(repo, number, installation, wait));
+                    break;
                 }
                 Err(e) if e.installation().is_some_and(|i| i.is_permanent()) => {
                     if asked == 0 && e.installation().is_some_and(|i| i.is_gone()) {
@@ -777,6 +791,17 @@ fn log_outcome(repo: &str, pr: u64, result: &Result<RecordOutcome, EnrichError>,
         duration_ms = started.elapsed().as_secs_f64() * 1000.0,
         "enrich record"
     );
+}
+
+/// A temporary refusal of the App's token, logged once: the row waits `wait`.
+fn deferred(
+    repo: &RepoName,
+    number: u64,
+    error: &crate::github::installation::InstallationError,
+    wait: Duration,
+) -> Fetched {
+    tracing::warn!(repo = %repo, pr = number, error = %error, wait_s = wait.as_secs(), "no installation token for now; the row waits");
+    Fetched::Defer(now_utc() + wait)
 }
 
 fn parse_time(s: &str) -> Option<OffsetDateTime> {

@@ -1,17 +1,26 @@
 //! A GitHub App's installations, as GitHub serves them:
 //!
+//! - `GET /app/installations/{id}` (the App's JWT) → the installation, with the `permissions`
+//!   it granted ([`GitHubStandIn::set_installation_permissions`]; app.yml's by default), or 404;
 //! - `POST /app/installations/{id}/access_tokens` (the App's JWT) → 201
-//!   `{token, expires_at, permissions, repository_selection}`; the token lives
+//!   `{token, expires_at, permissions, repository_selection}`, or 422 when asked for a
+//!   permission the installation did not grant, as GitHub answers; scripted refusals
+//!   ([`MintFault`]: a secondary rate limit, a refused JWT) come first; the token lives
 //!   [`GitHubStandIn::set_installation_token_ttl`] (an hour on GitHub; seconds in tests, a
 //!   compressed clock);
 //! - `GET /repos/{owner}/{repo}/installation` (the App's JWT) → the installation, or 404;
+//! - `GET /orgs/{org}/installation` and `GET /users/{username}/installation` (the App's JWT) →
+//!   an organisation's, a user's installation, or 404; each only at its own route (GitHub
+//!   also answers a user's route for an organisation; a client must not rely on it);
 //! - `GET /installation/repositories` (an installation token only) → `{total_count,
 //!   repository_selection, repositories}`, paginated with a `Link` header.
 //!
 //! An installation token is accepted by every other route, REST and GraphQL, until it expires
 //! (then 401 "Bad credentials", as GitHub answers); it reads only its installation's
 //! repositories (another is 404 on REST, `NOT_FOUND` on GraphQL). A token asked for with
-//! `{"permissions": …}` beyond the App's (app.yml's) is refused 422.
+//! `{"permissions": …}` beyond the installation's is refused 422. A token without `issues`
+//! reads no issue: REST's issue routes answer 403 "Resource not accessible by integration",
+//! GraphQL's `closingIssuesReferences` is null with a FORBIDDEN error, as GitHub answers.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
@@ -30,6 +39,19 @@ pub struct InstalledSpec {
 struct Install {
     account: String,
     repos: Vec<InstalledSpec>,
+    /// On a user account ([`GitHubStandIn::add_user_installation`]), not an organisation.
+    user: bool,
+}
+
+impl Install {
+    /// Its account's `type`, as GitHub names it.
+    fn kind(&self) -> &'static str {
+        if self.user {
+            "User"
+        } else {
+            "Organization"
+        }
+    }
 }
 
 /// The installations and the tokens issued for them; shared by the REST and GraphQL halves.
@@ -40,6 +62,23 @@ pub struct Installations {
     minted: u64,
     /// Every token issued expires just before this GraphQL request (counted from 1).
     expire_at_graphql: Option<u64>,
+    /// What each installation granted, when not app.yml's (`set_installation_permissions`).
+    granted: HashMap<u64, Value>,
+    /// The permissions each issued token was given.
+    token_permissions: HashMap<String, Value>,
+    /// Refusals scripted for the next mints, in order.
+    mint_faults: std::collections::VecDeque<MintFault>,
+}
+
+/// A scripted refusal of the next `POST /app/installations/{id}/access_tokens`, as GitHub
+/// answers it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum MintFault {
+    /// 403, GitHub's secondary-rate-limit message and `retry-after`.
+    SecondaryRateLimit { retry_after_secs: u64 },
+    /// 401 "A JSON web token could not be decoded": a key GitHub does not (or no longer) know,
+    /// as during a key rotation.
+    BadJwt,
 }
 
 impl Default for Installations {
@@ -50,6 +89,9 @@ impl Default for Installations {
             ttl: Duration::from_secs(3600),
             minted: 0,
             expire_at_graphql: None,
+            granted: HashMap::new(),
+            token_permissions: HashMap::new(),
+            mint_faults: Default::default(),
         }
     }
 }
@@ -87,6 +129,20 @@ impl Installations {
         }
     }
 
+    /// Whether the installation token `token` may read issues (`issues` among its permissions).
+    pub(crate) fn token_reads_issues(&self, token: &str) -> bool {
+        self.token_permissions
+            .get(token)
+            .is_none_or(|p| p.get("issues").is_some())
+    }
+
+    fn granted(&self, id: u64) -> Value {
+        self.granted
+            .get(&id)
+            .cloned()
+            .unwrap_or_else(granted_permissions)
+    }
+
     pub(crate) fn can_read(&self, id: u64, repo: &str) -> bool {
         self.by_id
             .get(&id)
@@ -105,8 +161,18 @@ impl GitHubStandIn {
             Install {
                 account: account.to_string(),
                 repos,
+                user: false,
             },
         );
+    }
+
+    /// As [`Self::add_installation`], on the user account `login` (`GET
+    /// /users/{login}/installation` finds it; `/orgs/{login}/installation` is 404).
+    pub fn add_user_installation(&self, id: u64, login: &str, repos: Vec<InstalledSpec>) {
+        self.add_installation(id, login, repos);
+        if let Some(i) = self.installations().by_id.get_mut(&id) {
+            i.user = true;
+        }
     }
 
     /// Removes `repo` from installation `id` (the App was uninstalled from it).
@@ -145,6 +211,19 @@ impl GitHubStandIn {
     pub fn installation_tokens_minted(&self) -> u64 {
         self.installations().minted
     }
+
+    /// What installation `id` granted the App (GitHub's `permissions` object, e.g.
+    /// `{"contents": "read", "metadata": "read", "pull_requests": "read"}`), in place of
+    /// app.yml's: a mint asking for more is refused 422.
+    pub fn set_installation_permissions(&self, id: u64, permissions: Value) {
+        assert!(permissions.is_object(), "permissions are an object");
+        self.installations().granted.insert(id, permissions);
+    }
+
+    /// Scripts `fault` for the next token mint (any installation), after the JWT is checked.
+    pub fn fail_next_mint(&self, fault: MintFault) {
+        self.installations().mint_faults.push_back(fault);
+    }
 }
 
 /// `POST /app/installations/{id}/access_tokens`, once the JWT is checked; `None` for another
@@ -159,13 +238,16 @@ pub(super) fn app_route(st: &mut State, method: &Method, path: &str) -> Option<A
             .map(|(id, i)| {
                 json!({
                     "id": id,
-                    "account": {"login": i.account, "type": "Organization"},
+                    "account": {"login": i.account, "type": i.kind()},
                     "repository_selection": "selected",
                     "events": ["pull_request"],
                 })
             })
             .collect();
         return Some(Answer::json(StatusCode::OK, Value::Array(listed)));
+    }
+    if let ["app", "installations", id] = segments.as_slice() {
+        return Some(installation_route(st, method, id));
     }
     let ["app", "installations", id, "access_tokens"] = segments.as_slice() else {
         return None;
@@ -193,7 +275,14 @@ pub(super) fn app_route(st: &mut State, method: &Method, path: &str) -> Option<A
         },
         _ => json!({}),
     };
-    let granted = granted_permissions();
+    let mut inst = st.installations.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(fault) = inst.mint_faults.pop_front() {
+        return Some(mint_fault(fault));
+    }
+    if !inst.by_id.contains_key(&id) {
+        return Some(not_found());
+    }
+    let granted = inst.granted(id);
     let permissions = match asked.get("permissions") {
         None => granted.clone(),
         Some(Value::Object(p))
@@ -212,12 +301,10 @@ pub(super) fn app_route(st: &mut State, method: &Method, path: &str) -> Option<A
             ))
         }
     };
-    let mut inst = st.installations.lock().unwrap_or_else(|e| e.into_inner());
-    if !inst.by_id.contains_key(&id) {
-        return Some(not_found());
-    }
     inst.minted += 1;
     let token = format!("ghs_standin{:04}{id}", inst.minted);
+    inst.token_permissions
+        .insert(token.clone(), permissions.clone());
     let ttl = inst.ttl;
     inst.issued
         .insert(token.clone(), (id, Instant::now() + ttl));
@@ -237,6 +324,60 @@ pub(super) fn app_route(st: &mut State, method: &Method, path: &str) -> Option<A
     ))
 }
 
+/// A scripted refusal of a mint, as GitHub words it.
+fn mint_fault(fault: MintFault) -> Answer {
+    match fault {
+        MintFault::SecondaryRateLimit { retry_after_secs } => Answer::error(
+            StatusCode::FORBIDDEN,
+            "You have exceeded a secondary rate limit. Please wait a few minutes before you try \
+             again. If you reach out to GitHub Support for help, please include the request ID.",
+        )
+        .header("retry-after", retry_after_secs.to_string()),
+        MintFault::BadJwt => Answer::error(
+            StatusCode::UNAUTHORIZED,
+            "A JSON web token could not be decoded",
+        ),
+    }
+}
+
+/// `GET /app/installations/{id}` (the JWT checked): the installation in GitHub's `installation`
+/// shape (@octokit/openapi), with what it granted.
+fn installation_route(st: &State, method: &Method, id: &str) -> Answer {
+    if method != Method::GET {
+        return Answer::error(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed");
+    }
+    let Some(id) = positive(id) else {
+        return not_found();
+    };
+    let inst = st.installations.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(install) = inst.by_id.get(&id) else {
+        return not_found();
+    };
+    let base = &st.base_url;
+    Answer::json(
+        StatusCode::OK,
+        json!({
+            "id": id,
+            "account": {"login": install.account, "id": 1, "type": "Organization"},
+            "repository_selection": "selected",
+            "access_tokens_url": format!("{base}/app/installations/{id}/access_tokens"),
+            "repositories_url": format!("{base}/installation/repositories"),
+            "html_url": format!("https://github.com/organizations/{}/settings/installations/{id}", install.account),
+            "app_id": 1,
+            "app_slug": "chronicle",
+            "target_id": 1,
+            "target_type": "Organization",
+            "permissions": inst.granted(id),
+            "events": ["pull_request"],
+            "created_at": "2024-01-01T00:00:00Z",
+            "updated_at": "2024-01-01T00:00:00Z",
+            "single_file_name": null,
+            "suspended_by": null,
+            "suspended_at": null,
+        }),
+    )
+}
+
 /// What the stand-in's App may do on each installation: `app.yml`'s permissions.
 fn granted_permissions() -> Value {
     json!({
@@ -253,7 +394,8 @@ fn granted_permissions() -> Value {
 pub(super) fn repo_installation(st: &State, method: &Method, path: &str) -> Option<Answer> {
     let segments: Vec<&str> = path.strip_prefix('/')?.split('/').collect();
     let org = match segments.as_slice() {
-        ["orgs", org, "installation"] => Some(org.to_string()),
+        ["orgs", org, "installation"] => Some((org.to_string(), false)),
+        ["users", user, "installation"] => Some((user.to_string(), true)),
         ["repos", _, _, "installation"] => None,
         _ => return None,
     };
@@ -268,7 +410,7 @@ pub(super) fn repo_installation(st: &State, method: &Method, path: &str) -> Opti
         .by_id
         .iter()
         .find(|(_, i)| match (&org, &segments[..]) {
-            (Some(org), _) => i.account == *org,
+            (Some((login, user)), _) => i.account == *login && i.user == *user,
             (None, [_, owner, name, _]) => i
                 .repos
                 .iter()
@@ -280,10 +422,10 @@ pub(super) fn repo_installation(st: &State, method: &Method, path: &str) -> Opti
             StatusCode::OK,
             json!({
                 "id": id,
-                "account": {"login": i.account, "type": "Organization"},
+                "account": {"login": i.account, "type": i.kind()},
                 "repository_selection": "selected",
-                "target_type": "Organization",
-                "permissions": granted_permissions(),
+                "target_type": i.kind(),
+                "permissions": inst.granted(*id),
                 "events": ["pull_request"],
             }),
         ),
@@ -296,8 +438,57 @@ pub(super) fn takes_jwt(path: &str) -> bool {
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     matches!(
         segments.as_slice(),
-        ["repos", _, _, "installation"] | ["orgs", _, "installation"]
+        ["repos", _, _, "installation"]
+            | ["orgs", _, "installation"]
+            | ["users", _, "installation"]
     )
+}
+
+/// Nulls every `closingIssuesReferences` under `value` (at `path`), with GitHub's FORBIDDEN
+/// error for each: what a token without `issues` gets.
+pub(crate) fn forbid_issues(value: &mut Value, path: &mut Vec<Value>, errors: &mut Vec<Value>) {
+    match value {
+        Value::Object(map) => {
+            for (key, child) in map.iter_mut() {
+                path.push(json!(key));
+                if key == "closingIssuesReferences" && !child.is_null() {
+                    *child = Value::Null;
+                    errors.push(json!({
+                        "type": "FORBIDDEN",
+                        "path": path.clone(),
+                        "extensions": {"saml_failure": false},
+                        "locations": [{"line": 1, "column": 1}],
+                        "message": "Resource not accessible by integration",
+                    }));
+                } else {
+                    forbid_issues(child, path, errors);
+                }
+                path.pop();
+            }
+        }
+        Value::Array(items) => {
+            for (i, child) in items.iter_mut().enumerate() {
+                path.push(json!(i));
+                forbid_issues(child, path, errors);
+                path.pop();
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A token without `issues` asking for an issue: 403, as GitHub answers an installation that
+/// did not grant the read. `None` to go on.
+pub(super) fn issues_refused(st: &State, token: &str, path: &str) -> Option<Answer> {
+    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let issue_route = matches!(segments.as_slice(), ["repos", _, _, "issues", ..]);
+    let inst = st.installations.lock().unwrap_or_else(|e| e.into_inner());
+    (issue_route && !inst.token_reads_issues(token)).then(|| {
+        Answer::error(
+            StatusCode::FORBIDDEN,
+            "Resource not accessible by integration",
+        )
+    })
 }
 
 /// The installation token's check for a route: `GET /installation/repositories` answered here,

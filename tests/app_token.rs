@@ -1,0 +1,281 @@
+//! Enrichment as a GitHub App when the App's token is not simply there: an installation that
+//! has not granted an optional permission, a secondary rate limit on the mint, and a refused
+//! JWT while the App's key is rotated. Each is temporary or partial, never a reason to skip a
+//! PR for good.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_lambda_events::event::dynamodb::{Event, EventRecord};
+use infra::github_standin::rest::installations::MintFault;
+use infra::github_standin::{GitHubStandIn, InstalledSpec};
+use stages::config::EnrichConfig;
+use stages::secret::SecretSource;
+use stages::store::attr;
+use support::*;
+
+const TOKEN: &str = "ghp_app_token_test";
+const APP_ID: &str = "7";
+
+pub fn fixture(name: &str) -> String {
+    std::fs::read_to_string(
+        infra::emulator::repo_root()
+            .join("tests/fixtures/github")
+            .join(name),
+    )
+    .unwrap()
+}
+
+/// The stream's INSERT record of the stored row.
+pub async fn insert_record(t: &Tables, repo: &str, number: u64) -> EventRecord {
+    let row = stored_row(&t.prs, repo, number).await;
+    let mut record = EventRecord::default();
+    record.change.new_image = serde_dynamo::Item::from(
+        row.into_iter()
+            .map(|(k, v)| (k, serde_dynamo::AttributeValue::from(v)))
+            .collect::<std::collections::HashMap<_, _>>(),
+    );
+    record.event_id = format!("event-{repo}-{number}");
+    record.event_name = "INSERT".into();
+    record.change.sequence_number = Some(format!("{number}00"));
+    record.change.keys = serde_dynamo::Item::from(std::collections::HashMap::from([
+        (
+            attr::REPO.to_string(),
+            serde_dynamo::AttributeValue::S(repo.into()),
+        ),
+        (
+            attr::PR_NUMBER.to_string(),
+            serde_dynamo::AttributeValue::N(number.to_string()),
+        ),
+    ]));
+    record
+}
+
+/// A GitHub stand-in with the App installed (installation `installation`) on `repo`, whose PR
+/// `number` closes issue 5; the PR's row stored by the webhook, as the App delivers it.
+pub async fn installed(t: &Tables, repo: &str, number: u64, installation: u64) -> GitHubStandIn {
+    let github = GitHubStandIn::start(TOKEN).await.unwrap();
+    github.add_app_hook(APP_ID, &fixture("app-test-key.pub.pem"), 1, None);
+    github.add_installation(
+        installation,
+        repo.split('/').next().unwrap(),
+        vec![InstalledSpec {
+            full_name: repo.into(),
+            archived: false,
+            empty: false,
+        }],
+    );
+    let mut pull = standin_pull(repo, number, 3);
+    pull["closingIssuesReferences"] = serde_json::json!([{
+        "__typename": "Issue",
+        "number": 5,
+        "title": "The issue it closes",
+        "state": "CLOSED",
+        "url": format!("https://github.com/{repo}/issues/5"),
+        "repository": { "__typename": "Repository", "nameWithOwner": repo },
+    }]);
+    github.put_pull(repo, pull);
+    let mut p = merged_payload();
+    let (owner, name) = repo.split_once('/').unwrap();
+    p["repository"]["full_name"] = repo.into();
+    p["repository"]["name"] = name.into();
+    p["repository"]["owner"]["login"] = owner.into();
+    p["number"] = number.into();
+    p["pull_request"]["number"] = number.into();
+    p["pull_request"]["html_url"] = format!("https://github.com/{repo}/pull/{number}").into();
+    p["installation"] = serde_json::json!({ "id": installation });
+    let response = handler(t.prs.clone())
+        .handle(signed(
+            "pull_request",
+            &format!("guid-{number}"),
+            serde_json::to_vec(&p).unwrap(),
+        ))
+        .await;
+    assert_eq!(response.status, 200, "{response:?}");
+    github
+}
+
+/// Enrichment's configuration against `github`, with no credential: the caller adds one.
+pub fn enrich_config(t: &Tables, github: &GitHubStandIn) -> EnrichConfig {
+    EnrichConfig {
+        table: t.prs.table().clone(),
+        api_url: github.url().to_string(),
+        token: SecretSource::Unset,
+        timeout: Duration::from_secs(10),
+        max_retries: 1,
+        concurrency: 2,
+        max_paths: 500,
+        max_wait: Duration::from_secs(3600),
+        // No repository context: its refresh would ask for the token first.
+        pages_table: None,
+        issue_scope: Default::default(),
+        app_id: None,
+        app_key: SecretSource::Unset,
+        token_function: None,
+    }
+}
+
+/// The enrich handler reading GitHub as the App, its key in hand.
+async fn with_key(t: &Tables, github: &GitHubStandIn) -> Arc<stages::enrich::EnrichHandler> {
+    let sdk = sdk().await;
+    let mut config = enrich_config(t, github);
+    config.app_id = Some(APP_ID.into());
+    config.app_key = SecretSource::Plain(stages::secret::Secret::new(fixture("app-test-key.pem")));
+    Arc::new(
+        stages::enrich::EnrichHandler::from_config(&config, &sdk)
+            .await
+            .unwrap(),
+    )
+}
+
+pub fn text(row: &stages::store::Item, name: &str) -> Option<String> {
+    row.get(name).and_then(|v| v.as_s().ok()).cloned()
+}
+
+/// How many linked issues the row stores.
+pub fn linked_issues(row: &stages::store::Item) -> usize {
+    row.get(attr::LINKED_ISSUES)
+        .and_then(|v| v.as_l().ok())
+        .map_or(0, Vec::len)
+}
+
+/// The body each token mint asked with.
+pub fn mints(github: &GitHubStandIn) -> Vec<serde_json::Value> {
+    github
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "POST" && r.path.ends_with("/access_tokens"))
+        .map(|r| serde_json::from_slice(&r.body).unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn an_installation_without_issues_read_still_gets_its_prs_enriched() {
+    let t = fresh_tables(&sdk().await).await;
+    let repo = "lean-org/service";
+    let github = installed(&t, repo, 11, 41).await;
+    // The organisation has not approved `issues` (app.yml calls it optional).
+    github.set_installation_permissions(
+        41,
+        serde_json::json!({"contents": "read", "metadata": "read", "pull_requests": "read"}),
+    );
+    let enrich = with_key(&t, &github).await;
+    run(&enrich, vec![insert_record(&t, repo, 11).await]).await;
+
+    let row = stored_row(&t.prs, repo, 11).await;
+    assert_eq!(text(&row, attr::ENRICH_SKIPPED_REASON), None, "{row:?}");
+    assert!(row.contains_key(attr::ENRICHED_AT), "{row:?}");
+    assert!(
+        row.contains_key(attr::FILES),
+        "its files were read: {row:?}"
+    );
+    assert_eq!(
+        linked_issues(&row),
+        0,
+        "issues are not read without the permission: {row:?}"
+    );
+    assert_eq!(
+        mints(&github),
+        vec![serde_json::json!({"permissions": {
+            "contents": "read", "metadata": "read", "pull_requests": "read",
+        }})],
+        "the token is asked for what the installation granted, no more"
+    );
+}
+
+#[tokio::test]
+async fn an_installation_without_contents_read_is_skipped_naming_the_permission() {
+    let t = fresh_tables(&sdk().await).await;
+    let repo = "lean-org/closed";
+    let github = installed(&t, repo, 12, 42).await;
+    github.set_installation_permissions(
+        42,
+        serde_json::json!({"metadata": "read", "pull_requests": "read", "issues": "read"}),
+    );
+    let enrich = with_key(&t, &github).await;
+    run(&enrich, vec![insert_record(&t, repo, 12).await]).await;
+    let row = stored_row(&t.prs, repo, 12).await;
+    let reason = text(&row, attr::ENRICH_SKIPPED_REASON).unwrap_or_default();
+    assert!(reason.contains("contents: read"), "{row:?}");
+    assert!(mints(&github).is_empty(), "no mint GitHub would refuse");
+}
+
+#[tokio::test]
+async fn a_secondary_rate_limit_on_the_token_mint_defers_the_row() {
+    let t = fresh_tables(&sdk().await).await;
+    let repo = "busy-org/service";
+    let github = installed(&t, repo, 21, 51).await;
+    github.fail_next_mint(MintFault::SecondaryRateLimit {
+        retry_after_secs: 1,
+    });
+    let enrich = with_key(&t, &github).await;
+    run(&enrich, vec![insert_record(&t, repo, 21).await]).await;
+
+    let row = stored_row(&t.prs, repo, 21).await;
+    assert_eq!(
+        text(&row, attr::ENRICH_SKIPPED_REASON),
+        None,
+        "a rate limit is not the installation's suspension: {row:?}"
+    );
+    assert!(!row.contains_key(attr::ENRICHED_AT), "{row:?}");
+    assert!(
+        text(&row, attr::ENRICH_DEFERRED_UNTIL).is_some(),
+        "parked until GitHub's retry-after: {row:?}"
+    );
+
+    // After the wait, the scheduled retry enriches it.
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let report = enrich
+        .retry_deferred(time::OffsetDateTime::now_utc(), within(30), "inv-retry")
+        .await
+        .unwrap();
+    assert_eq!(report.enriched, 1, "{report:?}");
+    let row = stored_row(&t.prs, repo, 21).await;
+    assert!(row.contains_key(attr::ENRICHED_AT), "{row:?}");
+    assert_eq!(linked_issues(&row), 1, "with the permission: {row:?}");
+}
+
+#[tokio::test]
+async fn a_refused_jwt_while_the_key_rotates_defers_the_row() {
+    let t = fresh_tables(&sdk().await).await;
+    let repo = "rotating-org/service";
+    let github = installed(&t, repo, 31, 61).await;
+    github.fail_next_mint(MintFault::BadJwt);
+    let enrich = with_key(&t, &github).await;
+    let before = time::OffsetDateTime::now_utc();
+    run(&enrich, vec![insert_record(&t, repo, 31).await]).await;
+
+    let row = stored_row(&t.prs, repo, 31).await;
+    assert_eq!(
+        text(&row, attr::ENRICH_SKIPPED_REASON),
+        None,
+        "a refused JWT may be a key being rotated: {row:?}"
+    );
+    assert!(!row.contains_key(attr::ENRICHED_AT), "{row:?}");
+    let until = text(&row, attr::ENRICH_DEFERRED_UNTIL).expect("parked");
+    let until = time::OffsetDateTime::parse(&until, &time::format_description::well_known::Rfc3339)
+        .unwrap();
+    // Not at once: minutes later (`KEY_REFUSED_WAIT`), when a rotation has settled.
+    assert!(
+        until >= before + time::Duration::minutes(1),
+        "asked again minutes later: {until}"
+    );
+}
+
+/// One stream invocation; no record may fail.
+async fn run(enrich: &Arc<stages::enrich::EnrichHandler>, records: Vec<EventRecord>) {
+    let mut stream = Event::default();
+    stream.records = records;
+    let response = enrich
+        .invoke(
+            stages::enrich::EnrichTrigger::Stream(stream),
+            within(30),
+            "inv-enrich",
+        )
+        .await
+        .unwrap();
+    assert!(
+        matches!(&response, stages::enrich::EnrichResponse::Stream(r) if r.batch_item_failures.is_empty()),
+        "{response:?}"
+    );
+}
