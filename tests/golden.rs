@@ -83,6 +83,7 @@ fn module_page(
     entries.sort_by_key(|e| std::cmp::Reverse(e.order_key()));
     let facts = ModuleFacts {
         story_dropped: 0,
+        story_withheld: false,
         repo: repo.to_string(),
         module: module.to_string(),
         paths: module_paths(repo, module, config, None),

@@ -753,6 +753,7 @@ async fn settle_pages(
     for r in reports {
         total.story_refused += r.story_refused;
         total.story_sentences_dropped += r.story_sentences_dropped;
+        total.story_withheld += r.story_withheld;
         total.built += r.built;
     }
     total
@@ -858,4 +859,134 @@ async fn a_refused_story_model_is_counted_and_advised_on_the_page_item() {
         "{story:?}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A model stand-in that answers one provider's filtered stop, and counts the calls it got.
+enum Filtering {
+    Converse(ConverseStub),
+    Messages(support::messages_stub::MessagesStub),
+    OpenAi(support::openai_stub::OpenAiStub),
+}
+
+impl Filtering {
+    /// The stand-in of the provider whose stop reason `stop` is, with answers scripted, and a
+    /// writer over it.
+    async fn start(stop: &'static str) -> (Filtering, Writer) {
+        use support::messages_stub::{MessagesStub, Reply};
+        match stop {
+            "content_filtered" | "guardrail_intervened" => {
+                let stub = ConverseStub::start(MODEL).await;
+                stub.script((0..4).map(|_| ConverseReply::Filtered(stop)));
+                let writer = bedrock(&stub).await;
+                (Filtering::Converse(stub), writer)
+            }
+            "refusal" => {
+                let stub = MessagesStub::start("sk-ant-story").await;
+                stub.script((0..4).map(|_| Reply::CutOff(String::new(), "refusal")));
+                let writer = Writer::anthropic(
+                    &stub.url(),
+                    stages::secret::Secret::new("sk-ant-story"),
+                    "claude-haiku-4-5",
+                );
+                (Filtering::Messages(stub), writer)
+            }
+            "content_filter" => {
+                let stub = support::openai_stub::OpenAiStub::start("llama3.1").await;
+                for _ in 0..4 {
+                    stub.finish("", "content_filter");
+                }
+                let writer = Writer::openai(&stub.url(), None, "llama3.1");
+                (Filtering::OpenAi(stub), writer)
+            }
+            other => panic!("no stand-in stops with {other}"),
+        }
+    }
+
+    fn calls(&self) -> usize {
+        match self {
+            Filtering::Converse(s) => s.requests().len(),
+            Filtering::Messages(s) => s.request_count(),
+            Filtering::OpenAi(s) => s.requests().len(),
+        }
+    }
+}
+
+/// Issue 38, defect 5: an answer the model's filter or guardrail withheld (Bedrock's
+/// `content_filtered` and `guardrail_intervened`, Anthropic's `refusal`, an OpenAI-compatible
+/// `content_filter`) is final for that input. It is stored with the input's hash like a
+/// rejected story: a second build with the same input asks nothing, a changed input asks once
+/// more; the page says the story was withheld, and the tick counts it (`StoriesWithheld`).
+#[tokio::test]
+async fn a_withheld_story_is_asked_once_per_input() {
+    use std::sync::Arc;
+    for stop in [
+        "content_filtered",
+        "guardrail_intervened",
+        "refusal",
+        "content_filter",
+    ] {
+        let sdk = support::sdk().await;
+        let t = support::fresh_tables(&sdk).await;
+        let (_, entries) = facts();
+        for e in &entries {
+            t.put_entry(e).await;
+        }
+        let (model, writer) = Filtering::start(stop).await;
+        let dir =
+            std::env::temp_dir().join(format!("chronicle-story-{}", uuid::Uuid::new_v4().simple()));
+        let builder = t
+            .builder(
+                Arc::new(stages::publish::MarkdownPublisher::new(dir.clone())),
+                stages::tagging::ModulesConfig::empty(),
+                Duration::ZERO,
+            )
+            .with_story(writer, 1);
+        let report = settle_pages(&t, &builder).await;
+        assert_eq!(model.calls(), 1, "{stop}: asked once");
+        assert_eq!(report.story_withheld, 1, "{stop}: {report:?}");
+        let line = stages::builder::emf_line(&report, time::OffsetDateTime::now_utc());
+        assert!(line.contains("\"StoriesWithheld\":1"), "{stop}: {line}");
+        let page = std::fs::read_to_string(dir.join("acme/widgets/api.md")).unwrap();
+        assert!(
+            page.contains("The model's content filter withheld the written story"),
+            "{stop}: {page}"
+        );
+        assert!(!page.contains("Written by an LLM"), "{stop}: {page}");
+        assert!(
+            !page.contains(support::converse_stub::GUARDRAIL_BLOCKED),
+            "{stop}: {page}"
+        );
+        let item = t.pages.get("acme/widgets", "api").await.unwrap().unwrap();
+        let stored = item.story.expect("the withheld answer is recorded");
+        assert_eq!(stored.withheld.as_deref(), Some(stop), "{stored:?}");
+        assert!(stored.text.is_empty() && !stored.input_hash.is_empty());
+
+        // Built again with the same input: nothing is asked, and the page still says so.
+        t.pages
+            .mark_full_rebuild("acme/widgets", "api", time::OffsetDateTime::now_utc())
+            .await
+            .unwrap();
+        let report = settle_pages(&t, &builder).await;
+        assert!(report.built > 0, "{stop}: rebuilt");
+        assert_eq!(
+            model.calls(),
+            1,
+            "{stop}: the same input is not asked again"
+        );
+        assert_eq!(report.story_withheld, 0, "{stop}: nothing new withheld");
+        let again = std::fs::read_to_string(dir.join("acme/widgets/api.md")).unwrap();
+        assert_eq!(again, page, "{stop}");
+
+        // A new pull request changes the input: asked once more.
+        t.put_entry(&entry(
+            4,
+            "2024-06-01T00:00:00Z",
+            "dave",
+            "Document the list endpoint",
+        ))
+        .await;
+        settle_pages(&t, &builder).await;
+        assert_eq!(model.calls(), 2, "{stop}: a changed input is asked once");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -1173,3 +1173,70 @@ async fn a_change_that_lands_while_entries_are_written_is_not_lost() {
     assert!(t.module_entries(REPO, REPO).await.is_empty());
     assert!(row(&t, 16).await.contains_key(attr::SUMMARIZED_AT));
 }
+
+/// Issue 38, defect 5: a summary the model's guardrail withheld falls back to the extractive
+/// summary after exactly one paid call, and is counted (`SummariesWithheld`). The row keeps
+/// which input was withheld: a reprocess that asks for a new summary of the same input asks
+/// nothing; once the PR's body changed, it is asked once more.
+#[tokio::test]
+async fn a_withheld_summary_is_not_asked_again_for_the_same_input() {
+    use support::converse_stub::{ConverseReply, ConverseStub, GUARDRAIL_BLOCKED};
+    const PROFILE: &str = "us.anthropic.claude-haiku-4-5-20251001-v1:0";
+    let (t, _) = setup(5).await;
+    pending(&t, 17).await;
+    let stub = ConverseStub::start(PROFILE).await;
+    stub.script((0..4).map(|_| ConverseReply::Filtered("guardrail_intervened")));
+    let sdk = sdk().await;
+    let writer = chronicle_llm::Writer::bedrock_with(stub.client(&sdk), PROFILE);
+    let handler = Arc::new(
+        t.summarizer(ModulesConfig::empty(), 5)
+            .with_summarizer(Arc::new(chronicle_llm::WriterSummarizer::new(writer))),
+    );
+    let r = handler
+        .handle(batch(vec![message("m", 17)]), within(30), "inv")
+        .await;
+    assert!(r.batch_item_failures.is_empty(), "{r:?}");
+    assert_eq!(stub.requests().len(), 1, "one paid call");
+    let item = row(&t, 17).await;
+    let summary = s(&item, attr::SUMMARY).to_string();
+    assert!(item.contains_key(attr::SUMMARIZED_AT));
+    assert!(
+        !summary.is_empty() && summary != GUARDRAIL_BLOCKED,
+        "{summary}"
+    );
+    let lines = handler.emf_line(OffsetDateTime::now_utc());
+    assert!(lines.contains("\"SummariesWithheld\":1"), "{lines}");
+
+    // Reprocessed with a new summary asked for: the same input is not asked again.
+    let repo = RepoName::parse(REPO).unwrap();
+    let again = t
+        .prs
+        .reprocess(&repo, 17, true, OffsetDateTime::now_utc())
+        .await
+        .unwrap();
+    assert_eq!(again, stages::store::Reprocessed::Pending);
+    let r = handler
+        .handle(batch(vec![message("m2", 17)]), within(30), "inv-2")
+        .await;
+    assert!(r.batch_item_failures.is_empty(), "{r:?}");
+    assert_eq!(stub.requests().len(), 1, "not asked again");
+    let item = row(&t, 17).await;
+    assert_eq!(s(&item, attr::SUMMARY), summary, "the extractive summary");
+    assert!(item.contains_key(attr::SUMMARIZED_AT));
+
+    // The body edited: a changed input, asked once more.
+    let mut edited = merged_payload();
+    edited["pull_request"]["number"] = serde_json::json!(17);
+    edited["pull_request"]["body"] = serde_json::json!("Retries now back off for longer.");
+    edited["pull_request"]["updated_at"] = serde_json::json!("2019-05-16T10:00:00Z");
+    store_merged(&t.prs, &edited, OffsetDateTime::now_utc()).await;
+    t.prs
+        .reprocess(&repo, 17, true, OffsetDateTime::now_utc())
+        .await
+        .unwrap();
+    let r = handler
+        .handle(batch(vec![message("m3", 17)]), within(30), "inv-3")
+        .await;
+    assert!(r.batch_item_failures.is_empty(), "{r:?}");
+    assert_eq!(stub.requests().len(), 2, "a changed input is asked once");
+}

@@ -533,3 +533,55 @@ async fn the_stand_in_is_strict() {
     assert_eq!(error(overloaded.json().await.unwrap()), "overloaded_error");
     stub.stop().await;
 }
+
+/// Issue 38, defect 5: an answer the model's filter or guardrail withheld (Bedrock's
+/// `content_filtered` and `guardrail_intervened`, Anthropic's `refusal`, an OpenAI-compatible
+/// `content_filter`) is final: exactly one paid call, the extractive summary (never the
+/// guardrail's canned text), the source saying it was withheld and why, and counted once.
+#[tokio::test]
+async fn a_withheld_summary_costs_one_call_and_falls_back() {
+    use support::converse_stub::{ConverseReply, ConverseStub};
+    const PROFILE: &str = "us.anthropic.claude-haiku-4-5-20251001-v1:0";
+    let sdk = support::sdk().await;
+    let o = owned();
+    let expect = |s: &Summary, stop: &str| {
+        assert_eq!(s.text, EXTRACTED, "{stop}");
+        assert!(
+            matches!(&s.source, SummarySource::Withheld { reason, .. } if reason == stop),
+            "{stop}: {:?}",
+            s.source
+        );
+    };
+    for stop in ["content_filtered", "guardrail_intervened"] {
+        let stub = ConverseStub::start(PROFILE).await;
+        stub.script([ConverseReply::Filtered(stop), ConverseReply::Filtered(stop)]);
+        let summarizer = chronicle_llm::WriterSummarizer::new(chronicle_llm::Writer::bedrock_with(
+            stub.client(&sdk),
+            PROFILE,
+        ));
+        expect(&summarizer.summarize(&input(&o), far()).await, stop);
+        assert_eq!(stub.requests().len(), 1, "{stop}: one paid call");
+        assert_eq!(summarizer.take_withheld(), 1, "{stop}");
+        assert_eq!(summarizer.take_refusals(), 0, "{stop}: not a wrong model");
+    }
+
+    let messages = MessagesStub::start(KEY).await;
+    messages.set_default(Reply::CutOff(String::new(), "refusal"));
+    let anthropic = llm(&messages, Duration::from_secs(5));
+    expect(&anthropic.summarize(&input(&o), far()).await, "refusal");
+    assert_eq!(messages.request_count(), 1);
+    assert_eq!(anthropic.take_withheld(), 1);
+    messages.stop().await;
+
+    let openai = support::openai_stub::OpenAiStub::start("llama3.1").await;
+    openai.finish("", "content_filter");
+    openai.finish("", "content_filter");
+    let writer = chronicle_llm::WriterSummarizer::new(chronicle_llm::Writer::openai(
+        &openai.url(),
+        None,
+        "llama3.1",
+    ));
+    expect(&writer.summarize(&input(&o), far()).await, "content_filter");
+    assert_eq!(openai.requests().len(), 1);
+    assert_eq!(writer.take_withheld(), 1);
+}

@@ -50,7 +50,14 @@ pub enum ConverseReply {
     /// The text, cut off at the model's context window: `stopReason:
     /// model_context_window_exceeded`.
     ContextWindowExceeded(String),
+    /// A final answer that is no answer: `stopReason` `content_filtered` (empty content) or
+    /// `guardrail_intervened` (the guardrail's blocked message as the text). Anything else
+    /// is refused at once.
+    Filtered(&'static str),
 }
+
+/// The text Bedrock answers when a guardrail blocks the input (its default blocked message).
+pub const GUARDRAIL_BLOCKED: &str = "Sorry, the model cannot answer this question.";
 
 #[derive(Clone, Debug)]
 pub struct ConverseRequest {
@@ -420,6 +427,11 @@ async fn handle(
             Ok(ConverseReply::ContextWindowExceeded(text)) => {
                 (reply(&text, "model_context_window_exceeded"), None)
             }
+            Ok(ConverseReply::Filtered(stop)) => match stop {
+                "content_filtered" => (reply("", stop), None),
+                "guardrail_intervened" => (reply(GUARDRAIL_BLOCKED, stop), None),
+                other => panic!("not a filtering stopReason of Converse: {other}"),
+            },
         };
         let answered = match (&answer_text, response.status().as_u16()) {
             (Some(text), 200) => (

@@ -60,8 +60,8 @@ const KNOWN_FIELDS: &[&str] = &[
 pub enum Reply {
     /// 200, a message whose one text block is this.
     Text(String),
-    /// 200, the text cut off: `stop_reason` is this (`max_tokens`,
-    /// `model_context_window_exceeded`).
+    /// 200, the text with this other `stop_reason`: cut off (`max_tokens`,
+    /// `model_context_window_exceeded`), or declined by the model's safety (`refusal`).
     CutOff(String, &'static str),
     /// 529 `overloaded_error` "Overloaded".
     Overloaded,

@@ -22,7 +22,8 @@ use tokio::net::TcpListener;
 struct State {
     model: String,
     completion_tokens_only: bool,
-    replies: VecDeque<String>,
+    /// The text, and its `finish_reason`.
+    replies: VecDeque<(String, &'static str)>,
     requests: Vec<Value>,
 }
 
@@ -58,11 +59,18 @@ impl OpenAiStub {
     }
 
     pub fn reply(&self, text: &str) {
+        self.finish(text, "stop");
+    }
+
+    /// The next answer ends with this `finish_reason`: `stop`, `length`, or `content_filter`
+    /// (the provider's content filter withheld it; its content is then what was let through,
+    /// often nothing).
+    pub fn finish(&self, text: &str, reason: &'static str) {
         self.state
             .lock()
             .unwrap()
             .replies
-            .push_back(text.to_string());
+            .push_back((text.to_string(), reason));
     }
 
     /// Refuse `max_tokens` and a temperature, as api.openai.com does for its reasoning models.
@@ -177,7 +185,7 @@ async fn handle(
             "messages must be a non-empty list of {role, content}",
         ));
     }
-    let Some(text) = st.replies.pop_front() else {
+    let Some((text, finish)) = st.replies.pop_front() else {
         return Ok(answer(
             StatusCode::INTERNAL_SERVER_ERROR,
             json!({"error": {"message": "no reply scripted"}}),
@@ -189,7 +197,7 @@ async fn handle(
             "id": "chatcmpl-1",
             "object": "chat.completion",
             "model": st.model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
             "usage": {"prompt_tokens": 800, "completion_tokens": 150, "total_tokens": 950}
         }),
     ))

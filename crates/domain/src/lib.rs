@@ -569,6 +569,11 @@ pub struct StoredStory {
     pub error: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub advice: Option<String>,
+    /// The model's own filter or guardrail withheld its answer for this input (the stop
+    /// reason: `content_filtered`, `guardrail_intervened`, `refusal`, `content_filter`): final
+    /// for `input_hash`, so that input is not asked again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub withheld: Option<String>,
 }
 
 #[cfg(test)]

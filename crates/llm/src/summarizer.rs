@@ -56,7 +56,8 @@ pub const PROMPT_MAX_BODY_CHARS: usize = 8_000;
 /// timeouts and connection failures are retried up to [`DEFAULT_RETRIES`] times with a
 /// doubling backoff, or after `retry-after` when the API sends one of at most
 /// [`MAX_RETRY_AFTER`] (a longer one is not waited for). Anything else — 400, 401, 403, 404, a
-/// malformed or empty answer, a refusal — falls back at once. Failures are logged at warn, with
+/// malformed or empty answer, a refusal — falls back at once (a refusal as
+/// [`SummarySource::Withheld`]: final for that input). Failures are logged at warn, with
 /// the status and the API's error type and message; the key never is.
 pub struct LlmSummarizer {
     client: reqwest::Client,
@@ -67,6 +68,7 @@ pub struct LlmSummarizer {
     retries: u32,
     backoff: Duration,
     refused: std::sync::atomic::AtomicU64,
+    withheld: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for LlmSummarizer {
@@ -197,6 +199,7 @@ impl LlmSummarizer {
             retries: DEFAULT_RETRIES,
             backoff: DEFAULT_BACKOFF,
             refused: Default::default(),
+            withheld: Default::default(),
         }
     }
 
@@ -367,6 +370,12 @@ impl Summarizer for LlmSummarizer {
                         model: generated.model,
                     },
                 },
+                Err(LlmError::Refused(reason)) => {
+                    self.withheld
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    tracing::warn!(model = %self.model, %reason, "the model withheld the summary; using the extractive summary");
+                    withheld_summary(input, &self.model, reason)
+                }
                 Err(error) => {
                     if matches!(
                         error,
@@ -393,6 +402,27 @@ impl Summarizer for LlmSummarizer {
     fn take_refusals(&self) -> u64 {
         self.refused.swap(0, std::sync::atomic::Ordering::Relaxed)
     }
+
+    fn take_withheld(&self) -> u64 {
+        self.withheld.swap(0, std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// The extractive summary of `input`, marked as withheld by `model`'s filter for `reason`.
+fn withheld_summary(input: &SummaryInput<'_>, model: &str, reason: String) -> Summary {
+    Summary {
+        source: SummarySource::Withheld {
+            model: model.to_string(),
+            reason,
+        },
+        ..extractive(input)
+    }
+}
+
+/// What the summary of `input` is asked from: the system prompt and the PR's material (a
+/// summary the model withheld is final for it: the caller keeps its hash with the row).
+pub fn summary_prompt(input: &SummaryInput<'_>) -> (String, String) {
+    (system_prompt(), user_prompt(input))
 }
 
 pub(super) fn system_prompt() -> String {
@@ -498,11 +528,13 @@ pub async fn summarizer_for(
 /// endpoint) from the same prompt as [`LlmSummarizer`], each attempt within [`DEFAULT_TIMEOUT`]
 /// and the deadline; one more attempt after a transient failure (Bedrock's SDK retries
 /// throttling itself). A cut-off, empty or failed answer falls back to the extractive text, with
-/// the error (and, for a refused model, its advice) logged.
+/// the error (and, for a refused model, its advice) logged; so does an answer the model's filter
+/// or guardrail withheld, after its one call ([`SummarySource::Withheld`]).
 pub struct WriterSummarizer {
     writer: crate::Writer,
     timeout: Duration,
     refused: std::sync::atomic::AtomicU64,
+    withheld: std::sync::atomic::AtomicU64,
 }
 
 impl WriterSummarizer {
@@ -511,6 +543,7 @@ impl WriterSummarizer {
             writer,
             timeout: DEFAULT_TIMEOUT,
             refused: Default::default(),
+            withheld: Default::default(),
         }
     }
 
@@ -578,6 +611,13 @@ impl Summarizer for WriterSummarizer {
                         model: generated.model,
                     },
                 },
+                Err(crate::WriteError::Withheld { reason, .. }) => {
+                    // Final for this input: not asked again (it is not transient either).
+                    self.withheld
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    tracing::warn!(model = %self.writer.model(), %reason, "the model withheld the summary; using the extractive summary");
+                    withheld_summary(input, &self.writer.model(), reason)
+                }
                 Err(error) => {
                     if error.advice().is_some() {
                         self.refused
@@ -597,6 +637,10 @@ impl Summarizer for WriterSummarizer {
 
     fn take_refusals(&self) -> u64 {
         self.refused.swap(0, std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn take_withheld(&self) -> u64 {
+        self.withheld.swap(0, std::sync::atomic::Ordering::Relaxed)
     }
 }
 

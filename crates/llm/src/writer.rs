@@ -29,6 +29,15 @@ pub enum WriteError {
         provider: &'static str,
         message: String,
     },
+    /// The model's own filter or guardrail withheld its answer (`reason`: the stop reason it
+    /// gave). Final for this input: asking it again costs as much and answers the same.
+    #[error(
+        "{provider} withheld its answer ({reason}): its content filter or guardrail stopped it"
+    )]
+    Withheld {
+        provider: &'static str,
+        reason: String,
+    },
     /// The model, or the right to call it, is wrong: asking again will not help until the
     /// operator acts on the advice.
     #[error("{provider} refused the model: {message}")]
@@ -46,6 +55,14 @@ impl WriteError {
     pub fn advice(&self) -> Option<&str> {
         match self {
             WriteError::Misconfigured { advice, .. } => Some(advice),
+            _ => None,
+        }
+    }
+
+    /// The stop reason, when the model's filter or guardrail withheld the answer.
+    pub fn withheld(&self) -> Option<&str> {
+        match self {
+            WriteError::Withheld { reason, .. } => Some(reason),
             _ => None,
         }
     }
@@ -85,6 +102,22 @@ pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 /// Stop reasons that mean the text is cut off.
 pub(crate) const CUT_OFF: &[&str] = &["max_tokens", "model_context_window_exceeded", "length"];
+
+/// Stop reasons that mean the model's safety withheld the answer: Anthropic's `refusal`, an
+/// OpenAI-compatible endpoint's `content_filter` (Bedrock's are typed: see [`converse`]).
+pub(crate) const WITHHELD: &[&str] = &["refusal", "content_filter"];
+
+/// The answer's stop reason as a [`WriteError::Withheld`], when it is one of [`WITHHELD`]: the
+/// text that came with it (often none, or the provider's canned words) is no answer.
+fn withheld(provider: &'static str, stop: Option<&str>) -> Result<(), WriteError> {
+    match stop.filter(|r| WITHHELD.contains(r)) {
+        Some(reason) => Err(WriteError::Withheld {
+            provider,
+            reason: reason.to_string(),
+        }),
+        None => Ok(()),
+    }
+}
 
 /// Which model answers, and how it is reached.
 pub enum Writer {
@@ -279,6 +312,7 @@ impl Writer {
                     .header("x-api-key", key.expose())
                     .header("anthropic-version", ANTHROPIC_VERSION);
                 let answer = post_json(request, &body, timeout, provider).await?;
+                withheld(provider, answer["stop_reason"].as_str())?;
                 let tokens = |k: &str| answer["usage"][k].as_u64().unwrap_or(0);
                 Ok(Answer {
                     text: answer["content"]
@@ -380,6 +414,7 @@ async fn chat_completions(
             }
             other => other?,
         };
+        withheld(provider, answer["choices"][0]["finish_reason"].as_str())?;
         let tokens = |k: &str| answer["usage"][k].as_u64().unwrap_or(0);
         let cached = answer["usage"]["prompt_tokens_details"]["cached_tokens"]
             .as_u64()
@@ -470,14 +505,15 @@ async fn converse(
             });
         }
     };
-    // A filtered or guarded answer is no story, whatever text came with it.
+    // A filtered or guarded answer is no answer, whatever text came with it (a guardrail's
+    // blocked message), and final for this input.
     if matches!(
         output.stop_reason,
         StopReason::ContentFiltered | StopReason::GuardrailIntervened
     ) {
-        return Err(WriteError::Failed {
+        return Err(WriteError::Withheld {
             provider,
-            message: format!("the answer was stopped: {}", output.stop_reason.as_str()),
+            reason: output.stop_reason.as_str().to_string(),
         });
     }
     let truncated = matches!(

@@ -57,6 +57,8 @@ pub struct ModuleFacts {
     pub story: Option<String>,
     /// Its sentences left out as unsupported by the PRs they cite.
     pub story_dropped: u64,
+    /// The model's filter or guardrail withheld the story for this input.
+    pub story_withheld: bool,
     /// The team's `notes:` for the module (`.github/chronicle.yml`), shown as written.
     pub notes: Option<String>,
 }
@@ -139,6 +141,7 @@ pub fn module_page(facts: &ModuleFacts, entries: &[ModuleEntry]) -> Document {
             description: facts.description.as_ref(),
             story: facts.story.as_deref(),
             story_dropped: facts.story_dropped,
+            story_withheld: facts.story_withheld,
             gone: facts.gone.as_deref(),
             owners: &facts.owners,
             notes: facts.notes.as_deref(),

@@ -227,6 +227,8 @@ pub struct OverviewInput<'a> {
     pub story: Option<&'a str>,
     /// Its sentences left out as unsupported by the PRs they cite.
     pub story_dropped: u64,
+    /// The model's filter or guardrail withheld the story (the page says so, briefly).
+    pub story_withheld: bool,
     /// The directory it stands for, when that no longer exists on the default branch.
     pub gone: Option<&'a str>,
     /// Its CODEOWNERS owners (of its start-here files).
@@ -598,6 +600,12 @@ fn story_so_far(input: &OverviewInput, created: Option<&Milestone>, blocks: &mut
             blocks.push(Block::Paragraph(vec![Span::text(format!(
                 "(Written by an LLM; every sentence was checked against the PRs it cites.{dropped})"
             ))]));
+        }
+        if input.story_withheld && input.story.is_none_or(|s| s.trim().is_empty()) {
+            blocks.push(Block::Paragraph(vec![Span::text(
+                "(The model's content filter withheld the written story; the figures below are \
+                 from the pull requests.)",
+            )]));
         }
         for (year, stats) in years {
             blocks.push(Block::Bullet(story_line(year, stats, created)));

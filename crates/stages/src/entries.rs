@@ -143,6 +143,7 @@ mod tests {
             additions: 30,
             deletions: 3,
             summary: None,
+            summary_withheld: None,
             attempts: 1,
             generation: 1,
             enriched_at: None,

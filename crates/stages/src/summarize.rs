@@ -31,7 +31,7 @@ use crate::domain::{order_key, rfc3339_millis, ModuleName, RepoName};
 use crate::store::{
     Commit, EntryStore, Item, PageStore, PrRow, PrStore, RowError, StoreError, SummaryClaim,
 };
-use crate::summary::{ExtractiveSummarizer, Summarizer, SummaryInput};
+use crate::summary::{ExtractiveSummarizer, Summarizer, SummaryInput, SummarySource};
 use crate::tagging::{self, ModulesConfig, TaggingError};
 
 /// Messages of one batch worked on at once.
@@ -225,8 +225,8 @@ impl SummarizeHandler {
     }
 
     /// The outcomes since the last call as one EMF line (`MessagesSummarized`, …,
-    /// `MessagesFailed`), every outcome present; the counts start again. Then, on a line of its
-    /// own (per function, for its alarm), `SummaryModelRefused`.
+    /// `MessagesFailed`, and `SummariesWithheld`), every outcome present; the counts start
+    /// again. Then, on a line of its own (per function, for its alarm), `SummaryModelRefused`.
     pub fn emf_line(&self, now: OffsetDateTime) -> String {
         let line = crate::telemetry::outcomes_emf_line(
             now,
@@ -241,6 +241,12 @@ impl SummarizeHandler {
                 "Failed",
             ],
             &self.outcomes.take(),
+        );
+        // Answers the model's filter withheld: each cost a call and left the extractive text.
+        let line = crate::telemetry::with_gauge(
+            &line,
+            "SummariesWithheld",
+            self.summarizer.take_withheld(),
         );
         let refused = crate::telemetry::function_metric_line(
             now,
@@ -448,14 +454,21 @@ impl SummarizeHandler {
             .as_deref()
             .map(str::trim)
             .filter(|s| !s.is_empty());
-        let summary = match stored {
-            Some(s) => s.to_string(),
+        let (summary, withheld) = match stored {
+            Some(s) => (s.to_string(), None),
             None => self.write_summary(row, &modules, summary_deadline).await,
         };
         let new_summary = stored.is_none().then_some(summary.as_str());
         if !self
             .store
-            .prepare_entries(repo, number, owner, new_summary, &modules)
+            .prepare_entries(
+                repo,
+                number,
+                owner,
+                new_summary,
+                withheld.as_deref(),
+                &modules,
+            )
             .await?
         {
             return Err(SummarizeError::LeaseLost);
@@ -573,13 +586,15 @@ impl SummarizeHandler {
     }
 
     /// The summary paragraph from what the row holds (extractive, or the LLM when configured,
-    /// which falls back to extractive on any error).
+    /// which falls back to extractive on any error), and the hash of its input when the model
+    /// withheld it now. An input the model withheld before is not asked again: its extractive
+    /// summary is written at once.
     async fn write_summary(
         &self,
         row: &PrRow,
         modules: &[ModuleName],
         deadline: Instant,
-    ) -> String {
+    ) -> (String, Option<String>) {
         let files: Vec<String> = row.files.iter().map(|f| f.path.clone()).collect();
         let issues: Vec<String> = row
             .own_issues()
@@ -593,8 +608,26 @@ impl SummarizeHandler {
             issues: &issues,
             modules,
         };
-        self.summarizer.summarize(&input, deadline).await.text
+        let hash = withheld_key(&input);
+        if row.summary_withheld.as_deref() == Some(hash.as_str()) {
+            tracing::info!(repo = %row.repo, pr = row.pr_number, "the model withheld this summary's input before; the extractive summary is used");
+            return (crate::summary::extractive(&input).text, None);
+        }
+        let summary = self.summarizer.summarize(&input, deadline).await;
+        let withheld = matches!(summary.source, SummarySource::Withheld { .. }).then_some(hash);
+        (summary.text, withheld)
     }
+}
+
+/// The key of a summary input the model withheld: a hash of what it is asked (its prompt).
+fn withheld_key(input: &SummaryInput<'_>) -> String {
+    use sha2::Digest;
+    let (system, user) = chronicle_llm::summary_prompt(input);
+    let mut digest = sha2::Sha256::new();
+    digest.update(system.as_bytes());
+    digest.update([0]);
+    digest.update(user.as_bytes());
+    hex::encode(digest.finalize())
 }
 
 /// The give-up time a redriven DLQ message carries, if it is one.

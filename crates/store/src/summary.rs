@@ -45,6 +45,9 @@ pub struct PrRow {
     /// The summary paragraph, once written (kept so it is generated once).
     #[serde(default)]
     pub summary: Option<String>,
+    /// The hash of the summary input the model withheld ([`attr::SUMMARY_WITHHELD`]).
+    #[serde(default)]
+    pub summary_withheld: Option<String>,
     /// Summarize attempts so far, this one included (counted when the claim is taken).
     #[serde(default)]
     pub attempts: u32,
@@ -190,20 +193,25 @@ impl PrStore {
     }
 
     /// Before any entry is written: keeps the summary paragraph (so a retry reuses it and an
-    /// LLM is never asked twice) and adds the modules about to get entries to `entryModules`,
-    /// so a retry that tags the PR differently knows which entries to delete. `false`: the
-    /// lease was lost, nothing written.
+    /// LLM is never asked twice), and the hash of its input when the model withheld it (so
+    /// that input is never asked again), and adds the modules about to get entries to
+    /// `entryModules`, so a retry that tags the PR differently knows which entries to delete.
+    /// `false`: the lease was lost, nothing written.
     pub async fn prepare_entries(
         &self,
         repo: &RepoName,
         number: u64,
         owner: &str,
         summary: Option<&str>,
+        withheld: Option<&str>,
         modules: &[ModuleName],
     ) -> Result<bool, StoreError> {
         let mut update = Update::default();
         if let Some(summary) = summary {
             update.set(attr::SUMMARY, AttributeValue::S(summary.to_string()));
+        }
+        if let Some(hash) = withheld {
+            update.set(attr::SUMMARY_WITHHELD, AttributeValue::S(hash.to_string()));
         }
         if !modules.is_empty() {
             update.add(

@@ -64,6 +64,12 @@ pub enum SummarySource {
     Llm {
         model: String,
     },
+    /// The model's own filter or guardrail withheld its answer (`reason`: the stop reason it
+    /// gave, e.g. `content_filtered`): final for this input; the text is the extractive one.
+    Withheld {
+        model: String,
+        reason: String,
+    },
 }
 
 /// Writes a PR's summary paragraph. Never fails: an implementation that can fail falls back to
@@ -79,6 +85,12 @@ pub trait Summarizer: Send + Sync {
     /// Calls refused for the model or the key since the last time this was asked (an operator
     /// must act: the `SummaryModelRefused` alarm), and zero again.
     fn take_refusals(&self) -> u64 {
+        0
+    }
+
+    /// Answers the model's filter or guardrail withheld since the last time this was asked
+    /// (`SummariesWithheld`), and zero again.
+    fn take_withheld(&self) -> u64 {
         0
     }
 }

@@ -32,6 +32,7 @@ use crate::tagging::{self, ModulesConfig, TaggingError};
 
 mod org;
 mod report;
+mod story;
 pub use report::*;
 
 /// Time kept back from the invocation's deadline: no build starts after it.
@@ -62,6 +63,8 @@ pub struct PageBuilder {
     /// Story calls whose model was refused, and sentences dropped, since the last report.
     story_refused: std::sync::atomic::AtomicU64,
     story_dropped: std::sync::atomic::AtomicU64,
+    /// New stories the model's filter withheld, since the last report.
+    story_withheld: std::sync::atomic::AtomicU64,
     /// When a story's fixed prompt is marked for the prompt cache.
     cache: crate::story::CachePolicy,
 }
@@ -94,6 +97,7 @@ impl PageBuilder {
             story_calls: Default::default(),
             story_refused: Default::default(),
             story_dropped: Default::default(),
+            story_withheld: Default::default(),
             cache: Default::default(),
         }
     }
@@ -186,103 +190,6 @@ impl PageBuilder {
         &self.meter
     }
 
-    /// The module's story for this build. What a call produced is saved on the page item at once
-    /// (and kept in this instance), so a publish retry or a failed publish never pays for it
-    /// again; calls are capped at [`STORY_CALLS_PER_MINUTE`] per instance.
-    #[allow(clippy::too_many_arguments)]
-    async fn story_of(
-        &self,
-        repo: &str,
-        module: &str,
-        item: &PageItem,
-        facts: &ModuleFacts,
-        main: &[ModuleEntry],
-        writer: &chronicle_llm::Writer,
-        min_new: u64,
-        deadline: Instant,
-    ) -> Result<Option<crate::story::StoredStory>, BuildError> {
-        let key = (repo.to_string(), module.to_string());
-        let cached = self
-            .stories
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&key)
-            .cloned();
-        let stored = cached.or_else(|| item.story.clone());
-        let mut prompt = crate::story::prompt(
-            repo,
-            module,
-            facts.description.as_ref().map(|d| d.text.as_str()),
-            &facts.years,
-            main,
-        );
-        let now = OffsetDateTime::now_utc();
-        let current = stored
-            .as_ref()
-            .is_some_and(|s| crate::story::is_current(s, &prompt, facts.entry_count, min_new, now));
-        // A prompt with no PR to cite is asked nothing (`story_for`): it takes no call's slot.
-        let calls = !current && !prompt.prs.is_empty();
-        if calls && !self.story_call_allowed() {
-            tracing::info!(
-                repo,
-                module,
-                "story calls capped this minute; the next build writes it"
-            );
-            return Ok(stored.filter(|s| !s.text.is_empty()));
-        }
-        if calls {
-            // Only a call that will be made counts as the cache's last use.
-            prompt.cache = self.cache.mark(now);
-        }
-        let story = crate::story::story_for(
-            writer,
-            stored.as_ref(),
-            &prompt,
-            facts.entry_count,
-            min_new,
-            now,
-            deadline,
-        )
-        .await;
-        use std::sync::atomic::Ordering::Relaxed;
-        if let Some(refused) = story.as_ref().filter(|s| s.error.is_some()) {
-            // A stored refusal is never current: this build asked, and was refused again.
-            self.story_refused.fetch_add(1, Relaxed);
-            tracing::error!(
-                repo,
-                module,
-                advice = refused.advice.as_deref().unwrap_or(""),
-                "the story's model was refused; see the page's advice in `chronicle status`"
-            );
-        }
-        if let Some(new) = story.as_ref().filter(|s| Some(*s) != stored.as_ref()) {
-            self.story_dropped.fetch_add(new.dropped, Relaxed);
-            self.pages.set_story(repo, module, new).await?;
-            self.stories
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(key, new.clone());
-        }
-        Ok(story)
-    }
-
-    /// At most [`STORY_CALLS_PER_MINUTE`] story calls in any minute.
-    fn story_call_allowed(&self) -> bool {
-        let mut calls = self.story_calls.lock().unwrap_or_else(|e| e.into_inner());
-        let now = Instant::now();
-        while calls
-            .front()
-            .is_some_and(|t| now.duration_since(*t) > Duration::from_secs(60))
-        {
-            calls.pop_front();
-        }
-        if calls.len() >= STORY_CALLS_PER_MINUTE {
-            return false;
-        }
-        calls.push_back(now);
-        true
-    }
-
     /// One tick: every stale page that may be built now, module pages first, then the index
     /// pages of their repositories; none started after the deadline's margin.
     pub async fn tick(
@@ -370,6 +277,9 @@ impl PageBuilder {
             .swap(0, std::sync::atomic::Ordering::Relaxed);
         report.story_sentences_dropped = self
             .story_dropped
+            .swap(0, std::sync::atomic::Ordering::Relaxed);
+        report.story_withheld = self
+            .story_withheld
             .swap(0, std::sync::atomic::Ordering::Relaxed);
         Ok(report)
     }
@@ -642,6 +552,7 @@ impl PageBuilder {
             .map(|s| s.text.clone())
             .filter(|t| !t.is_empty());
         facts.story_dropped = story.as_ref().map(|s| s.dropped).unwrap_or(0);
+        facts.story_withheld = story.as_ref().is_some_and(|s| s.withheld.is_some());
         let mut all_docs = vec![content::module_page(&facts, main)];
         all_docs.extend(docs);
         // The index lists this module (and, in Notion, holds its page): its item must exist.

@@ -56,6 +56,9 @@ pub struct BuildReport {
     pub story_refused: u64,
     /// Sentences of new stories left out as unsupported by the PRs they cite.
     pub story_sentences_dropped: u64,
+    /// New stories the model's filter or guardrail withheld (stored for their input, so not
+    /// asked again: `StoriesWithheld`).
+    pub story_withheld: u64,
 }
 
 /// What building one page did.
@@ -96,6 +99,7 @@ pub fn emf_line(report: &BuildReport, now: OffsetDateTime) -> String {
                 "Count",
                 json!(report.story_sentences_dropped),
             ),
+            ("StoriesWithheld", "Count", json!(report.story_withheld)),
         ],
     );
     format!("{line}\n{refused}")

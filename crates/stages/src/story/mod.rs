@@ -551,9 +551,9 @@ pub async fn write(
 }
 
 /// The story for a page build. The stored one while it is current ([`is_current`]); else a
-/// new one when the writer answers with a grounded text. A rejected answer is stored as an
-/// attempt with no text (the page shows its deterministic story, and the same input is not asked
-/// again until the policy says so). A failed call (throttled, timed out) keeps the last grounded
+/// new one when the writer answers with a grounded text. A rejected answer, or one the model's
+/// filter or guardrail withheld, is stored as an attempt with no text (the page shows its
+/// deterministic story, and the same input is not asked again until the policy says so). A failed call (throttled, timed out) keeps the last grounded
 /// story while it is under two weeks old, and is tried again on the next build. Never fatal.
 pub async fn story_for(
     writer: &Writer,
@@ -588,6 +588,7 @@ pub async fn story_for(
         dropped: dropped as u64,
         error: None,
         advice: None,
+        withheld: None,
     };
     match write(writer, prompt, deadline).await {
         Ok(answer) => {
@@ -608,6 +609,16 @@ pub async fn story_for(
                     Some(attempt(String::new(), 0))
                 }
             }
+        }
+        Err(WriteError::Withheld { reason, .. }) => {
+            // The model's filter or guardrail withheld it: final for this input, so stored
+            // with its hash like a rejected story (not asked again while the input is the
+            // same); the page says the story was withheld.
+            tracing::warn!(model = %writer.model(), %reason, "the model withheld the story; the page shows its deterministic story");
+            Some(StoredStory {
+                withheld: Some(reason),
+                ..attempt(String::new(), 0)
+            })
         }
         Err(e) if e.advice().is_some() => {
             // The model or its grant is wrong: recorded on the page item with the advice, and
