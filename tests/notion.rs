@@ -832,3 +832,168 @@ async fn a_child_page_moved_into_a_toggle_stays_recorded_and_is_not_published_tw
     assert_eq!(same, api_id);
     assert_eq!(entry_count(&api, 5), 1, "{api}");
 }
+
+/// Gives the row changed files, as enrichment would (its `enrichedAt` with them).
+async fn with_files(t: &Tables, repo: &str, number: u64, path: &str) {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use stages::store::attr;
+    let file = AttributeValue::M(
+        [
+            ("path", AttributeValue::S(path.to_string())),
+            ("status", AttributeValue::S("modified".into())),
+            ("additions", AttributeValue::N("12".into())),
+            ("deletions", AttributeValue::N("3".into())),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect(),
+    );
+    t.prs
+        .client()
+        .update_item()
+        .table_name(t.prs.table_name())
+        .set_key(Some(stages::store::key(
+            &stages::domain::RepoName::parse(repo).unwrap(),
+            number,
+        )))
+        .update_expression("SET #files = :files, #enriched = :now")
+        .expression_attribute_names("#files", attr::FILES)
+        .expression_attribute_names("#enriched", attr::ENRICHED_AT)
+        .expression_attribute_values(":files", AttributeValue::L(vec![file]))
+        .expression_attribute_values(":now", AttributeValue::S("2019-05-15T15:21:30.000Z".into()))
+        .send()
+        .await
+        .unwrap();
+}
+
+/// Issue 38, defect 10: with GitHub slow, a PR is first summarized without its files (on the
+/// module named after the repository, "Paths: not known"), then again with them (its entry
+/// moves to its module). The repository-named module is then empty: its page is removed from
+/// every publisher (the Markdown file and the S3 object deleted, the Notion page in the
+/// trash), the index no longer lists it, the page item records it, and a later build makes no
+/// page for it. A PR that lands on it again brings its page back.
+#[tokio::test]
+async fn an_empty_module_page_is_removed_everywhere_and_comes_back_with_an_entry() {
+    use stages::publish::S3MarkdownPublisher;
+    const HELLO: &str = "Codertocat/Hello-World";
+    const NAMED: &str = "Codertocat__Hello-World";
+    let sdk = sdk().await;
+    let t = fresh_tables(&sdk).await;
+    let (stub, parent) = NotionStub::start(TOKEN).await;
+    stub.without_rate_limit();
+    let s3 = stages::publish::s3_client(&sdk);
+    let bucket = format!("narratives-{}", uuid::Uuid::new_v4().simple());
+    s3.create_bucket().bucket(&bucket).send().await.unwrap();
+    let dir =
+        std::env::temp_dir().join(format!("chronicle-empty-{}", uuid::Uuid::new_v4().simple()));
+    let b = builder(
+        &t,
+        Arc::new(Publishers(vec![
+            Arc::new(MarkdownPublisher::new(&dir)),
+            Arc::new(S3MarkdownPublisher::new(s3.clone(), &bucket, "narratives")),
+            Arc::new(publisher(&t, &stub, &parent)),
+        ])),
+    );
+    let summarizer = Arc::new(t.summarizer(ModulesConfig::empty(), 5));
+    let summarize = |id: &'static str, number: u64| {
+        let summarizer = &summarizer;
+        async move {
+            let r = summarizer
+                .handle(
+                    sqs_batch(vec![summarize_message(id, HELLO, number)]),
+                    within(30),
+                    id,
+                )
+                .await;
+            assert!(r.batch_item_failures.is_empty(), "{r:?}");
+        }
+    };
+    let merged = |number: u64| {
+        let mut payload = merged_payload();
+        payload["pull_request"]["number"] = serde_json::json!(number);
+        payload
+    };
+    let in_s3 = |key: String| {
+        let (s3, bucket) = (s3.clone(), bucket.clone());
+        async move {
+            s3.get_object()
+                .bucket(&bucket)
+                .key(format!("narratives/{key}"))
+                .send()
+                .await
+                .is_ok()
+        }
+    };
+    let named_file = format!("{HELLO}/{NAMED}.md");
+    let index_file = format!("{HELLO}.md");
+    let named_title = format!("{HELLO} · {HELLO}");
+    let index_title = format!("{HELLO} · modules");
+    // Summarized before its files arrived: on the repository-named module, whose page exists.
+    store_merged(&t.prs, &merged(31), OffsetDateTime::now_utc()).await;
+    summarize("m1", 31).await;
+    settle(&b, &t, Duration::from_secs(60)).await;
+    assert!(dir.join(&named_file).exists(), "published first");
+    assert!(in_s3(named_file.clone()).await);
+    assert!(stub.live_page(&named_title).is_some());
+
+    // Its files arrive: it moves to `src`, and the repository-named module is empty.
+    with_files(&t, HELLO, 31, "src/lib.rs").await;
+    let repo = stages::domain::RepoName::parse(HELLO).unwrap();
+    t.prs
+        .reprocess(&repo, 31, false, OffsetDateTime::now_utc())
+        .await
+        .unwrap();
+    summarize("m2", 31).await;
+    settle(&b, &t, Duration::from_secs(60)).await;
+    assert!(dir.join(format!("{HELLO}/src.md")).exists());
+    assert!(
+        !dir.join(&named_file).exists(),
+        "the Markdown file is deleted"
+    );
+    assert!(!in_s3(named_file.clone()).await, "the S3 object is deleted");
+    assert!(
+        stub.live_page(&named_title).is_none(),
+        "the Notion page is in the trash"
+    );
+    assert_eq!(
+        stub.pages_titled(&named_title).len(),
+        1,
+        "trashed, not duplicated"
+    );
+    let index = std::fs::read_to_string(dir.join(&index_file)).unwrap();
+    assert!(
+        !index.contains(&named_title) && index.contains("1 module,"),
+        "{index}"
+    );
+    let notion_index = stub.live_page(&index_title).expect("the index page");
+    let notion_index = stub.markdown(&notion_index);
+    assert!(!notion_index.contains(&named_title), "{notion_index}");
+    let item = t.pages.get(HELLO, HELLO).await.unwrap().unwrap();
+    assert_eq!(item.entry_count, 0);
+    assert!(item.page_removed_at.is_some(), "recorded: {item:?}");
+    assert!(item.notion.is_empty(), "{:?}", item.notion);
+
+    // Built again with nothing on it: no page is made for it, nothing is created.
+    let creates = stub.count("POST", "/v1/pages", "/v1/pages");
+    t.pages
+        .mark_full_rebuild(HELLO, HELLO, OffsetDateTime::now_utc())
+        .await
+        .unwrap();
+    settle(&b, &t, Duration::from_secs(60)).await;
+    assert!(!dir.join(&named_file).exists());
+    assert!(!in_s3(named_file.clone()).await);
+    assert_eq!(stub.count("POST", "/v1/pages", "/v1/pages"), creates);
+
+    // Another PR lands there before its files: the page comes back everywhere.
+    store_merged(&t.prs, &merged(32), OffsetDateTime::now_utc()).await;
+    summarize("m3", 32).await;
+    settle(&b, &t, Duration::from_secs(60)).await;
+    assert!(dir.join(&named_file).exists(), "back in Markdown");
+    assert!(in_s3(named_file.clone()).await, "back in S3");
+    assert!(stub.live_page(&named_title).is_some(), "back in Notion");
+    let index = std::fs::read_to_string(dir.join(&index_file)).unwrap();
+    assert!(index.contains(&named_title), "{index}");
+    let item = t.pages.get(HELLO, HELLO).await.unwrap().unwrap();
+    assert_eq!(item.page_removed_at, None);
+    let _ = std::fs::remove_dir_all(&dir);
+}

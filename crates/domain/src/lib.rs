@@ -388,6 +388,10 @@ pub struct PageItem {
     /// The LLM-written story of the module, when one is configured and was grounded.
     #[serde(default)]
     pub story: Option<StoredStory>,
+    /// When the module's page was last removed from every publisher because the module has no
+    /// entries (its PRs moved to other modules); cleared when a build publishes it again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_removed_at: Option<String>,
     /// On an index item: when the repository's layout (context) last changed, until the index
     /// build has marked its module pages stale.
     #[serde(default)]

@@ -254,7 +254,8 @@ impl Publisher for MarkdownPublisher {
             .iter()
             .map(|d| (self.page_path(&d.key), commonmark(d)))
             .collect();
-        // Removed pages, and the copies an earlier version wrote under another file name.
+        // Removed pages, and the copies an earlier version wrote under another file name (of
+        // the pages written, and of those removed).
         let removed: Vec<PathBuf> = set
             .removed
             .iter()
@@ -262,7 +263,9 @@ impl Publisher for MarkdownPublisher {
             .chain(
                 set.docs
                     .iter()
-                    .filter_map(|d| d.key.legacy_path())
+                    .map(|d| &d.key)
+                    .chain(set.removed)
+                    .filter_map(DocKey::legacy_path)
                     .map(|p| self.out_dir.join(p)),
             )
             .collect();
@@ -402,7 +405,9 @@ impl Publisher for S3MarkdownPublisher {
             let legacy: Vec<String> = set
                 .docs
                 .iter()
-                .filter_map(|d| d.key.legacy_path())
+                .map(|d| &d.key)
+                .chain(set.removed)
+                .filter_map(DocKey::legacy_path)
                 .map(|p| format!("{}{p}", self.prefix))
                 .collect();
             let keys = set.removed.iter().map(|page| self.key(page)).chain(legacy);

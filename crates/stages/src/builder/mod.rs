@@ -30,6 +30,7 @@ use crate::store::{
 };
 use crate::tagging::{self, ModulesConfig, TaggingError};
 
+mod empty;
 mod org;
 mod report;
 mod story;
@@ -539,13 +540,16 @@ impl PageBuilder {
                 &crate::pages::overview::start_files(&facts.years, OffsetDateTime::now_utc()),
             );
         }
+        // A module with no entries (its PRs moved to other modules) has no page: every page it
+        // had is removed and none is made (`empty`).
+        let no_entries = facts.entry_count == 0;
         // The LLM's story, grounded, or the stored one while it is current; never fatal.
         let story = match &self.story {
-            Some((writer, min_new)) => {
+            Some((writer, min_new)) if !no_entries => {
                 self.story_of(repo, module, item, &facts, main, writer, *min_new, deadline)
                     .await?
             }
-            None => None,
+            _ => None,
         };
         facts.story = story
             .as_ref()
@@ -553,8 +557,13 @@ impl PageBuilder {
             .filter(|t| !t.is_empty());
         facts.story_dropped = story.as_ref().map(|s| s.dropped).unwrap_or(0);
         facts.story_withheld = story.as_ref().is_some_and(|s| s.withheld.is_some());
-        let mut all_docs = vec![content::module_page(&facts, main)];
-        all_docs.extend(docs);
+        let (all_docs, removed) = match no_entries {
+            true => (Vec::new(), empty::withdrawn(item, removed)),
+            false => (
+                [vec![content::module_page(&facts, main)], docs].concat(),
+                removed,
+            ),
+        };
         // The index lists this module (and, in Notion, holds its page): its item must exist.
         self.pages
             .mark_stale(repo, INDEX_MODULE, &[], OffsetDateTime::now_utc())
@@ -580,6 +589,7 @@ impl PageBuilder {
                 latest_merged_at: facts.latest_merged_at,
                 recent_authors: facts.recent_authors,
                 story,
+                page_removed: no_entries,
             },
             published,
         ))

@@ -40,6 +40,8 @@ pub mod page_attr {
     pub const LATEST_MERGED_AT: &str = "latestMergedAt";
     pub const RECENT_AUTHORS: &str = "recentAuthors";
     pub const STORY: &str = "story";
+    /// When the module's page was removed because it has no entries (see `PageItem`).
+    pub const PAGE_REMOVED_AT: &str = "pageRemovedAt";
     /// On a repository's index item: when a context refresh changed the repository's layout
     /// (owners, packages, READMEs). The index build then marks every module page stale.
     pub const LAYOUT_CHANGED_AT: &str = "layoutChangedAt";
@@ -109,6 +111,9 @@ pub struct BuildResult {
     pub recent_authors: Vec<AuthorCount>,
     /// The module's LLM-written story, when one is configured (`None`: left as it is).
     pub story: Option<chronicle_domain::StoredStory>,
+    /// The module has no entries: its pages were removed, none published
+    /// ([`page_attr::PAGE_REMOVED_AT`] is set; any other build clears it).
+    pub page_removed: bool,
 }
 
 /// How a build ended on the page item.
@@ -525,6 +530,10 @@ impl PageStore {
                     Some(v) => u.set(name, AttributeValue::S(v.clone())),
                     None => u.remove(name),
                 }
+            }
+            match result.page_removed {
+                true => u.set(a::PAGE_REMOVED_AT, AttributeValue::S(rfc3339_millis(now))),
+                false => u.remove(a::PAGE_REMOVED_AT),
             }
             u.set(a::LAST_BUILT_AT, AttributeValue::S(rfc3339_millis(now)));
             u.set(a::FAILED_BUILDS, AttributeValue::N("0".into()));
