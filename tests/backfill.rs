@@ -912,3 +912,93 @@ async fn an_organisation_is_backfilled_through_its_app_installation() {
     assert!(r.complete && r.resumed, "{r:?}");
     assert_eq!((r.imported, r.updated), (0, 0), "{r:?}");
 }
+
+/// `--org` names a user account: GitHub answers 404 at `/orgs/{org}/installation`, and the
+/// user's installation (`/users/{username}/installation`) is found and backfilled. `--org`
+/// with an `--installation` of another account is refused as a usage error before anything
+/// is written; with the account's own, it runs.
+#[tokio::test]
+async fn a_user_accounts_installation_is_backfilled_and_a_disagreeing_installation_refused() {
+    use infra::backfill_cli::{BackfillArgs, Target, EXIT_USAGE};
+    use infra::github_standin::InstalledSpec;
+    let stand_in = GitHubStandIn::start(TOKEN).await.unwrap();
+    stand_in.add_app_hook("1", &fixture("app-test-key.pub.pem"), 1, None);
+    let (tools, api) = ("octocat/tools", "acme/api");
+    let pulls = history_pulls(tools, &spec(12));
+    let merged = merged_count(&pulls);
+    stand_in.set_repo(tools, pulls);
+    stand_in.set_repo(api, history_pulls(api, &spec(4)));
+    let installed = |name: &str| InstalledSpec {
+        full_name: name.into(),
+        archived: false,
+        empty: false,
+    };
+    stand_in.add_user_installation(77, "octocat", vec![installed(tools)]);
+    stand_in.add_installation(4242, "acme", vec![installed(api)]);
+    let sdk = sdk().await;
+    let tables = fresh_tables(&sdk).await;
+    let target = Target {
+        sdk: sdk.clone(),
+        table: tables.prs.table().clone(),
+        pages_table: tables.pages.table_name().to_string(),
+        api_url: stand_in.url().to_string(),
+        token: None,
+        app: Some(("1".into(), Secret::new(fixture("app-test-key.pem")))),
+        max_paths: 500,
+        issue_scope: Default::default(),
+    };
+
+    // Another account's installation with --org octocat: refused, nothing written.
+    let disagreeing = BackfillArgs {
+        org: Some("octocat".into()),
+        installation: Some(4242),
+        page_size: 40,
+        reserve_points: 2,
+        ..Default::default()
+    };
+    let (code, message) = infra::backfill_org::run_org(&disagreeing, &target)
+        .await
+        .unwrap_err();
+    assert_eq!(code, EXIT_USAGE, "{message}");
+    assert!(
+        message.contains("4242") && message.contains("acme") && message.contains("octocat"),
+        "{message}"
+    );
+    assert_eq!(items_in(&sdk, tables.prs.table_name()).await, 0);
+    assert_eq!(items_in(&sdk, tables.pages.table_name()).await, 0);
+    assert_eq!(stand_in.installation_tokens_minted(), 0);
+    // An installation the App does not have: the same.
+    let unknown = BackfillArgs {
+        installation: Some(5),
+        ..disagreeing.clone()
+    };
+    let (code, message) = infra::backfill_org::run_org(&unknown, &target)
+        .await
+        .unwrap_err();
+    assert_eq!(code, EXIT_USAGE, "{message}");
+    assert_eq!(items_in(&sdk, tables.prs.table_name()).await, 0);
+
+    // The user's installation, found through the users' route.
+    let args = BackfillArgs {
+        installation: None,
+        ..disagreeing.clone()
+    };
+    let report = infra::backfill_org::run_org(&args, &target).await.unwrap();
+    assert_eq!(report.installation, 77, "{report:?}");
+    let names: Vec<&str> = report.done.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, [tools], "{report:?}");
+    assert_eq!(all_items(&tables.prs).await.len(), merged);
+    assert_eq!(stand_in.count_matching("/users/octocat/installation"), 1);
+
+    // --org with the account's own installation (any case): the same run, nothing new.
+    let agreeing = BackfillArgs {
+        org: Some("OctoCat".into()),
+        installation: Some(77),
+        ..disagreeing.clone()
+    };
+    let again = infra::backfill_org::run_org(&agreeing, &target)
+        .await
+        .unwrap();
+    assert_eq!(again.installation, 77);
+    assert!(again.done.iter().all(|(_, r)| r.imported == 0), "{again:?}");
+}

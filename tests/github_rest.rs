@@ -813,8 +813,9 @@ async fn an_installation_token_is_minted_once_scoped_and_renewed_on_401() {
 
 /// The App's own routes as GitHub serves them: `GET /installation/repositories` a page of 100
 /// at a time (the client reads until `total_count`), and every route that takes the App's JWT
-/// refusing another App's (401): `/repos/{o}/{r}/installation`, `/orgs/{org}/installation`
-/// and the token mint.
+/// refusing another App's (401): `/repos/{o}/{r}/installation`, `/orgs/{org}/installation`,
+/// `/users/{username}/installation` and the token mint. An organisation's installation is
+/// found at `/orgs/` only, a user's at `/users/` only.
 #[tokio::test]
 async fn an_installations_repositories_are_paged_and_another_apps_jwt_is_refused() {
     let key = |name: &str| {
@@ -837,6 +838,7 @@ async fn an_installations_repositories_are_paged_and_another_apps_jwt_is_refused
         })
         .collect();
     stub.add_installation(5, "acme", repos);
+    stub.add_user_installation(6, "octocat", vec![]);
     let client = |app_id: &str| {
         stages::github::installation::AppClient::new(
             stub.url(),
@@ -873,6 +875,19 @@ async fn an_installations_repositories_are_paged_and_another_apps_jwt_is_refused
     );
     assert_eq!(app.installation_of("acme/repo-001").await.unwrap(), 5);
     assert_eq!(app.org_installation("acme").await.unwrap(), 5);
+    assert_eq!(app.user_installation("octocat").await.unwrap(), 6);
+    for wrong_route in [
+        app.org_installation("octocat").await,
+        app.user_installation("acme").await,
+    ] {
+        assert!(
+            matches!(
+                wrong_route,
+                Err(stages::github::installation::InstallationError::NotInstalled(_))
+            ),
+            "{wrong_route:?}"
+        );
+    }
     assert!(matches!(
         app.installation_of("acme/elsewhere").await,
         Err(stages::github::installation::InstallationError::NotInstalled(_))
@@ -884,6 +899,7 @@ async fn an_installations_repositories_are_paged_and_another_apps_jwt_is_refused
     for result in [
         other.installation_of("acme/repo-001").await.map(drop),
         other.org_installation("acme").await.map(drop),
+        other.user_installation("octocat").await.map(drop),
         other.token(5).await.map(drop),
     ] {
         assert_eq!(result.map_err(|e| e.to_string()), Err(refused.to_string()));

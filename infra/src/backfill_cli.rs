@@ -34,7 +34,8 @@ pub struct BackfillArgs {
     pub page_size: u32,
     pub reserve_points: u64,
     pub restart: bool,
-    /// Every repository of the App's installation on this organisation (instead of `repo`).
+    /// Every repository of the App's installation on this organisation or user account
+    /// (instead of `repo`).
     pub org: Option<String>,
     /// Every repository of this installation of the App.
     pub installation: Option<u64>,

@@ -1,6 +1,7 @@
 //! `chronicle backfill --org ORG` (or `--installation ID`): every repository a GitHub App
 //! installation can see, imported one after another, oldest PRs first, through the App's
-//! installation token.
+//! installation token. `ORG` is an organisation or a user account; with both, the
+//! installation must be that account's.
 //!
 //! - One GraphQL client for the whole run: the installation's points are one budget, read from
 //!   every answer, and no repository's import eats into the reserve.
@@ -15,7 +16,7 @@ use std::time::Duration;
 
 use stages::backfill::{Backfill, BackfillReport};
 use stages::github::graphql::GraphQlClient;
-use stages::github::installation::{AppClient, Auth, InstalledRepo};
+use stages::github::installation::{AppClient, Auth, InstallationError, InstalledRepo};
 use stages::store::{CheckpointStore, PrStore};
 
 use crate::backfill_cli::Terminal;
@@ -71,6 +72,42 @@ pub fn choose(
     Ok((chosen, skipped))
 }
 
+/// The App's installation on `account`: an organisation's (`GET /orgs/{org}/installation`),
+/// else, on GitHub's 404 there, a user's (`GET /users/{username}/installation`).
+async fn account_installation(app: &AppClient, account: &str) -> Result<u64, (u8, String)> {
+    match app.org_installation(account).await {
+        Err(InstallationError::NotInstalled(_)) => app.user_installation(account).await,
+        found => found,
+    }
+    .map_err(|e| (EXIT_FAILED, e.to_string()))
+}
+
+/// `--org` and `--installation` together must name one account: the installation's own
+/// (GitHub's logins are case-insensitive). Otherwise it is a usage error, before anything is
+/// read from the repositories or written.
+async fn same_account(app: &AppClient, account: &str, id: u64) -> Result<(), (u8, String)> {
+    let installations = app
+        .installations()
+        .await
+        .map_err(|e| (EXIT_FAILED, e.to_string()))?;
+    match installations.iter().find(|i| i.id == id) {
+        Some(i) if i.account.login.eq_ignore_ascii_case(account) => Ok(()),
+        Some(i) => Err((
+            EXIT_USAGE,
+            format!(
+                "--installation {id} is the App's installation on {}, not on {account} (--org): name one of them, or both of one account",
+                i.account.login
+            ),
+        )),
+        None => Err((
+            EXIT_USAGE,
+            format!(
+                "--installation {id} is not one of the App's installations, so not {account}'s (--org): name one of them, or both of one account"
+            ),
+        )),
+    }
+}
+
 /// Runs the import of every repository the installation sees.
 pub async fn run_org(args: &BackfillArgs, target: &Target) -> Result<OrgReport, (u8, String)> {
     let Some((app_id, key)) = &target.app else {
@@ -87,11 +124,12 @@ pub async fn run_org(args: &BackfillArgs, target: &Target) -> Result<OrgReport, 
             .map_err(|e| (EXIT_FAILED, format!("building the HTTP client failed: {e}")))?,
     );
     let installation = match (&args.org, args.installation) {
-        (_, Some(id)) => id,
-        (Some(org), None) => app
-            .org_installation(org)
-            .await
-            .map_err(|e| (EXIT_FAILED, e.to_string()))?,
+        (None, Some(id)) => id,
+        (Some(account), Some(id)) => {
+            same_account(&app, account, id).await?;
+            id
+        }
+        (Some(account), None) => account_installation(&app, account).await?,
         (None, None) => return Err(usage("--org ORG or --installation ID".into())),
     };
     let listed = app

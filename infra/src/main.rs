@@ -159,11 +159,12 @@ enum Command {
         /// installation).
         #[arg(default_value = "")]
         repo: String,
-        /// Every repository the GitHub App's installation on this organisation can see
-        /// (GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY, or the stack's App parameters).
-        #[arg(long, conflicts_with = "installation")]
+        /// Every repository the GitHub App's installation on this organisation or user account
+        /// can see (GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY, or the stack's App parameters).
+        #[arg(long)]
         org: Option<String>,
-        /// Every repository of this installation of the GitHub App.
+        /// Every repository of this installation of the GitHub App (with --org: it must be
+        /// that account's installation, else nothing runs).
         #[arg(long)]
         installation: Option<u64>,
         /// With --org or --installation: only repositories matching one of these globs
