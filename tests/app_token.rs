@@ -75,6 +75,12 @@ pub async fn installed(t: &Tables, repo: &str, number: u64, installation: u64) -
         "repository": { "__typename": "Repository", "nameWithOwner": repo },
     }]);
     github.put_pull(repo, pull);
+    store_pr(t, repo, number, installation).await;
+    github
+}
+
+/// PR `number` of `repo` stored by the webhook, as the App's installation delivers it.
+pub async fn store_pr(t: &Tables, repo: &str, number: u64, installation: u64) {
     let mut p = merged_payload();
     let (owner, name) = repo.split_once('/').unwrap();
     p["repository"]["full_name"] = repo.into();
@@ -92,7 +98,6 @@ pub async fn installed(t: &Tables, repo: &str, number: u64, installation: u64) -
         ))
         .await;
     assert_eq!(response.status, 200, "{response:?}");
-    github
 }
 
 /// Enrichment's configuration against `github`, with no credential: the caller adds one.
@@ -277,5 +282,158 @@ async fn run(enrich: &Arc<stages::enrich::EnrichHandler>, records: Vec<EventReco
     assert!(
         matches!(&response, stages::enrich::EnrichResponse::Stream(r) if r.batch_item_failures.is_empty()),
         "{response:?}"
+    );
+}
+
+/// The token function's name in the tests.
+const TOKEN_FUNCTION: &str = "chronicle-token";
+
+/// Lambda's Invoke, served by a stand-in that runs the real token handler (the App's key in
+/// hand) against `github`.
+async fn token_function(github: &GitHubStandIn) -> support::lambda_standin::LambdaStandIn {
+    let lambda = support::lambda_standin::LambdaStandIn::start().await;
+    let tokens = Arc::new(
+        stages::token::TokenHandler::from_config(
+            &stages::config::TokenConfig {
+                api_url: github.url().to_string(),
+                timeout: Duration::from_secs(10),
+                app_id: APP_ID.into(),
+                app_key: SecretSource::Plain(stages::secret::Secret::new(fixture(
+                    "app-test-key.pem",
+                ))),
+            },
+            &sdk().await,
+        )
+        .await
+        .unwrap(),
+    );
+    lambda.register(TOKEN_FUNCTION, move |payload| {
+        let tokens = tokens.clone();
+        async move { serde_json::to_value(tokens.handle(payload).await).map_err(|e| e.to_string()) }
+    });
+    lambda
+}
+
+#[tokio::test]
+async fn enrich_gets_its_tokens_from_the_token_function_and_holds_no_key() {
+    let t = fresh_tables(&sdk().await).await;
+    let repo = "split-org/service";
+    let github = installed(&t, repo, 41, 71).await;
+    let lambda = token_function(&github).await;
+    let mut config = enrich_config(&t, &github);
+    config.token_function = Some(TOKEN_FUNCTION.into());
+    // Enrich's SDK reaches the emulator; its Lambda client the Invoke stand-in.
+    let enrich = Arc::new(
+        stages::enrich::EnrichHandler::from_configs(
+            &config,
+            &sdk().await,
+            &infra::emulator::sdk_config(lambda.url()).await,
+        )
+        .await
+        .unwrap(),
+    );
+    run(&enrich, vec![insert_record(&t, repo, 41).await]).await;
+
+    let row = stored_row(&t.prs, repo, 41).await;
+    assert_eq!(text(&row, attr::ENRICH_SKIPPED_REASON), None, "{row:?}");
+    assert!(row.contains_key(attr::ENRICHED_AT), "{row:?}");
+    assert_eq!(linked_issues(&row), 1, "{row:?}");
+    // One invocation, for the installation the delivery named; one mint, by the token
+    // handler (enrich has no key to sign one), asking for the four reads only.
+    let invocations = lambda.invocations();
+    assert_eq!(invocations.len(), 1, "{invocations:?}");
+    assert_eq!(invocations[0].function, TOKEN_FUNCTION);
+    assert_eq!(invocations[0].invocation_type, "RequestResponse");
+    assert_eq!(
+        invocations[0].payload,
+        serde_json::json!({"installation": 71})
+    );
+    assert_eq!(
+        invocations[0].answer.as_ref().map(|a| a["outcome"].clone()),
+        Some(serde_json::json!("token"))
+    );
+    assert_eq!(
+        mints(&github),
+        vec![serde_json::json!({"permissions": {
+            "contents": "read", "issues": "read", "metadata": "read", "pull_requests": "read",
+        }})]
+    );
+
+    // The token is kept: the next PR asks nothing of the function. Then GitHub revokes it
+    // (401): enrich drops it, asks for a new one once (`renew`), and the PR is enriched.
+    store_pr(&t, repo, 42, 71).await;
+    github.put_pull(repo, standin_pull(repo, 42, 2));
+    run(&enrich, vec![insert_record(&t, repo, 42).await]).await;
+    assert_eq!(lambda.invocations().len(), 1, "the token in hand was used");
+    assert!(stored_row(&t.prs, repo, 42)
+        .await
+        .contains_key(attr::ENRICHED_AT));
+    github.expire_installation_tokens();
+    store_pr(&t, repo, 43, 71).await;
+    github.put_pull(repo, standin_pull(repo, 43, 2));
+    run(&enrich, vec![insert_record(&t, repo, 43).await]).await;
+    let row = stored_row(&t.prs, repo, 43).await;
+    assert!(row.contains_key(attr::ENRICHED_AT), "{row:?}");
+    let invocations = lambda.invocations();
+    assert_eq!(invocations.len(), 2, "{invocations:?}");
+    assert_eq!(
+        invocations[1].payload,
+        serde_json::json!({"installation": 71, "renew": true})
+    );
+    assert_eq!(github.installation_tokens_minted(), 2);
+}
+
+#[tokio::test]
+async fn a_repository_the_app_is_not_on_is_refused_by_the_token_function_and_skipped() {
+    let t = fresh_tables(&sdk().await).await;
+    let github = installed(&t, "split-org/service", 51, 81).await;
+    let lambda = token_function(&github).await;
+    // A row with no installation named: the function is asked by repository.
+    let elsewhere = "other-org/service";
+    store_pr(&t, elsewhere, 52, 81).await;
+    let mut config = enrich_config(&t, &github);
+    config.token_function = Some(TOKEN_FUNCTION.into());
+    let enrich = Arc::new(
+        stages::enrich::EnrichHandler::from_configs(
+            &config,
+            &sdk().await,
+            &infra::emulator::sdk_config(lambda.url()).await,
+        )
+        .await
+        .unwrap(),
+    );
+    run(&enrich, vec![insert_record(&t, elsewhere, 52).await]).await;
+    let row = stored_row(&t.prs, elsewhere, 52).await;
+    let reason = text(&row, attr::ENRICH_SKIPPED_REASON).unwrap_or_default();
+    assert!(
+        reason.contains("not installed on other-org/service"),
+        "{row:?}"
+    );
+    let asked: Vec<serde_json::Value> = lambda
+        .invocations()
+        .into_iter()
+        .map(|i| i.payload)
+        .collect();
+    assert!(
+        asked.contains(&serde_json::json!({"repo": "other-org/service"})),
+        "{asked:?}"
+    );
+}
+
+#[tokio::test]
+async fn enrich_refuses_to_start_with_the_app_key_beside_a_token_function() {
+    let t = fresh_tables(&sdk().await).await;
+    let github = GitHubStandIn::start(TOKEN).await.unwrap();
+    let mut config = enrich_config(&t, &github);
+    config.token_function = Some(TOKEN_FUNCTION.into());
+    config.app_id = Some(APP_ID.into());
+    config.app_key = SecretSource::SecretsManager(
+        "arn:aws:secretsmanager:us-east-1:123456789012:secret:key-AbCdEf".into(),
+    );
+    let refused = stages::enrich::EnrichHandler::from_config(&config, &sdk().await).await;
+    let message = refused.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(
+        message.contains("TOKEN_FUNCTION_NAME") && message.contains("must not hold the key"),
+        "{message}"
     );
 }

@@ -98,13 +98,23 @@ const NOT_RUN_HERE: &[(&str, &str, &str)] = &[
     ),
 ];
 
-const FUNCTIONS: [&str; 6] = [
+const FUNCTIONS: [&str; 7] = [
     "WebhookFunction",
     "EnrichFunction",
+    "TokenFunction",
     "SweeperFunction",
     "SummarizeFunction",
     "PageBuilderFunction",
     "RedeliverFunction",
+];
+
+/// The functions that parse what a repository or a PR wrote (bodies, manifests, CODEOWNERS,
+/// READMEs, titles): none may hold the GitHub App's private key.
+const PARSE_REPOSITORY_CONTENT: [&str; 4] = [
+    "EnrichFunction",
+    "SweeperFunction",
+    "SummarizeFunction",
+    "PageBuilderFunction",
 ];
 
 /// Conditions the full parameter set makes false: redelivery has its own token there, so it
@@ -585,7 +595,9 @@ async fn every_function_calls_exactly_what_its_role_grants() {
         .send()
         .await
         .unwrap();
+    let token_function_name = format!("token-{id}");
     let names = Names(vec![
+        (token_function_name, "TokenFunction".into()),
         (table.table_name.clone(), "PrTable".into()),
         (entries_table.clone(), "EntriesTable".into()),
         ("no-such-entries".into(), "EntriesTable".into()),
@@ -617,7 +629,8 @@ async fn every_function_calls_exactly_what_its_role_grants() {
         github.put_pull(&repo, support::standin_pull(&repo, n, 3));
     }
     // The full set's GitHub App, installed on the repository: enrichment reads it with the
-    // installation's token (so its role reads the App's key, not the token).
+    // installation's token, which it asks of the token function (whose role alone reads the
+    // App's key; enrich's neither the key nor the token).
     let app_public = std::fs::read_to_string(
         infra::emulator::repo_root().join("tests/fixtures/github/app-test-key.pub.pem"),
     )
@@ -642,6 +655,8 @@ async fn every_function_calls_exactly_what_its_role_grants() {
         "Bedrock's story of #901.".into(),
     )]);
 
+    // Lambda's Invoke, which the emulator lacks: the token function runs in-process.
+    let lambda = support::lambda_standin::LambdaStandIn::start().await;
     let mut proxies: BTreeMap<&str, AuditProxy> = BTreeMap::new();
     for function in FUNCTIONS {
         let bedrock = match function {
@@ -649,11 +664,30 @@ async fn every_function_calls_exactly_what_its_role_grants() {
             "PageBuilderFunction" => Some(story_model.url()),
             _ => None,
         };
+        let invoke = (function == "EnrichFunction").then(|| lambda.url().to_string());
         proxies.insert(
             function,
-            AuditProxy::start_with(support::endpoint(), bedrock).await,
+            AuditProxy::start_routed(support::endpoint(), bedrock, invoke).await,
         );
     }
+    let token_function = format!("token-{id}");
+    let tokens = Arc::new(
+        stages::token::TokenHandler::from_config(
+            &stages::config::TokenConfig {
+                api_url: github.url().to_string(),
+                timeout: Duration::from_secs(10),
+                app_id: "424242".into(),
+                app_key: SecretSource::SecretsManager(app_key_secret.clone()),
+            },
+            &proxies["TokenFunction"].sdk().await,
+        )
+        .await
+        .unwrap(),
+    );
+    lambda.register(&token_function, move |payload| {
+        let tokens = tokens.clone();
+        async move { serde_json::to_value(tokens.handle(payload).await).map_err(|e| e.to_string()) }
+    });
 
     // Webhook: two merged PRs, then a newer delivery of the first.
     let sdk = proxies["WebhookFunction"].sdk().await;
@@ -722,9 +756,9 @@ async fn every_function_calls_exactly_what_its_role_grants() {
                 max_wait: Duration::from_secs(3600),
                 pages_table: Some(pages_table.clone()),
                 issue_scope: Default::default(),
-                app_id: Some("424242".into()),
-                app_key: SecretSource::SecretsManager(app_key_secret.clone()),
-                token_function: None,
+                app_id: None,
+                app_key: SecretSource::Unset,
+                token_function: Some(token_function.clone()),
             },
             &sdk,
         )
@@ -1173,6 +1207,89 @@ fn the_webhook_lifecycle_writes_are_held_to_their_partitions_and_attributes() {
     ] {
         assert!(mark.admits(&refused, Some("repo")).is_err(), "{refused:?}");
     }
+}
+
+/// The GitHub App's private key mints any token the App may have (its webhooks' write
+/// included): no role of a function that parses repository content can read it. Of the
+/// functions, only the token function's role and redelivery's can (redelivery lists the App's
+/// hook deliveries with the JWT and parses no repository content); enrich invokes the token
+/// function, and no other function.
+#[test]
+fn no_role_that_parses_repository_content_can_read_the_app_key() {
+    let grants = granted();
+    let reads_key = |function: &str| {
+        grants[function].iter().any(|s| {
+            s.actions.iter().any(|a| {
+                a == "secretsmanager:GetSecretValue" || a == "secretsmanager:*" || a == "*"
+            }) && s
+                .resources
+                .iter()
+                .any(|r| matches(r, "GitHubAppPrivateKeySecretArn"))
+        })
+    };
+    for function in PARSE_REPOSITORY_CONTENT {
+        assert!(!reads_key(function), "{function} can read the App's key");
+    }
+    let readers: Vec<&str> = FUNCTIONS.into_iter().filter(|f| reads_key(f)).collect();
+    assert_eq!(readers, ["TokenFunction", "RedeliverFunction"]);
+    let token = &grants["TokenFunction"];
+    assert!(
+        token
+            .iter()
+            .filter(|s| s.sid != "OwnLogs")
+            .all(|s| s.actions == ["secretsmanager:GetSecretValue"]
+                && s.resources == ["GitHubAppPrivateKeySecretArn"]),
+        "the token function's role reads the key and nothing else: {token:?}"
+    );
+    // Whatever the parameters: no other role of the template names the key, under any
+    // condition (the full set above takes one branch of each).
+    let text = std::fs::read_to_string(infra::emulator::repo_root().join("template.yaml")).unwrap();
+    let template: Value = serde_yaml::from_str(&text).unwrap();
+    let mut naming = Vec::new();
+    for (id, resource) in template["Resources"].as_mapping().unwrap() {
+        let yaml = serde_yaml::to_string(&resource["Properties"]).unwrap();
+        if resource["Type"].as_str() == Some("AWS::IAM::Role")
+            && yaml.contains("GitHubAppPrivateKeySecretArn")
+        {
+            naming.push(id.as_str().unwrap().to_string());
+        }
+        if resource["Type"].as_str() == Some("AWS::Serverless::Function")
+            && PARSE_REPOSITORY_CONTENT.contains(&id.as_str().unwrap())
+        {
+            assert!(
+                !yaml.contains("GitHubAppPrivateKeySecretArn") && !yaml.contains("PRIVATE_KEY"),
+                "{id:?} is configured with the App's key"
+            );
+        }
+    }
+    naming.sort();
+    assert_eq!(naming, ["RedeliverFunctionRole", "TokenFunctionRole"]);
+    // Enrich invokes the token function, and nothing else; no other function invokes any.
+    for function in FUNCTIONS {
+        for s in &grants[function] {
+            let invokes: Vec<&String> = s
+                .actions
+                .iter()
+                .filter(|a| a.starts_with("lambda:") || *a == "*")
+                .collect();
+            if invokes.is_empty() {
+                continue;
+            }
+            assert_eq!(
+                function, "EnrichFunction",
+                "{function} {}: {invokes:?}",
+                s.sid
+            );
+            assert_eq!(s.actions, ["lambda:InvokeFunction"], "{}", s.sid);
+            assert_eq!(s.resources, ["TokenFunction"], "{}", s.sid);
+        }
+    }
+    assert!(
+        grants["EnrichFunction"]
+            .iter()
+            .any(|s| s.actions == ["lambda:InvokeFunction"]),
+        "enrich gets its tokens from the token function"
+    );
 }
 
 /// Every bucket and queue has a resource policy that denies any request made without TLS.

@@ -45,14 +45,26 @@ impl AuditProxy {
 
     /// Bedrock requests (`/model/{id}/converse`) go to `bedrock` instead of `upstream`.
     pub async fn start_with(upstream: String, bedrock: Option<String>) -> AuditProxy {
+        Self::start_routed(upstream, bedrock, None).await
+    }
+
+    /// Also Lambda's Invoke (`/2015-03-31/functions/…`) to `lambda` (the emulator does not run
+    /// our functions: a [`crate::lambda_standin::LambdaStandIn`] does).
+    pub async fn start_routed(
+        upstream: String,
+        bedrock: Option<String>,
+        lambda: Option<String>,
+    ) -> AuditProxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let endpoint = format!("http://{}", listener.local_addr().unwrap());
         let calls: Arc<Mutex<Vec<Call>>> = Arc::default();
         let http = reqwest::Client::new();
         let recorded = calls.clone();
         let server = infra::http_server::Serving::spawn(listener, move |req| {
-            let upstream = match &bedrock {
-                Some(b) if req.uri().path().starts_with("/model/") => b.clone(),
+            let path = req.uri().path();
+            let upstream = match (&bedrock, &lambda) {
+                (Some(b), _) if path.starts_with("/model/") => b.clone(),
+                (_, Some(l)) if path.starts_with("/2015-03-31/functions/") => l.clone(),
                 _ => upstream.clone(),
             };
             forward(http.clone(), upstream, recorded.clone(), req)
@@ -108,6 +120,25 @@ fn call_of(parts: &http::request::Parts, body: &[u8]) -> Call {
         return Call {
             action: "bedrock:InvokeModel".into(),
             resource,
+            keys: Vec::new(),
+            attributes: Vec::new(),
+            return_values: None,
+            select: None,
+        };
+    }
+    if service == "lambda" {
+        // Invoke needs lambda:InvokeFunction on the function it names.
+        let function = parts
+            .uri
+            .path()
+            .strip_prefix("/2015-03-31/functions/")
+            .and_then(|p| p.strip_suffix("/invocations"));
+        return Call {
+            action: match function {
+                Some(_) => "lambda:InvokeFunction".into(),
+                None => format!("lambda:Unrecognised {}", parts.uri.path()),
+            },
+            resource: function.unwrap_or_default().to_string(),
             keys: Vec::new(),
             attributes: Vec::new(),
             return_values: None,

@@ -19,6 +19,7 @@ pub mod audit_proxy;
 /// The Converse stand-in lives in `infra` (`chronicle bench story` uses it too).
 pub use infra::converse_standin as converse_stub;
 pub mod dynamo_proxy;
+pub mod lambda_standin;
 pub mod messages_stub;
 /// The Notion stand-in lives in `infra` (the benches use it too).
 pub use infra::notion_standin as notion_stub;

@@ -11,7 +11,8 @@ pub enum GitHubAccess {
 }
 
 pub struct AppAccess {
-    pub app: Arc<crate::github::installation::AppClient>,
+    /// The App's key in hand, or the token function's client (`stages::token`).
+    pub app: Arc<dyn crate::github::installation::TokenSource>,
     pub api_url: String,
     pub timeout: Duration,
     pub max_retries: u32,
@@ -27,7 +28,7 @@ impl From<GitHubApis> for GitHubAccess {
 
 impl GitHubAccess {
     pub fn app(
-        app: Arc<crate::github::installation::AppClient>,
+        app: Arc<dyn crate::github::installation::TokenSource>,
         api_url: &str,
         timeout: Duration,
         max_retries: u32,
@@ -77,7 +78,7 @@ impl GitHubAccess {
     }
 
     /// Takes `installation` (a delivery's) as `repo`'s, unless one is known: see
-    /// [`crate::github::installation::AppClient::remember`]. Nothing for a token.
+    /// [`crate::github::installation::TokenSource::remember`]. Nothing for a token.
     pub fn remember(&self, repo: &RepoName, installation: Option<u64>) {
         if let (GitHubAccess::App(access), Some(id)) = (self, installation) {
             access.app.remember(repo.as_str(), id);
@@ -85,7 +86,7 @@ impl GitHubAccess {
     }
 
     /// Forgets which installation `repo` has (see
-    /// [`crate::github::installation::AppClient::forget`]). `false` for a token: nothing to ask.
+    /// [`crate::github::installation::TokenSource::forget`]). `false` for a token: nothing to ask.
     pub fn forget(&self, repo: &RepoName) -> bool {
         match self {
             GitHubAccess::App(access) => {

@@ -1,0 +1,26 @@
+//! Lambda invoked by enrich (RequestResponse) for an installation token: the only function that
+//! reads the GitHub App's private key. Its role reads that one secret and nothing else; no event
+//! source triggers it.
+//!
+//! Thin by design: the key is read once per cold start (and again after GitHub refused the
+//! JWT, as during a key rotation); each request goes to `stages::token::TokenHandler`, whose
+//! answer (a token, or a typed refusal) is returned as is. The token is never logged.
+
+use std::sync::Arc;
+
+use lambda_runtime::{service_fn, Error, LambdaEvent};
+use stages::config::TokenConfig;
+use stages::token::{TokenHandler, TokenResponse};
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    stages::telemetry::init_lambda();
+    let config = TokenConfig::from_env()?;
+    let sdk = stages::aws::sdk_config().await;
+    let handler = Arc::new(TokenHandler::from_config(&config, &sdk).await?);
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<serde_json::Value>| {
+        let handler = Arc::clone(&handler);
+        async move { Ok::<TokenResponse, Error>(handler.handle(event.payload).await) }
+    }))
+    .await
+}
