@@ -121,8 +121,14 @@ def check_functions(report, tpl, values, live, ev):
     app = bool(values["GitHubAppId"] and values["GitHubAppPrivateKeySecretArn"])
     report.equal("EnrichFunction GITHUB_TOKEN_ARN", env("EnrichFunction").get("GITHUB_TOKEN_ARN"),
                  "" if app else values["GitHubTokenSecretArn"])
-    report.equal("EnrichFunction GITHUB_APP_PRIVATE_KEY_ARN", env("EnrichFunction").get("GITHUB_APP_PRIVATE_KEY_ARN"),
-                 values["GitHubAppPrivateKeySecretArn"] if app else "")
+    # The key never: the token function (TokenFunction) mints the App's tokens.
+    report.equal("EnrichFunction has no GITHUB_APP_PRIVATE_KEY_ARN", env("EnrichFunction").get("GITHUB_APP_PRIVATE_KEY_ARN"),
+                 None)
+    report.equal("EnrichFunction TOKEN_FUNCTION_NAME", env("EnrichFunction").get("TOKEN_FUNCTION_NAME"),
+                 live.physical("TokenFunction") if app else "")
+    if app:
+        report.equal("TokenFunction GITHUB_APP_PRIVATE_KEY_ARN", env("TokenFunction").get("GITHUB_APP_PRIVATE_KEY_ARN"),
+                     values["GitHubAppPrivateKeySecretArn"])
     report.equal("SweeperFunction ENRICH_ENABLED", env("SweeperFunction").get("ENRICH_ENABLED"),
                  "true" if values["GitHubTokenSecretArn"] or app else "false")
     on_key = values["LlmProvider"] != "bedrock"

@@ -116,7 +116,9 @@ def check_roles(report, tpl, values, live, ev):
         ("EnrichFunction", "secretsmanager:GetSecretValue",
          "" if values["GitHubAppId"] and values["GitHubAppPrivateKeySecretArn"] else values["GitHubTokenSecretArn"],
          "GitHubTokenSecretArn"),
-        ("EnrichFunction", "secretsmanager:GetSecretValue",
+        # The App's key: the token function only among those that read GitHub for enrichment
+        # (enrich parses untrusted content and asks the token function for tokens).
+        ("TokenFunction", "secretsmanager:GetSecretValue",
          values["GitHubAppPrivateKeySecretArn"] if values["GitHubAppId"] else "", "GitHubAppPrivateKeySecretArn"),
         # Redelivery reads its own token when given, else enrichment's (never both).
         ("RedeliverFunction", "secretsmanager:GetSecretValue",
@@ -136,6 +138,7 @@ def check_roles(report, tpl, values, live, ev):
     for fn, action, resource, param in optional:
         if resource:
             report.check(f"{fn} allows {action} on {param}", grants(fn, action, resource))
+    check_token_function(report, values, live, live_stmts, fn_roles, grants)
     if values.get("RedeliverTokenSecretArn") and values["GitHubTokenSecretArn"]:
         report.check("RedeliverFunction cannot read enrichment's token when it has its own",
                      not grants("RedeliverFunction", "secretsmanager:GetSecretValue", values["GitHubTokenSecretArn"]))
@@ -148,6 +151,37 @@ def check_roles(report, tpl, values, live, ev):
     ssm_res = sorted({r for s in all_stmts if any(x.lower().startswith("ssm:") for x in as_list(s.get("Action", [])))
                       for r in as_list(s.get("Resource", []))})
     report.equal("SSM parameters readable by the roles", ssm_res, [ssm_arn] if values["ModulesConfigParameter"] else [])
+
+
+def check_token_function(report, values, live, live_stmts, fn_roles, grants):
+    """The App's key is read by the token function (and redelivery) only; the functions that
+    parse repository content cannot read it; enrich invokes the token function and no other."""
+    app = bool(values["GitHubAppId"] and values["GitHubAppPrivateKeySecretArn"])
+    key = values["GitHubAppPrivateKeySecretArn"]
+    report.check("TokenFunction exists exactly when the App is configured", ("TokenFunction" in fn_roles) == app,
+                 f"App configured: {app}; functions: {sorted(fn_roles)}")
+    if key:
+        for fn in ("EnrichFunction", "SummarizeFunction", "PageBuilderFunction", "SweeperFunction"):
+            report.check(f"{fn} cannot read the App's private key (it parses repository content)",
+                         not grants(fn, "secretsmanager:GetSecretValue", key))
+    invokers = sorted(fn for fn, role in fn_roles.items()
+                      if any(any(a.lower().startswith("lambda:") or a == "*" for a in as_list(s.get("Action", [])))
+                             for s in live_stmts[role]))
+    if not app:
+        report.equal("no function may invoke another without the App", invokers, [])
+        return
+    token = fn_roles.get("TokenFunction")
+    token_arn = live.c["lambda"].get_function(FunctionName=live.physical("TokenFunction"))["Configuration"]["FunctionArn"]
+    report.check("TokenFunction reads the App's private key", grants("TokenFunction", "secretsmanager:GetSecretValue", key))
+    other = [s for s in live_stmts.get(token, []) if not logs_actions(s)
+             and (as_list(s.get("Action", [])) != ["secretsmanager:GetSecretValue"] or as_list(s.get("Resource", [])) != [key])]
+    report.check("TokenFunction's role reads the key and nothing else (besides its logs)", not other, other)
+    report.equal("functions that may invoke a function", invokers, ["EnrichFunction"])
+    invokes = [s for s in live_stmts[fn_roles["EnrichFunction"]]
+               if any(a.lower().startswith("lambda:") for a in as_list(s.get("Action", [])))]
+    report.check("EnrichFunction may invoke exactly TokenFunction",
+                 [(as_list(s.get("Action", [])), as_list(s.get("Resource", []))) for s in invokes]
+                 == [(["lambda:InvokeFunction"], [token_arn])], invokes)
 
 
 def check_bedrock_grants(report, values, live_stmts, fn_roles):
