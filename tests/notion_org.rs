@@ -8,6 +8,9 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use stages::domain::ModuleEntry;
+use stages::notion::NotionClient;
+use stages::publish::{NotionPublisher, Publisher as _};
+use stages::secret::Secret;
 use stages::store::INDEX_MODULE;
 use support::notion_stub::NotionStub;
 use support::*;
@@ -299,6 +302,9 @@ async fn a_page_a_person_put_under_the_organisation_page_is_kept() {
     );
 }
 
+/// Builds of one organisation page take turns (its item's build lease): while another holds it,
+/// the repositories' pages are built and fresh, and the organisation page waits, stale, for a
+/// later tick, which publishes it from the rows as they are then.
 #[tokio::test]
 async fn publishes_of_one_organisation_page_take_turns() {
     let sdk = sdk().await;
@@ -306,9 +312,23 @@ async fn publishes_of_one_organisation_page_take_turns() {
     let (stub, parent) = NotionStub::start(TOKEN).await;
     put(&t, &entry("api", 1, "2024-06-01T10:00:00Z")).await;
     put(&t, &other_entry("ui", 2, "2025-02-01T10:00:00Z")).await;
-    let b = Arc::new(builder(&t, Arc::new(publisher(&t, &stub, &parent))));
+    let b = builder(&t, Arc::new(publisher(&t, &stub, &parent)));
     settle(&b, &t, Duration::from_secs(90)).await;
     let (org, before) = org_page(&stub, &parent);
+    let stale = |t: &Tables| {
+        let pages = t.pages.clone();
+        async move {
+            let mut stale: Vec<String> = pages
+                .stale_pages()
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|p| p.repo)
+                .collect();
+            stale.sort();
+            stale
+        }
+    };
 
     // Another build holds the organisation page's lease (it is publishing it, or died doing so).
     let now = OffsetDateTime::now_utc();
@@ -323,53 +343,29 @@ async fn publishes_of_one_organisation_page_take_turns() {
         .await
         .unwrap());
     put(&t, &other_entry("ui", 3, "2025-03-01T10:00:00Z")).await;
-    settle_modules(&b, &t).await;
-    // A build that cannot get the lease in time gives up, not fails: its index stays stale.
-    let outcome = b
-        .build(OTHER, INDEX_MODULE, "index-build-1", support::within(3))
-        .await
-        .unwrap();
-    assert!(
-        matches!(&outcome, stages::builder::BuildOutcome::Busy(why) if why.contains("acme")),
-        "{outcome:?}"
+    crate::notion::tick(&b, 60).await;
+    assert_eq!(
+        stale(&t).await,
+        ["#org/acme"],
+        "only the organisation page waits"
     );
     assert_eq!(stub.markdown(&org), before, "not published meanwhile");
-    assert!(t
-        .pages
-        .stale_pages()
-        .await
-        .unwrap()
-        .iter()
-        .any(|p| p.repo == OTHER && p.module == INDEX_MODULE));
 
-    // A build that waits publishes once the holder is done, and from the rows as they are then.
-    let waiting = {
-        let b = b.clone();
-        tokio::spawn(async move {
-            b.build(OTHER, INDEX_MODULE, "index-build-2", support::within(60))
-                .await
-                .unwrap()
-        })
-    };
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    assert!(!waiting.is_finished(), "it waits for the lease");
-    assert_eq!(stub.markdown(&org), before);
+    // Once the holder is done, the next tick publishes it from the rows as they are then.
     assert!(t
         .pages
         .release_org_publish("acme", "another-build")
         .await
         .unwrap());
-    let outcome = waiting.await.unwrap();
-    assert!(
-        matches!(outcome, stages::builder::BuildOutcome::Built { .. }),
-        "{outcome:?}"
-    );
+    crate::notion::tick(&b, 60).await;
+    assert!(stale(&t).await.is_empty());
     let after = stub.markdown(&org);
     assert!(
         after.contains("- [ui](https://www.notion.so/") && after.contains(": 2 pull requests"),
         "{after}"
     );
-    // A build that died holding the lease holds up the others until it expires, no longer.
+
+    // A build that died holding the lease holds it up until it expires, no longer.
     let now = OffsetDateTime::now_utc();
     assert!(t
         .pages
@@ -382,15 +378,11 @@ async fn publishes_of_one_organisation_page_take_turns() {
         .await
         .unwrap());
     put(&t, &other_entry("ui", 4, "2025-04-01T10:00:00Z")).await;
-    settle_modules(&b, &t).await;
-    let outcome = b
-        .build(OTHER, INDEX_MODULE, "index-build-3", support::within(60))
-        .await
-        .unwrap();
-    assert!(
-        matches!(outcome, stages::builder::BuildOutcome::Built { .. }),
-        "{outcome:?}"
-    );
+    crate::notion::tick(&b, 60).await;
+    assert_eq!(stale(&t).await, ["#org/acme"]);
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    crate::notion::tick(&b, 60).await;
+    assert!(stale(&t).await.is_empty());
     assert!(
         stub.markdown(&org).contains(": 3 pull requests"),
         "{}",
@@ -409,20 +401,15 @@ async fn publishes_of_one_organisation_page_take_turns() {
         .unwrap());
 }
 
-/// Builds the stale module pages (not the indexes) of both repositories.
-async fn settle_modules(b: &stages::builder::PageBuilder, t: &Tables) {
-    for page in t.pages.stale_pages().await.unwrap() {
-        if page.module != INDEX_MODULE {
-            b.build(
-                &page.repo,
-                &page.module,
-                "module-build",
-                support::within(60),
-            )
-            .await
-            .unwrap();
-        }
-    }
+/// Takes the organisation page's build lease for a minute, as the builder does before it
+/// publishes the page.
+async fn hold_org_lease(t: &Tables, owner: &str) {
+    let now = OffsetDateTime::now_utc();
+    assert!(t
+        .pages
+        .claim_org_publish("acme", owner, now, now + time::Duration::minutes(1))
+        .await
+        .unwrap());
 }
 
 /// Notion refuses the organisation page's content when a page appeared under it after the
@@ -445,6 +432,7 @@ async fn a_refused_organisation_page_is_listed_and_sent_again() {
     t.pages.put_org_repo("acme", web).await.unwrap();
     let rows = t.pages.org_repos("acme").await.unwrap();
     let before = stub.count("PATCH", "/v1/pages/", "/markdown");
+    hold_org_lease(&t, "org-build").await;
     stub.fault(
         Some("PATCH markdown"),
         support::notion_stub::Fault::Invalid(
@@ -483,8 +471,8 @@ async fn a_refused_organisation_page_is_listed_and_sent_again() {
 }
 
 /// Refused twice (the content itself is wrong, or the page keeps changing): the build fails
-/// with Notion's message (the builder records it on the index's page item, as every failure),
-/// instead of being retried as busy forever.
+/// with Notion's message (the builder records it on the organisation page's own item), instead
+/// of being retried as busy forever.
 #[tokio::test]
 async fn an_organisation_page_refused_twice_fails_its_build_with_notions_message() {
     let sdk = sdk().await;
@@ -496,6 +484,7 @@ async fn an_organisation_page_refused_twice_fails_its_build_with_notions_message
     let rows = t.pages.org_repos("acme").await.unwrap();
     let mut changed = rows.clone();
     changed[0].entry_count = 7;
+    hold_org_lease(&t, "org-build").await;
     for _ in 0..2 {
         stub.fault(
             Some("PATCH markdown"),
@@ -515,4 +504,274 @@ async fn an_organisation_page_refused_twice_fails_its_build_with_notions_message
         matches!(&result, Err(stages::publish::PublishError::Notion(e)) if e.to_string().contains("not valid markdown")),
         "{result:?}"
     );
+}
+
+/// The organisation page's item: its Notion record, its error, its stale marker.
+async fn org_item(t: &Tables) -> stages::domain::PageItem {
+    t.pages
+        .get("#org/acme", INDEX_MODULE)
+        .await
+        .unwrap()
+        .expect("the organisation page's item")
+}
+
+/// The hash the publisher records for content it sent.
+fn content_hash(markdown: &str) -> String {
+    use sha2::Digest;
+    hex::encode(&sha2::Sha256::digest(markdown.as_bytes())[..12])
+}
+
+/// Requests of `since` on the organisation page `org` (its content, its children).
+fn org_requests(stub: &NotionStub, org: &str, since: usize) -> Vec<String> {
+    stub.requests()[since..]
+        .iter()
+        .filter(|r| r.path.contains(org) || r.path.contains(&org.replace('-', "")))
+        .map(|r| format!("{} {} {:?}", r.method, r.path, r.status))
+        .collect()
+}
+
+/// The organisation page is best-effort beside the repositories' pages. Notion refusing it (a
+/// person put a page into a toggle on it, which Chronicle cannot name) fails it alone: the
+/// error is on its own item and in `chronicle status`, every repository's index is published
+/// and fresh, and the refused page is not sent again at the next ticks while nothing changed.
+#[tokio::test]
+async fn a_refused_organisation_page_fails_alone_and_is_not_sent_again_at_each_tick() {
+    let sdk = sdk().await;
+    let t = fresh_tables(&sdk).await;
+    let (stub, parent) = NotionStub::start(TOKEN).await;
+    put(&t, &entry("api", 1, "2024-06-01T10:00:00Z")).await;
+    put(&t, &other_entry("ui", 2, "2025-02-01T10:00:00Z")).await;
+    let b = builder(&t, Arc::new(publisher(&t, &stub, &parent)));
+    settle(&b, &t, Duration::from_secs(90)).await;
+    let (org, before) = org_page(&stub, &parent);
+    let notes = stub.add_page(Some(&org), "Team notes", true);
+    stub.nest(&notes, true);
+
+    put(&t, &entry("api", 3, "2024-07-01T10:00:00Z")).await;
+    put(&t, &other_entry("ui", 4, "2025-03-01T10:00:00Z")).await;
+    for _ in 0..2 {
+        crate::notion::tick(&b, 60).await;
+    }
+    let stale: Vec<(String, String)> = t
+        .pages
+        .stale_pages()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|p| !p.repo.starts_with("#org/"))
+        .map(|p| (p.repo, p.module))
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "every repository page is fresh: {stale:?}"
+    );
+    for repo in [REPO, OTHER] {
+        let index = t.pages.get(repo, INDEX_MODULE).await.unwrap().unwrap();
+        assert!(
+            index.last_error.is_none() && index.stale.is_none(),
+            "{repo}: {:?}",
+            index.last_error
+        );
+        assert_eq!(index.entry_count, 2, "{repo}");
+        assert!(
+            stub.markdown(&index_of(&stub, repo))
+                .contains("2 merged pull requests"),
+            "{repo}'s index is published:\n{}",
+            stub.markdown(&index_of(&stub, repo))
+        );
+    }
+    assert_eq!(
+        stub.markdown(&org),
+        before,
+        "Notion kept the page as it was"
+    );
+    let item = org_item(&t).await;
+    let error = item
+        .last_error
+        .clone()
+        .expect("the error is on its own item");
+    assert!(error.contains("child page"), "{error}");
+    assert!(item.advice.is_some(), "{item:?}");
+    let status = stages::status::gather(
+        &stages::status::StatusSources {
+            prs: &t.prs,
+            pages: &t.pages,
+            checkpoints: &stages::store::CheckpointStore::new(
+                aws_sdk_dynamodb::Client::new(&sdk),
+                t.pages.table_name(),
+            ),
+            sqs: &aws_sdk_sqs::Client::new(&sdk),
+            queues: &[],
+        },
+        None,
+        OffsetDateTime::now_utc(),
+    )
+    .await
+    .unwrap();
+    let text = stages::status::render(&status);
+    assert!(
+        text.contains(ORG_TITLE) && text.contains(&error),
+        "status shows it:\n{text}"
+    );
+
+    // Nothing changed: the next ticks send it no request, neither listing nor replace.
+    let since = stub.requests().len();
+    for _ in 0..3 {
+        crate::notion::tick(&b, 60).await;
+    }
+    assert_eq!(org_requests(&stub, &org, since), Vec::<String>::new());
+    assert_eq!(
+        stub.requests().len(),
+        since,
+        "{:?}",
+        &stub.requests()[since..]
+    );
+}
+
+/// Several repositories of one owner built in one tick replace their organisation page once,
+/// after their indexes, not once per repository.
+#[tokio::test]
+async fn repositories_rebuilt_in_one_tick_replace_their_organisation_page_once() {
+    const THIRD: &str = "acme/third";
+    let sdk = sdk().await;
+    let t = fresh_tables(&sdk).await;
+    let (stub, parent) = NotionStub::start(TOKEN).await;
+    stub.without_rate_limit();
+    let third = |number: u64, merged_at: &str| {
+        let mut e = entry("lib", number, merged_at);
+        e.repo = THIRD.into();
+        e.url = format!("https://github.com/{THIRD}/pull/{number}");
+        e
+    };
+    put(&t, &entry("api", 1, "2024-06-01T10:00:00Z")).await;
+    put(&t, &other_entry("ui", 2, "2025-02-01T10:00:00Z")).await;
+    put(&t, &third(3, "2025-03-01T10:00:00Z")).await;
+    let b = builder(&t, Arc::new(publisher(&t, &stub, &parent)));
+    settle(&b, &t, Duration::from_secs(120)).await;
+    let (org, _) = org_page(&stub, &parent);
+
+    put(&t, &entry("api", 4, "2024-07-01T10:00:00Z")).await;
+    put(&t, &other_entry("ui", 5, "2025-04-01T10:00:00Z")).await;
+    put(&t, &third(6, "2025-05-01T10:00:00Z")).await;
+    let since = stub.requests().len();
+    let report = crate::notion::tick(&b, 90).await;
+    assert!(
+        t.pages.stale_pages().await.unwrap().is_empty(),
+        "one tick: {report:?}"
+    );
+    let requests = org_requests(&stub, &org, since);
+    let replaces = requests.iter().filter(|r| r.starts_with("PATCH")).count();
+    let listings = requests.iter().filter(|r| r.contains("children")).count();
+    assert_eq!((replaces, listings), (1, 1), "{requests:?}");
+    assert!(
+        stub.markdown(&org).matches(": 2 pull requests").count() >= 3,
+        "{}",
+        stub.markdown(&org)
+    );
+}
+
+/// A replace that outlives its lease (Notion was slow) can land after the next holder's
+/// replace: the hash recorded is then what Notion holds, or the page is marked to be built
+/// again, and the next tick publishes the rows as they are.
+#[tokio::test]
+async fn a_replace_that_lands_after_its_lease_never_leaves_old_content_recorded_as_new() {
+    let sdk = sdk().await;
+    let t = fresh_tables(&sdk).await;
+    let (stub, parent) = NotionStub::start(TOKEN).await;
+    put(&t, &entry("api", 1, "2024-06-01T10:00:00Z")).await;
+    put(&t, &other_entry("ui", 2, "2025-02-01T10:00:00Z")).await;
+    let b = builder(&t, Arc::new(publisher(&t, &stub, &parent)));
+    settle(&b, &t, Duration::from_secs(90)).await;
+    let (org, _) = org_page(&stub, &parent);
+    let with_count = |count: u64| {
+        let t = &t;
+        async move {
+            let mut rows = t.pages.org_repos("acme").await.unwrap();
+            let web = rows.iter_mut().find(|r| r.repo == OTHER).unwrap();
+            web.entry_count = count;
+            web.modules[0].entry_count = count;
+            t.pages.put_org_repo("acme", web).await.unwrap();
+            t.pages.org_repos("acme").await.unwrap()
+        }
+    };
+
+    // Build A holds the lease for two seconds; Notion takes four to apply its replace.
+    let old_rows = with_count(41).await;
+    let now = OffsetDateTime::now_utc();
+    assert!(t
+        .pages
+        .claim_org_publish("acme", "build-a", now, now + time::Duration::seconds(2))
+        .await
+        .unwrap());
+    stub.fault(
+        Some("PATCH markdown"),
+        support::notion_stub::Fault::Delay(Duration::from_secs(4)),
+    );
+    let slow = NotionPublisher::new(
+        NotionClient::new(&stub.url(), Secret::new(TOKEN.to_string())).with_retry(
+            0,
+            Duration::from_millis(50),
+            Duration::from_secs(20),
+        ),
+        &parent,
+        t.pages.clone(),
+    );
+    let a = tokio::spawn(async move {
+        slow.publish_org(&stages::publish::OrgSet {
+            org: "acme",
+            repos: &old_rows,
+            owner: "build-a",
+            deadline: support::within(30),
+        })
+        .await
+    });
+
+    // Its lease expired: build B takes it and publishes newer rows, at once.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let new_rows = with_count(42).await;
+    let now = OffsetDateTime::now_utc();
+    assert!(t
+        .pages
+        .claim_org_publish("acme", "build-b", now, now + time::Duration::minutes(1))
+        .await
+        .unwrap());
+    publisher(&t, &stub, &parent)
+        .publish_org(&stages::publish::OrgSet {
+            org: "acme",
+            repos: &new_rows,
+            owner: "build-b",
+            deadline: support::within(30),
+        })
+        .await
+        .expect("B publishes");
+    assert!(stub.markdown(&org).contains(": 42 pull requests"));
+    t.pages
+        .release_org_publish("acme", "build-b")
+        .await
+        .unwrap();
+
+    // A's replace lands last: Notion holds the old rows.
+    let _ = a.await.unwrap();
+    let held = stub.markdown(&org);
+    assert!(held.contains(": 41 pull requests"), "{held}");
+    let item = org_item(&t).await;
+    let recorded = item.notion.get("main").and_then(|p| p.hash.clone());
+    assert!(
+        recorded.as_deref() == Some(content_hash(&held).as_str())
+            || (item.stale.is_some() && item.full_rebuild),
+        "the hash recorded is what Notion holds, or the page is built again: {item:?}"
+    );
+    // The next tick publishes the rows as they are, and records what Notion then holds.
+    for _ in 0..2 {
+        crate::notion::tick(&b, 60).await;
+    }
+    let held = stub.markdown(&org);
+    assert!(held.contains(": 42 pull requests"), "{held}");
+    let item = org_item(&t).await;
+    assert_eq!(
+        item.notion.get("main").and_then(|p| p.hash.clone()),
+        Some(content_hash(&held)),
+        "{item:?}"
+    );
+    assert!(item.stale.is_none(), "{item:?}");
 }

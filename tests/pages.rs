@@ -751,7 +751,12 @@ impl Publisher for Overtaken {
             *self.org_publishes.lock().unwrap() += 1;
             let other = self.other.lock().unwrap().take();
             if let Some(row) = other {
+                // As an index build does: the row, then the page marked to be built.
                 self.pages.put_org_repo(set.org, &row).await.unwrap();
+                self.pages
+                    .mark_org_stale(set.org, false, OffsetDateTime::now_utc())
+                    .await
+                    .unwrap();
             }
             self.inner.publish_org(set).await
         })
@@ -823,4 +828,101 @@ fn an_organisation_row_is_bounded() {
         "{page}"
     );
     assert!(page.contains("and 2988 more"), "{page}");
+}
+
+/// A Markdown publisher that counts its organisation page's publishes; `org: false`: one that
+/// keeps no organisation page (what a tick reads without one).
+struct OrgCounting {
+    inner: MarkdownPublisher,
+    org: bool,
+    publishes: Mutex<usize>,
+}
+
+impl Publisher for OrgCounting {
+    fn publish<'a>(
+        &'a self,
+        set: &'a PageSet<'a>,
+    ) -> BoxFuture<'a, Result<Published, PublishError>> {
+        self.inner.publish(set)
+    }
+
+    fn name(&self) -> &'static str {
+        "org-counting"
+    }
+
+    fn publishes_org(&self) -> bool {
+        self.org
+    }
+
+    fn publish_org<'a>(
+        &'a self,
+        set: &'a stages::publish::OrgSet<'a>,
+    ) -> BoxFuture<'a, Result<Published, PublishError>> {
+        *self.publishes.lock().unwrap() += 1;
+        self.inner.publish_org(set)
+    }
+}
+
+/// A mass rebuild (a merge in each of 50 repositories of one owner, built in one tick) reads
+/// the owner's rows and publishes its organisation page once, after the indexes: not once per
+/// repository, each reading every row (a cost in the square of the repositories).
+#[tokio::test]
+async fn fifty_repositories_rebuilt_in_one_tick_publish_their_organisation_page_once() {
+    const REPOS: u64 = 50;
+    let sdk = sdk().await;
+    let merge = |i: u64, number: u64| {
+        let repo = format!("acme/r{i:02}");
+        let mut e = entry("core", number, &format!("2025-0{number}-01T10:{i:02}:00Z"));
+        e.url = format!("https://github.com/{repo}/pull/{number}");
+        e.repo = repo;
+        e
+    };
+    let mut reads = Vec::new();
+    for org in [false, true] {
+        let t = fresh_tables(&sdk).await;
+        let dir = TempDir::new();
+        let publisher = Arc::new(OrgCounting {
+            inner: MarkdownPublisher::new(&dir.0),
+            org,
+            publishes: Mutex::new(0),
+        });
+        let b = builder(&t, publisher.clone(), Duration::ZERO);
+        for i in 0..REPOS {
+            put(&t, &merge(i, 1)).await;
+        }
+        settle(&b, &t, Duration::from_secs(120)).await;
+        for i in 0..REPOS {
+            put(&t, &merge(i, 2)).await;
+        }
+        let before = *publisher.publishes.lock().unwrap();
+        let report = b
+            .tick(OffsetDateTime::now_utc(), within(120), "mass-rebuild")
+            .await
+            .unwrap();
+        assert!(
+            t.pages.stale_pages().await.unwrap().is_empty(),
+            "one tick: {report:?}"
+        );
+        let publishes = *publisher.publishes.lock().unwrap() - before;
+        eprintln!(
+            "organisation page {org}: {publishes} publishes, {} items read",
+            report.items_read
+        );
+        reads.push(report.items_read);
+        if org {
+            assert_eq!(publishes, 1, "{report:?}");
+            let page = std::fs::read_to_string(dir.0.join("acme.md")).unwrap();
+            for i in 0..REPOS {
+                assert!(page.contains(&format!("acme/r{i:02}")), "{page}");
+            }
+            assert!(page.contains("2 merged pull requests"), "{page}");
+        }
+    }
+    // The organisation page's reads: its rows, once, and each index build's own item (where
+    // its Notion page is, had the build just created it): linear in the repositories.
+    let org_reads = reads[1] - reads[0];
+    assert!(
+        org_reads <= 2 * REPOS + 5,
+        "{org_reads} items read for it: {reads:?}"
+    );
 }

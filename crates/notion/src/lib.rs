@@ -313,6 +313,33 @@ impl NotionClient {
         .map(drop)
     }
 
+    /// [`Self::replace_markdown`], sent once: after an answer that may mean it was applied (no
+    /// answer in time, a 5xx) it is not sent again, and the error says so
+    /// ([`NotionError::maybe_applied`]); only a 429/529, answered before anything is done, is
+    /// waited out and sent again. For a caller that must know which of two replaces of one page
+    /// came last: an earlier attempt still on its way could land after a later one.
+    pub async fn replace_markdown_once(
+        &self,
+        id: &str,
+        markdown: &str,
+        deadline: Instant,
+    ) -> Result<(), NotionError> {
+        let body = json!({
+            "type": "replace_content",
+            "replace_content": {"new_str": markdown},
+        });
+        self.call(
+            Method::PATCH,
+            &format!("/v1/pages/{id}/markdown"),
+            Some(body),
+            &format!("replacing the content of page {id}"),
+            false,
+            deadline,
+        )
+        .await
+        .map(drop)
+    }
+
     /// Whether the page is there, in the trash, or not found. A 404 does not say whether it was
     /// deleted or the integration lost access: the caller tells them apart.
     pub async fn page_state(&self, id: &str, deadline: Instant) -> Result<PageState, NotionError> {

@@ -96,15 +96,18 @@ pub struct PageSet<'a> {
     pub deadline: Instant,
 }
 
-/// The organisation index one build publishes.
+/// The organisation index one build publishes (once per builder tick and owner, after the
+/// repositories' indexes).
 #[derive(Debug, Clone, Copy)]
 pub struct OrgSet<'a> {
     /// The GitHub owner (an organisation or a user).
     pub org: &'a str,
     /// Every repository's row on its index.
     pub repos: &'a [chronicle_domain::OrgRepo],
-    /// The build lease this runs under.
+    /// The build lease of the organisation page's item this runs under: a publisher that
+    /// records what it sent does so only while this still holds it.
     pub owner: &'a str,
+    /// No request is sent after it (the lease's end, less a margin).
     pub deadline: Instant,
 }
 
@@ -129,7 +132,8 @@ pub trait Publisher: Send + Sync {
     fn name(&self) -> &'static str;
 
     /// Replaces the organisation index of `set.org`, rendered from its repositories' rows.
-    /// Publishers without one publish nothing.
+    /// Publishers without one publish nothing. Its failure is the organisation page's alone:
+    /// the repositories' pages are published without it.
     fn publish_org<'a>(
         &'a self,
         _set: &'a OrgSet<'a>,

@@ -283,9 +283,14 @@ pub async fn gather(
     for page in stale.iter().take(PAGES_INSPECTED) {
         if let Some(item) = sources.pages.get(&page.repo, &page.module).await? {
             if let Some(error) = item.last_error {
+                // An owner's organisation page, by the title it has in Notion.
+                let (repo, module) = match crate::store::org_owner(&page.repo) {
+                    Some(org) => (format!("{org} · repositories"), "organisation page".into()),
+                    None => (page.repo.clone(), page.module.clone()),
+                };
                 report.failing_pages.push(FailingPage {
-                    repo: page.repo.clone(),
-                    module: page.module.clone(),
+                    repo,
+                    module,
                     last_error: error,
                     advice: item.advice,
                     at: item.last_error_at,

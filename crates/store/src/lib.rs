@@ -138,8 +138,8 @@ pub use failed::{FailedRow, Reprocessed};
 pub use hooks::{DeliveryState, HookRecord, HookStore, Known, HOOKS_PARTITION};
 pub use meter::{Meter, MeterReading};
 pub use pages::{
-    page_attr, BuildClaim, BuildCompletion, BuildResult, CreateClaim, PageStore, StalePage,
-    INDEX_MODULE, STALE_INDEX,
+    org_owner, org_partition, page_attr, BuildClaim, BuildCompletion, BuildResult, CreateClaim,
+    PageStore, StalePage, INDEX_MODULE, ORG_BACKOFF, STALE_INDEX,
 };
 pub use size::*;
 pub use summary::{Commit, PrRow, RowError, SummaryClaim};

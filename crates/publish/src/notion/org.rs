@@ -9,6 +9,10 @@
 //! - Replaced whole from the rows, its child pages listed first so that each index page is
 //!   named (`<page>`) and a page a person put under it is kept. Unchanged content (same hash,
 //!   listed within a day) costs no request.
+//! - Replaced under its item's build lease (the builder builds it once per tick), fenced by it:
+//!   the replace is sent once, and its hash recorded only while the lease is still this
+//!   build's. A replace that may have landed after another holder's (no answer, or answered
+//!   after the lease ended) records nothing and marks the page to be sent again whole.
 //! - Deleted by hand: forgotten, and every repository's index is built again (its pages went to
 //!   the trash with it), under a new organisation page.
 
@@ -72,7 +76,12 @@ impl NotionPublisher {
             self.forget_org(org, &item, &id, &repos).await?;
             known.remove(MAIN_LABEL);
         }
-        self.ensure_org_page(&page_set, org, &mut known).await
+        let id = self.ensure_org_page(&page_set, org, &mut known).await?;
+        // Made with a placeholder: the next organisation build fills it whatever its hash says.
+        self.pages
+            .mark_org_stale(org, true, OffsetDateTime::now_utc())
+            .await?;
+        Ok(id)
     }
 
     /// The organisation page's id: recorded in `known`, or created (with a placeholder) under
@@ -170,8 +179,10 @@ impl NotionPublisher {
         }
         let record = known.get(MAIN_LABEL).cloned().unwrap_or_default();
         let now = OffsetDateTime::now_utc();
-        // Steady state: the same rows and other pages as last sent, listed within a day.
-        if record.hash.as_deref() == Some(input_hash(set, &record.others).as_str())
+        // Steady state: the same rows and other pages as last sent, listed within a day (unless
+        // what the page holds is in doubt).
+        if !item.full_rebuild
+            && record.hash.as_deref() == Some(input_hash(set, &record.others).as_str())
             && listed_within(&record, now, RELIST_AFTER)
         {
             return Ok(Published::default());
@@ -228,31 +239,57 @@ impl NotionPublisher {
             .collect();
         let (named, others) = self.others(&listed, &indexes, &page_set).await?;
         let markdown = with_others(markdown, &named);
+        // Sent once: an attempt retried after no answer could land after a later holder's.
         match self
             .client
-            .replace_markdown(id, &markdown, set.deadline)
+            .replace_markdown_once(id, &markdown, set.deadline)
             .await
         {
             Ok(()) => {
                 published.documents = 1;
                 published.bytes = markdown.len();
-                self.pages
-                    .record_notion_hash(
+                let recorded = self
+                    .pages
+                    .record_notion_hash_leased(
                         &item.repo,
                         INDEX_MODULE,
                         MAIN_LABEL,
                         id,
                         &input_hash(set, &others),
                         Some((now, &others)),
+                        set.owner,
+                        OffsetDateTime::now_utc(),
                     )
                     .await?;
+                if !recorded {
+                    // The lease ended during the replace: another build may have replaced the
+                    // page before this one landed. Sent again whole by the next build.
+                    tracing::warn!(
+                        org = set.org,
+                        page = %id,
+                        "the organisation page's lease ended during its replace; it is published again"
+                    );
+                    self.pages
+                        .mark_org_stale(set.org, true, OffsetDateTime::now_utc())
+                        .await?;
+                    return Err(PublishError::LeaseLost);
+                }
                 Ok(Ok(published))
             }
             Err(e) if e.is_not_found() || e.is_archived() => {
                 self.org_gone(set, item, id, e).await.map(Ok)
             }
             Err(e @ NotionError::Invalid { .. }) => Ok(Err(e)),
-            Err(e) => Err(e.into()),
+            Err(e) => {
+                if e.maybe_applied() {
+                    // It may still land, after any other replace: what the page holds is in
+                    // doubt until a later one is answered in time.
+                    self.pages
+                        .mark_org_stale(set.org, true, OffsetDateTime::now_utc())
+                        .await?;
+                }
+                Err(e.into())
+            }
         }
     }
 

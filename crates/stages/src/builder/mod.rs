@@ -207,6 +207,7 @@ impl PageBuilder {
         let now_text = rfc3339_millis(now);
         let mut modules: Vec<StalePage> = Vec::new();
         let mut indexes: BTreeSet<String> = BTreeSet::new();
+        let mut orgs: BTreeSet<String> = BTreeSet::new();
         for page in stale {
             if page
                 .last_built_at
@@ -220,6 +221,8 @@ impl PageBuilder {
                 .is_some_and(|t| t >= now_text.as_str())
             {
                 report.held += 1;
+            } else if let Some(org) = crate::store::org_owner(&page.repo) {
+                orgs.insert(org.to_string());
             } else if page.is_index() {
                 indexes.insert(page.repo);
             } else {
@@ -246,7 +249,22 @@ impl PageBuilder {
             let outcome = self
                 .build_if_time(&repo, INDEX_MODULE, deadline, invocation)
                 .await;
+            if let (BuildOutcome::Built { .. }, Some((org, _))) = (&outcome, repo.split_once('/')) {
+                orgs.insert(org.to_string());
+            }
             all.push((repo, outcome));
+        }
+        // Each owner's organisation page once, after its repositories' indexes: counted with
+        // their documents and failures, not as a repository page built.
+        for org in orgs {
+            match self.build_org_if_time(&org, deadline, invocation).await {
+                BuildOutcome::Built { published, .. } => {
+                    report.documents += published.documents;
+                    report.bytes += published.bytes;
+                    report.publish_requests += published.requests;
+                }
+                outcome => all.push((org, outcome)),
+            }
         }
         for (_, outcome) in all {
             match outcome {
@@ -639,14 +657,9 @@ impl PageBuilder {
                 })
                 .await;
             match result {
-                Ok(mut published) => {
-                    // The organisation's index: this repository's row, then the whole page.
-                    let org = self
-                        .publish_org(&item.repo, &rows, &items, owner, deadline)
-                        .await?;
-                    published.documents += org.documents;
-                    published.bytes += org.bytes;
-                    published.requests += org.requests;
+                Ok(published) => {
+                    // This repository's row on its owner's page, built after the tick's indexes.
+                    self.record_org_row(&item.repo, &rows, &items).await?;
                     if let Some(at) = &current.layout_changed_at {
                         // The repository's layout changed: every module page shows it anew
                         // (the clean completion of this build clears the note).

@@ -128,7 +128,9 @@ pub enum BuildCompletion {
 mod lifecycle;
 mod notion;
 mod org;
+mod org_page;
 pub use notion::*;
+pub use org_page::*;
 
 #[derive(Clone, Debug)]
 pub struct PageStore {

@@ -139,6 +139,50 @@ impl PageStore {
         hash: &str,
         listed: Option<(OffsetDateTime, &[chronicle_domain::OtherPage])>,
     ) -> Result<(), StoreError> {
+        self.record_hash(repo, module, label, id, hash, listed, None)
+            .await
+            .map(drop)
+    }
+
+    /// [`Self::record_notion_hash`], only while `lease_owner` holds the item's build lease (its
+    /// owner, and not expired at `now`): the fence of a replace. One that outlived its lease may
+    /// have landed after the next holder's, so its content must not be recorded as what the
+    /// page holds. `false`: nothing was recorded.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn record_notion_hash_leased(
+        &self,
+        repo: &str,
+        module: &str,
+        label: &str,
+        id: &str,
+        hash: &str,
+        listed: Option<(OffsetDateTime, &[chronicle_domain::OtherPage])>,
+        lease_owner: &str,
+        now: OffsetDateTime,
+    ) -> Result<bool, StoreError> {
+        self.record_hash(
+            repo,
+            module,
+            label,
+            id,
+            hash,
+            listed,
+            Some((lease_owner, now)),
+        )
+        .await
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn record_hash(
+        &self,
+        repo: &str,
+        module: &str,
+        label: &str,
+        id: &str,
+        hash: &str,
+        listed: Option<(OffsetDateTime, &[chronicle_domain::OtherPage])>,
+        lease: Option<(&str, OffsetDateTime)>,
+    ) -> Result<bool, StoreError> {
         let mut request = self.update(repo, module);
         request = match listed {
             Some((at, others)) => request
@@ -155,8 +199,17 @@ impl PageStore {
                 ),
             None => request.update_expression("SET #notion.#label.#hash = :hash"),
         };
+        let mut condition = "#notion.#label.#id = :id".to_string();
+        if let Some((owner, now)) = lease {
+            condition.push_str(" AND #owner = :owner AND #until > :now");
+            request = request
+                .expression_attribute_names("#owner", a::BUILD_OWNER)
+                .expression_attribute_names("#until", a::BUILD_UNTIL)
+                .expression_attribute_values(":owner", AttributeValue::S(owner.to_string()))
+                .expression_attribute_values(":now", AttributeValue::S(rfc3339_millis(now)));
+        }
         let result = request
-            .condition_expression("#notion.#label.#id = :id")
+            .condition_expression(condition)
             .expression_attribute_names("#notion", a::NOTION)
             .expression_attribute_names("#label", label)
             .expression_attribute_names("#hash", "hash")
@@ -166,7 +219,7 @@ impl PageStore {
             .send()
             .await;
         self.meter.write();
-        applied(&self.table, "UpdateItem", result).map(drop)
+        applied(&self.table, "UpdateItem", result)
     }
 
     /// Gives a creation claim back after a create that certainly failed, so the next build
