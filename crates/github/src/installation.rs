@@ -329,7 +329,7 @@ impl AppClient {
                 200 => {}
                 _ => return Err(refusal(what, &answer).unwrap_or_else(|e| e)),
             }
-            let listed: Vec<InstallationInfo> = parse(&body, &what)?;
+            let listed: Vec<InstallationInfo> = parse(body, &what)?;
             let done = listed.len() < 100;
             out.extend(listed);
             if done {
