@@ -50,6 +50,28 @@ def check_not_in_moto(report, tpl, values, live, ev):
     report.check("EnrichFunction RepoContexts grants no PutItem (it would replace a page item whole)",
                  contexts and "dynamodb:PutItem" not in as_list(contexts[0].get("Action", [])))
 
+    # The webhook's repository lifecycle writes: the tombstone only in the #org/ partitions and
+    # only the row's attributes; the stale mark only in repositories' partitions and only the
+    # marker's (never a page's Notion ids, a hook, a lease).
+    webhook_role = ref_target(res["WebhookFunction"]["Properties"]["Role"])
+    webhook = {st.get("Sid"): st.get("Condition", {}) for pol in res[webhook_role]["Properties"]["Policies"]
+               for st in statements(pol.get("PolicyDocument", {}))}
+    forget, mark = webhook.get("ForgetOrgRows", {}), webhook.get("MarkIndexStale", {})
+    report.check("WebhookFunction ForgetOrgRows only in #org/ partitions (dynamodb:LeadingKeys)",
+                 as_list(forget.get("ForAllValues:StringLike", {}).get("dynamodb:LeadingKeys", [])) == ["#org/*"],
+                 json.dumps(forget))
+    attrs = set(as_list(forget.get("ForAllValues:StringEquals", {}).get("dynamodb:Attributes", [])))
+    report.check("WebhookFunction ForgetOrgRows limited to the row and its tombstone (dynamodb:Attributes)",
+                 "org" in attrs and attrs <= {"repo", "module", "org", "goneWhy", "lifeAt", "lifeDeliveries"},
+                 json.dumps(forget))
+    report.check("WebhookFunction MarkIndexStale never reaches a #-partition (dynamodb:LeadingKeys)",
+                 "#*" in as_list(mark.get("ForAllValues:StringNotLike", {}).get("dynamodb:LeadingKeys", [])),
+                 json.dumps(mark))
+    attrs = set(as_list(mark.get("ForAllValues:StringEquals", {}).get("dynamodb:Attributes", [])))
+    report.check("WebhookFunction MarkIndexStale limited to the stale marker (dynamodb:Attributes)",
+                 "stale" in attrs and attrs <= {"repo", "module", "stale", "staleSince", "version"},
+                 json.dumps(mark))
+
     # Secrets: generated, never a literal in the template.
     for lid in of("AWS::SecretsManager::Secret"):
         p = res[lid]["Properties"]
