@@ -997,3 +997,82 @@ async fn an_empty_module_page_is_removed_everywhere_and_comes_back_with_an_entry
     assert_eq!(item.page_removed_at, None);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A Markdown publisher that lands a PR on the module (as the summarize stage does) while the
+/// build that found it empty is removing its page, once.
+struct LandsDuringRemoval {
+    markdown: MarkdownPublisher,
+    tables: Tables,
+    landing: ModuleEntry,
+    landed: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Publisher for LandsDuringRemoval {
+    fn publish<'a>(
+        &'a self,
+        set: &'a stages::publish::PageSet<'a>,
+    ) -> futures::future::BoxFuture<
+        'a,
+        Result<stages::publish::Published, stages::publish::PublishError>,
+    > {
+        Box::pin(async move {
+            let removing = set.docs.is_empty() && set.item.module == self.landing.module.as_str();
+            if removing && !self.landed.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                self.tables.put_entry(&self.landing).await;
+            }
+            self.markdown.publish(set).await
+        })
+    }
+
+    fn name(&self) -> &'static str {
+        "markdown"
+    }
+}
+
+/// Issue 38, defect 10, racing: a PR lands on a module while the build that found it empty
+/// removes its page. That build completes with the page still stale, and the next one brings
+/// the page back with the new entry; nothing is left removed.
+#[tokio::test]
+async fn a_pr_landing_while_an_empty_module_page_is_removed_brings_it_back() {
+    let t = fresh_tables(&sdk().await).await;
+    let dir =
+        std::env::temp_dir().join(format!("chronicle-race-{}", uuid::Uuid::new_v4().simple()));
+    let first = entry("web", 1, "2024-06-01T10:00:00Z");
+    put(&t, &first).await;
+    put(&t, &entry("api", 2, "2024-06-02T10:00:00Z")).await;
+    let landed: Arc<std::sync::atomic::AtomicBool> = Default::default();
+    let b = builder(
+        &t,
+        Arc::new(LandsDuringRemoval {
+            markdown: MarkdownPublisher::new(&dir),
+            tables: t.clone(),
+            landing: entry("web", 9, "2024-06-09T10:00:00Z"),
+            landed: landed.clone(),
+        }),
+    );
+    settle(&b, &t, Duration::from_secs(60)).await;
+    let page = dir.join(format!("{REPO}/web.md"));
+    assert!(page.exists());
+    // Its one PR moves away (rewritten on another module): `web` is empty.
+    t.entries
+        .delete(REPO, "web", &first.merged_at, first.number, 1)
+        .await
+        .unwrap();
+    t.pages
+        .mark_entries_stale(REPO, "web", &[first.order_key()], OffsetDateTime::now_utc())
+        .await
+        .unwrap();
+    settle(&b, &t, Duration::from_secs(60)).await;
+    assert!(
+        landed.load(std::sync::atomic::Ordering::SeqCst),
+        "the PR landed during the removal"
+    );
+    let markdown = std::fs::read_to_string(&page).expect("the page is back");
+    assert!(markdown.contains("/pull/9)"), "{markdown}");
+    assert!(!markdown.contains("/pull/1)"), "{markdown}");
+    let item = t.pages.get(REPO, "web").await.unwrap().unwrap();
+    assert_eq!((item.entry_count, item.page_removed_at), (1, None));
+    let index = std::fs::read_to_string(dir.join(format!("{REPO}.md"))).unwrap();
+    assert!(index.contains(&module_title("web")), "{index}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
