@@ -5,7 +5,9 @@
 # empty batchItemFailures and the files it stored from the GitHub stand-in (`chronicle
 # standin`), the scheduled retry's empty report, the sweeper's report and its message, the
 # summarize answer for that very message and the summary it committed, the page builder's report
-# and the page it wrote. The functions' environment is template.yaml's, evaluated.
+# and the page it wrote; then the token function alone, with the App's key (its own
+# environment: no other function has the key), and its typed answer. The functions' environment
+# is template.yaml's, evaluated.
 #
 #   infra/invoke-check.sh        (starts moto unless AWS_ENDPOINT_URL is set; cargo-lambda is
 #                                 installed into .venv-tools/ by infra/sam-build.sh's pin)
@@ -49,9 +51,9 @@ PY="$ROOT/.venv-moto/bin/python"
 
 # Built first, as `cargo lambda watch` builds them (`cargo run --bin X` at the workspace root:
 # the same feature resolution), so no invocation waits for a compile.
-log "cargo build of the six functions and the chronicle CLI"
+log "cargo build of the seven functions and the chronicle CLI"
 cargo build --quiet --bin webhook --bin enrich --bin sweeper --bin summarize --bin page-builder \
-  --bin redeliver
+  --bin redeliver --bin token
 cargo build --quiet -p chronicle-infra --bin chronicle
 
 # The GitHub stand-in (GraphQL validated against the vendored schema) serving the samples' PR.
@@ -70,23 +72,28 @@ github_url="$(sed -n 's/^GITHUB_API_URL=//p' "$WORK/standin.out")"
 log "provisioning the emulator ($AWS_ENDPOINT_URL); the functions' environment from template.yaml"
 "$PY" infra/invoke_check.py provision "$WORK/functions.env" "$github_url" "$TOKEN"
 
-port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-log "cargo lambda watch on 127.0.0.1:$port (functions are built on their first invoke)"
-# --timeout: how long `invoke` waits for an answer. (The deadline the functions see is
-# cargo-lambda's own, a fixed 600000 that they read as time left.)
-# In its own process group (setsid, where there is one), so the functions it runs stop with it.
-SETSID=(); command -v setsid >/dev/null 2>&1 && SETSID=(setsid)
-"${SETSID[@]}" cargo lambda watch --invoke-address 127.0.0.1 --invoke-port "$port" --timeout 60 \
-  --env-file "$WORK/functions.env" --env-var "AWS_ENDPOINT_URL=$AWS_ENDPOINT_URL" \
-  >"$WORK/watch.log" 2>&1 &
-watch_pid=$!
-listening=""
-for _ in $(seq 1 120); do
-  if (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then listening=1; break; fi
-  kill -0 "$watch_pid" 2>/dev/null || { cat "$WORK/watch.log" >&2; die "cargo lambda watch exited"; }
-  sleep 1
-done
-[[ -n "$listening" ]] || { cat "$WORK/watch.log" >&2; die "cargo lambda watch did not listen within 120 s"; }
+port=""
+# `cargo lambda watch` serving every function with the environment in $1.
+watch() {
+  port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+  log "cargo lambda watch on 127.0.0.1:$port with $(basename "$1") (functions are built on their first invoke)"
+  # --timeout: how long `invoke` waits for an answer. (The deadline the functions see is
+  # cargo-lambda's own, a fixed 600000 that they read as time left.)
+  # In its own process group (setsid, where there is one), so the functions it runs stop with it.
+  local SETSID=(); command -v setsid >/dev/null 2>&1 && SETSID=(setsid)
+  "${SETSID[@]}" cargo lambda watch --invoke-address 127.0.0.1 --invoke-port "$port" --timeout 60 \
+    --env-file "$1" --env-var "AWS_ENDPOINT_URL=$AWS_ENDPOINT_URL" \
+    >"$WORK/watch.log" 2>&1 &
+  watch_pid=$!
+  local listening=""
+  for _ in $(seq 1 120); do
+    if (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then listening=1; break; fi
+    kill -0 "$watch_pid" 2>/dev/null || { cat "$WORK/watch.log" >&2; die "cargo lambda watch exited"; }
+    sleep 1
+  done
+  [[ -n "$listening" ]] || { cat "$WORK/watch.log" >&2; die "cargo lambda watch did not listen within 120 s"; }
+}
+watch "$WORK/functions.env"
 
 invoke() {
   local step=$1 function=$2 event=$3
@@ -113,4 +120,9 @@ invoke sweeper sweeper events/sweeper.scheduled.json
 invoke summarize summarize "$WORK/summarize.event.json"
 invoke page-builder page-builder events/page-builder.scheduled.json
 invoke redeliver redeliver events/redeliver.scheduled.json
-log "invoke check passed: 7 invocations of 6 functions, each answer asserted"
+# The token function alone with the App's key: the others' environment never holds it.
+kill -- "-$watch_pid" 2>/dev/null || kill "$watch_pid" 2>/dev/null || true
+wait "$watch_pid" 2>/dev/null || true
+watch "$WORK/token.env"
+invoke token token events/token.invoke.json
+log "invoke check passed: 8 invocations of 7 functions, each answer asserted"

@@ -2,7 +2,9 @@
 
   invoke_check.py provision ENV_FILE GITHUB_API_URL TOKEN
                                        create what the functions need, write their environment
-                                       (template.yaml's, evaluated with the emulator's names)
+                                       (template.yaml's, evaluated with the emulator's names),
+                                       and the token function's, with the App, beside it
+                                       (token.env: the App's key is its alone)
   invoke_check.py summarize-event OUT  the summarize event from the sweeper's real message
   invoke_check.py check STEP ANSWER    assert one `cargo lambda invoke` answer (and what it did)
 
@@ -107,6 +109,12 @@ class Template:
                 env[k] = value
         return env
 
+    def function_environment(self, fn):
+        """One function's variables (the Globals' and its own), evaluated."""
+        base = self.doc["Globals"]["Function"]["Environment"]["Variables"]
+        own = self.doc["Resources"][fn]["Properties"].get("Environment", {}).get("Variables", {})
+        return {k: self.eval(v) for k, v in {**base, **own}.items()}
+
 
 def client(name):
     return boto3.client(name, endpoint_url=os.environ["AWS_ENDPOINT_URL"], region_name="us-east-1")
@@ -168,6 +176,21 @@ def provision(env_file, github_api_url, github_token):
         for k, v in sorted(env.items()):
             f.write(f"{k}={v}\n")
     print(f"  environment from template.yaml: {len(env)} variables")
+    # The token function exists with the App only, and runs alone with it: the pipeline above
+    # reads GitHub with the token (enrich with the App would invoke it through Lambda).
+    with open(os.path.join(ROOT, "tests", "fixtures", "github", "app-test-key.pem")) as f:
+        key = secrets.create_secret(Name=f"chronicle-check-github-app-key-{run}", SecretString=f.read())["ARN"]
+    with_app = Template(
+        doc,
+        {"GitHubApiUrl": github_api_url, "GitHubAppId": "1", "GitHubAppPrivateKeySecretArn": key},
+        template.names,
+    )
+    assert with_app.condition("HasGitHubApp"), "the App's parameters make the token function"
+    token_env = with_app.function_environment("TokenFunction")
+    assert token_env["GITHUB_APP_PRIVATE_KEY_ARN"] == key, token_env
+    with open(os.path.join(os.path.dirname(env_file), "token.env"), "w") as f:
+        for k, v in sorted(token_env.items()):
+            f.write(f"{k}={v}\n")
     os.makedirs(os.path.dirname(STATE), exist_ok=True)
     with open(STATE, "w") as f:
         json.dump(dict(names=names, queue=queue, dlq=dlq, bucket=bucket), f)
@@ -254,6 +277,15 @@ def check(step, answer_file):
         ]
         assert any(k.startswith(f"narratives/{REPO}/") for k in keys), keys
         print(f"  pages: {keys}")
+    elif step == "token":
+        # The App's key read from Secrets Manager, its JWT signed, GitHub asked which
+        # installation sees the repository: the stand-in has no App registered, so the answer
+        # is the typed, permanent refusal enrich stores as the skip reason. No token on this
+        # path, and none logged on any.
+        assert answer.get("outcome") == "refused", answer
+        assert answer.get("kind") == "notInstalled" and answer.get("permanent") is True, answer
+        assert answer.get("repo") == REPO, answer
+        assert "token" not in answer, answer
     elif step == "redeliver":
         # The webhook recorded the delivery's hook; the stand-in has no deliveries recorded for
         # it (the tests add some), so the run reports GitHub's 404 with what the token needs.
