@@ -775,3 +775,53 @@ async fn a_replace_that_lands_after_its_lease_never_leaves_old_content_recorded_
     );
     assert!(item.stale.is_none(), "{item:?}");
 }
+
+/// A mass rebuild in Notion: a merge in each of 50 repositories of one owner, built in one
+/// tick, lists and replaces their organisation page once (not 50 times each).
+#[tokio::test]
+async fn fifty_repositories_rebuilt_in_one_tick_list_and_replace_the_notion_page_once() {
+    const REPOS: u64 = 50;
+    let sdk = sdk().await;
+    let t = fresh_tables(&sdk).await;
+    let (stub, parent) = NotionStub::start(TOKEN).await;
+    stub.without_rate_limit();
+    let merge = |i: u64, number: u64| {
+        let repo = format!("acme/r{i:02}");
+        let mut e = entry("core", number, &format!("2025-0{number}-01T10:{i:02}:00Z"));
+        e.url = format!("https://github.com/{repo}/pull/{number}");
+        e.repo = repo;
+        e
+    };
+    for i in 0..REPOS {
+        put(&t, &merge(i, 1)).await;
+    }
+    let b = builder(&t, Arc::new(publisher(&t, &stub, &parent))).with_concurrency(4);
+    settle(&b, &t, Duration::from_secs(400)).await;
+    let (org, _) = org_page(&stub, &parent);
+    for i in 0..REPOS {
+        put(&t, &merge(i, 2)).await;
+    }
+    let since = stub.requests().len();
+    let report = crate::notion::tick(&b, 300).await;
+    assert!(
+        t.pages.stale_pages().await.unwrap().is_empty(),
+        "one tick: {report:?}"
+    );
+    let requests = org_requests(&stub, &org, since);
+    let replaces = requests.iter().filter(|r| r.starts_with("PATCH")).count();
+    let listings = requests.iter().filter(|r| r.contains("children")).count();
+    eprintln!(
+        "50 repositories: {} Notion requests in the tick, {} of them the organisation page's",
+        stub.requests().len() - since,
+        requests.len()
+    );
+    // One listing of its children (in pages of 100 blocks: its content's lines are blocks too)
+    // and one replace, where each index build used to list and replace it.
+    assert_eq!(replaces, 1, "{requests:?}");
+    assert!(listings <= 3, "{requests:?}");
+    let markdown = stub.markdown(&org);
+    for i in 0..REPOS {
+        assert!(markdown.contains(&format!("acme/r{i:02}")), "{markdown}");
+    }
+    assert!(markdown.contains("2 merged pull requests"), "{markdown}");
+}
