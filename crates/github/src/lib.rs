@@ -4,6 +4,7 @@
 //! answers mean for a repository's modules is the stages' business.
 
 pub mod app;
+pub mod auth;
 pub mod deliveries;
 pub mod graphql;
 pub mod installation;
