@@ -1,17 +1,17 @@
 //! What a GitHub client authenticates with ([`Auth`]): a fixed token, or an App installation's,
-//! from a [`TokenSource`]: the [`AppClient`] itself (the App's key in hand: the operator CLI,
+//! from a [`TokenSource`]: `installation::AppClient` (the App's key in hand: the operator CLI,
 //! backfill, the local stack), or a client of a function that alone holds the key (enrich in
 //! AWS, `stages::token`).
 
 use std::sync::Arc;
 
-use crate::installation::{AppClient, InstallationError};
+use crate::installation_error::InstallationError;
 use chronicle_config::secret::Secret;
 
 /// A boxed future, for [`TokenSource`]'s methods (a trait object's async methods).
 pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
 
-/// Where an App's installation tokens come from: [`AppClient`], the key in hand, or a client of
+/// Where an App's installation tokens come from: `AppClient`, the key in hand, or a client of
 /// a function that alone can use the key. Each keeps what it learnt (tokens until shortly before
 /// they expire, which installation a repository has) and answers with [`InstallationError`].
 pub trait TokenSource: Send + Sync + std::fmt::Debug {
@@ -28,31 +28,6 @@ pub trait TokenSource: Send + Sync + std::fmt::Debug {
     fn remember(&self, repo: &str, installation: u64);
     /// Forgets which installation `repo` has, so the next request asks again.
     fn forget(&self, repo: &str);
-}
-
-impl TokenSource for AppClient {
-    fn installation_of<'a>(
-        &'a self,
-        repo: &'a str,
-    ) -> BoxFuture<'a, Result<u64, InstallationError>> {
-        Box::pin(AppClient::installation_of(self, repo))
-    }
-
-    fn token(&self, installation: u64) -> BoxFuture<'_, Result<Secret, InstallationError>> {
-        Box::pin(AppClient::token(self, installation))
-    }
-
-    fn refused(&self, installation: u64, used: &Secret) {
-        AppClient::refused(self, installation, used)
-    }
-
-    fn remember(&self, repo: &str, installation: u64) {
-        AppClient::remember(self, repo, installation)
-    }
-
-    fn forget(&self, repo: &str) {
-        AppClient::forget(self, repo)
-    }
 }
 
 /// What a client authenticates with.

@@ -8,6 +8,7 @@ pub mod auth;
 pub mod deliveries;
 pub mod graphql;
 pub mod installation;
+mod installation_error;
 mod rest;
 
 pub use rest::*;
