@@ -20,6 +20,11 @@ pub use crate::auth::{Auth, BoxFuture, TokenSource};
 pub use crate::installation_error::{InstallationError, KEY_REFUSED_WAIT};
 use chronicle_config::secret::Secret;
 
+/// How long an installation's granted permissions are believed (a warm function lives hours; an
+/// organisation may approve `issues` meanwhile). A permission withdrawn sooner costs one 422,
+/// after which they are read again.
+const GRANTED_TTL: Duration = Duration::from_secs(3600);
+
 /// The permissions an installation token is minted with at most: what enrichment, the
 /// repository context and backfill read. `issues` is optional (app.yml): without it linked
 /// issues are not read.
@@ -122,8 +127,15 @@ struct State {
     gone: std::collections::HashSet<u64>,
     minted: HashMap<u64, u64>,
     refreshed: HashMap<u64, u64>,
-    /// Each installation's granted permissions (`GET /app/installations/{id}`), read once.
-    permissions: HashMap<u64, serde_json::Map<String, serde_json::Value>>,
+    /// Each installation's granted permissions (`GET /app/installations/{id}`) and when they
+    /// were read: read again after [`GRANTED_TTL`], so a permission approved later is asked for.
+    permissions: HashMap<
+        u64,
+        (
+            std::time::Instant,
+            serde_json::Map<String, serde_json::Value>,
+        ),
+    >,
 }
 
 /// A GitHub App's access to its installations.
@@ -324,7 +336,12 @@ impl AppClient {
         &self,
         installation: u64,
     ) -> Result<serde_json::Map<String, serde_json::Value>, InstallationError> {
-        if let Some(granted) = self.state().permissions.get(&installation) {
+        if let Some((_, granted)) = self
+            .state()
+            .permissions
+            .get(&installation)
+            .filter(|(at, _)| at.elapsed() < GRANTED_TTL)
+        {
             return Ok(granted.clone());
         }
         let jwt = self.credentials.jwt(OffsetDateTime::now_utc())?;
@@ -346,9 +363,10 @@ impl AppClient {
         if detail.suspended_at.is_some() {
             return Err(InstallationError::Suspended(installation));
         }
-        self.state()
-            .permissions
-            .insert(installation, detail.permissions.clone());
+        self.state().permissions.insert(
+            installation,
+            (std::time::Instant::now(), detail.permissions.clone()),
+        );
         Ok(detail.permissions)
     }
 
