@@ -331,17 +331,7 @@ async fn publishes_of_one_organisation_page_take_turns() {
     };
 
     // Another build holds the organisation page's lease (it is publishing it, or died doing so).
-    let now = OffsetDateTime::now_utc();
-    assert!(t
-        .pages
-        .claim_org_publish(
-            "acme",
-            "another-build",
-            now,
-            now + time::Duration::minutes(5)
-        )
-        .await
-        .unwrap());
+    claim_org(&t, "another-build", 300).await;
     put(&t, &other_entry("ui", 3, "2025-03-01T10:00:00Z")).await;
     crate::notion::tick(&b, 60).await;
     assert_eq!(
@@ -354,7 +344,7 @@ async fn publishes_of_one_organisation_page_take_turns() {
     // Once the holder is done, the next tick publishes it from the rows as they are then.
     assert!(t
         .pages
-        .release_org_publish("acme", "another-build")
+        .release_build("#org/acme", INDEX_MODULE, "another-build")
         .await
         .unwrap());
     crate::notion::tick(&b, 60).await;
@@ -366,17 +356,7 @@ async fn publishes_of_one_organisation_page_take_turns() {
     );
 
     // A build that died holding the lease holds it up until it expires, no longer.
-    let now = OffsetDateTime::now_utc();
-    assert!(t
-        .pages
-        .claim_org_publish(
-            "acme",
-            "a-dead-build",
-            now,
-            now + time::Duration::seconds(2)
-        )
-        .await
-        .unwrap());
+    claim_org(&t, "a-dead-build", 2).await;
     put(&t, &other_entry("ui", 4, "2025-04-01T10:00:00Z")).await;
     crate::notion::tick(&b, 60).await;
     assert_eq!(stale(&t).await, ["#org/acme"]);
@@ -389,27 +369,36 @@ async fn publishes_of_one_organisation_page_take_turns() {
         stub.markdown(&org)
     );
     // The lease is given back: the next build takes it at once.
-    assert!(t
-        .pages
-        .claim_org_publish(
-            "acme",
-            "a-third-build",
-            OffsetDateTime::now_utc(),
-            OffsetDateTime::now_utc() + time::Duration::minutes(1)
-        )
-        .await
-        .unwrap());
+    let item = org_item(&t).await;
+    assert!(item.build_owner.is_none(), "{item:?}");
 }
 
-/// Takes the organisation page's build lease for a minute, as the builder does before it
-/// publishes the page.
-async fn hold_org_lease(t: &Tables, owner: &str) {
+/// Takes the organisation page's build lease for `secs` with the builder's own claim
+/// (`claim_build` on its item, marked stale first, as a recorded row marks it).
+async fn claim_org(t: &Tables, owner: &str, secs: i64) {
     let now = OffsetDateTime::now_utc();
-    assert!(t
+    t.pages.mark_org_stale("acme", false, now).await.unwrap();
+    let claim = t
         .pages
-        .claim_org_publish("acme", owner, now, now + time::Duration::minutes(1))
+        .claim_build(
+            "#org/acme",
+            INDEX_MODULE,
+            owner,
+            now,
+            now + time::Duration::seconds(secs),
+            now,
+        )
         .await
-        .unwrap());
+        .unwrap();
+    assert!(
+        matches!(claim, stages::store::BuildClaim::Claimed(_)),
+        "{owner} claims it"
+    );
+}
+
+/// Takes the organisation page's build lease for a minute (see [`claim_org`]).
+async fn hold_org_lease(t: &Tables, owner: &str) {
+    claim_org(t, owner, 60).await;
 }
 
 /// Notion refuses the organisation page's content when a page appeared under it after the
@@ -697,12 +686,7 @@ async fn a_replace_that_lands_after_its_lease_never_leaves_old_content_recorded_
 
     // Build A holds the lease for two seconds; Notion takes four to apply its replace.
     let old_rows = with_count(41).await;
-    let now = OffsetDateTime::now_utc();
-    assert!(t
-        .pages
-        .claim_org_publish("acme", "build-a", now, now + time::Duration::seconds(2))
-        .await
-        .unwrap());
+    claim_org(&t, "build-a", 2).await;
     stub.fault(
         Some("PATCH markdown"),
         support::notion_stub::Fault::Delay(Duration::from_secs(4)),
@@ -729,12 +713,7 @@ async fn a_replace_that_lands_after_its_lease_never_leaves_old_content_recorded_
     // Its lease expired: build B takes it and publishes newer rows, at once.
     tokio::time::sleep(Duration::from_millis(2500)).await;
     let new_rows = with_count(42).await;
-    let now = OffsetDateTime::now_utc();
-    assert!(t
-        .pages
-        .claim_org_publish("acme", "build-b", now, now + time::Duration::minutes(1))
-        .await
-        .unwrap());
+    claim_org(&t, "build-b", 60).await;
     publisher(&t, &stub, &parent)
         .publish_org(&stages::publish::OrgSet {
             org: "acme",
@@ -746,20 +725,25 @@ async fn a_replace_that_lands_after_its_lease_never_leaves_old_content_recorded_
         .expect("B publishes");
     assert!(stub.markdown(&org).contains(": 42 pull requests"));
     t.pages
-        .release_org_publish("acme", "build-b")
+        .release_build("#org/acme", INDEX_MODULE, "build-b")
         .await
         .unwrap();
 
-    // A's replace lands last: Notion holds the old rows.
-    let _ = a.await.unwrap();
+    // A's replace lands last: Notion holds the old rows, B's hash is recorded, and A's late
+    // answer (its lease gone) marks the page to be sent again whole.
+    let a = a.await.unwrap();
+    assert!(
+        matches!(a, Err(stages::publish::PublishError::LeaseLost)),
+        "{a:?}"
+    );
     let held = stub.markdown(&org);
     assert!(held.contains(": 41 pull requests"), "{held}");
     let item = org_item(&t).await;
     let recorded = item.notion.get("main").and_then(|p| p.hash.clone());
+    assert_ne!(recorded, Some(content_hash(&held)), "A recorded nothing");
     assert!(
-        recorded.as_deref() == Some(content_hash(&held).as_str())
-            || (item.stale.is_some() && item.full_rebuild),
-        "the hash recorded is what Notion holds, or the page is built again: {item:?}"
+        item.stale.is_some() && item.full_rebuild,
+        "the page is sent again whole: {item:?}"
     );
     // The next tick publishes the rows as they are, and records what Notion then holds.
     for _ in 0..2 {
@@ -824,4 +808,212 @@ async fn fifty_repositories_rebuilt_in_one_tick_list_and_replace_the_notion_page
         assert!(markdown.contains(&format!("acme/r{i:02}")), "{markdown}");
     }
     assert!(markdown.contains("2 merged pull requests"), "{markdown}");
+}
+
+/// Sets `repo`'s row (and its first module's) to `count` pull requests, and marks the
+/// organisation page stale, as an index build recording that row does: only it changes.
+async fn set_row_count(t: &Tables, repo: &str, count: u64) {
+    let mut rows = t.pages.org_repos("acme").await.unwrap();
+    let row = rows.iter_mut().find(|r| r.repo == repo).unwrap();
+    row.entry_count = count;
+    row.modules[0].entry_count = count;
+    t.pages.put_org_repo("acme", row).await.unwrap();
+    t.pages
+        .mark_org_stale("acme", false, OffsetDateTime::now_utc())
+        .await
+        .unwrap();
+}
+
+/// A 5xx on the organisation page's replace is Notion's brief trouble: the replace is retried
+/// within its build (bounded by the lease), not recorded as the page's failure nor held back.
+#[tokio::test]
+async fn a_server_error_on_the_organisation_replace_is_retried_in_its_build() {
+    let sdk = sdk().await;
+    let t = fresh_tables(&sdk).await;
+    let (stub, parent) = NotionStub::start(TOKEN).await;
+    put(&t, &entry("api", 1, "2024-06-01T10:00:00Z")).await;
+    let b = builder(&t, Arc::new(publisher(&t, &stub, &parent)));
+    settle(&b, &t, Duration::from_secs(60)).await;
+    let (org, _) = org_page(&stub, &parent);
+    set_row_count(&t, REPO, 41).await;
+    stub.fault(
+        Some("PATCH markdown"),
+        support::notion_stub::Fault::ServerError,
+    );
+    let report = crate::notion::tick(&b, 60).await;
+    let item = org_item(&t).await;
+    assert!(
+        item.last_error.is_none() && item.failed_builds == 0,
+        "no failure recorded: {item:?}"
+    );
+    assert!(
+        item.stale.is_none(),
+        "built in this tick: {report:?} {item:?}"
+    );
+    assert!(stub.markdown(&org).contains(": 41 pull requests"));
+}
+
+/// A 429 whose `Retry-After` does not fit in the build is not a failure: the page waits that
+/// long, stale, with no error on its item (`chronicle status` stays clean), and no failed build
+/// counted that would hold it back longer.
+#[tokio::test]
+async fn a_rate_limited_organisation_replace_waits_its_retry_after_without_an_error() {
+    let sdk = sdk().await;
+    let t = fresh_tables(&sdk).await;
+    let (stub, parent) = NotionStub::start(TOKEN).await;
+    put(&t, &entry("api", 1, "2024-06-01T10:00:00Z")).await;
+    let b = builder(&t, Arc::new(publisher(&t, &stub, &parent)));
+    settle(&b, &t, Duration::from_secs(60)).await;
+    let (org, before) = org_page(&stub, &parent);
+    set_row_count(&t, REPO, 41).await;
+    stub.fault(
+        Some("PATCH markdown"),
+        support::notion_stub::Fault::RateLimited {
+            retry_after_secs: 45,
+        },
+    );
+    let report = crate::notion::tick(&b, 60).await;
+    assert_eq!(report.failed, 0, "{report:?}");
+    let item = org_item(&t).await;
+    assert!(
+        item.last_error.is_none() && item.failed_builds == 0,
+        "no failure recorded: {item:?}"
+    );
+    assert!(item.stale.is_some(), "still to publish: {item:?}");
+    let not_before =
+        stages::domain::rfc3339_millis(OffsetDateTime::now_utc() + time::Duration::seconds(30));
+    assert!(
+        item.build_until.as_deref() >= Some(not_before.as_str()),
+        "waits out Retry-After: {item:?}"
+    );
+    assert_eq!(stub.markdown(&org), before);
+}
+
+/// A page Notion refuses (a person put a page in a toggle on it) is sent again as soon as what
+/// it is made from changes, not after a back-off; and once the person moved their page out,
+/// that send succeeds and clears the error.
+#[tokio::test]
+async fn a_refused_organisation_page_is_sent_again_as_soon_as_its_rows_change() {
+    let sdk = sdk().await;
+    let t = fresh_tables(&sdk).await;
+    let (stub, parent) = NotionStub::start(TOKEN).await;
+    put(&t, &entry("api", 1, "2024-06-01T10:00:00Z")).await;
+    let b = builder(&t, Arc::new(publisher(&t, &stub, &parent)));
+    settle(&b, &t, Duration::from_secs(60)).await;
+    let (org, _) = org_page(&stub, &parent);
+    let notes = stub.add_page(Some(&org), "Team notes", true);
+    stub.nest(&notes, true);
+    put(&t, &entry("api", 2, "2024-07-01T10:00:00Z")).await;
+    crate::notion::tick(&b, 60).await;
+    let item = org_item(&t).await;
+    assert!(item.last_error.is_some(), "refused: {item:?}");
+
+    // The person moves their page out of the toggle; the next merge publishes the page.
+    stub.nest(&notes, false);
+    put(&t, &entry("api", 3, "2024-08-01T10:00:00Z")).await;
+    let since = stub.requests().len();
+    crate::notion::tick(&b, 60).await;
+    let markdown = stub.markdown(&org);
+    assert!(
+        markdown.contains("3 merged pull requests"),
+        "{markdown}\n{:?}",
+        org_requests(&stub, &org, since)
+    );
+    let item = org_item(&t).await;
+    assert!(
+        item.last_error.is_none() && item.stale.is_none(),
+        "{item:?}"
+    );
+}
+
+/// An organisation page over Notion's request size (checked before sending) is refused for
+/// good: its children are listed once, not again for a second refused send; and while its rows
+/// are unchanged, a later build sends no request at all.
+#[tokio::test]
+async fn an_organisation_page_over_notions_size_is_not_sent_again_while_unchanged() {
+    let sdk = sdk().await;
+    let t = fresh_tables(&sdk).await;
+    let (stub, parent) = NotionStub::start(TOKEN).await;
+    put(&t, &entry("api", 1, "2024-06-01T10:00:00Z")).await;
+    let b = builder(&t, Arc::new(publisher(&t, &stub, &parent)));
+    settle(&b, &t, Duration::from_secs(60)).await;
+    let (org, _) = org_page(&stub, &parent);
+    let rows: Vec<stages::domain::OrgRepo> = (0..6000)
+        .map(|i| stages::domain::OrgRepo {
+            repo: format!("acme/a-repository-with-a-rather-long-name-made-longer-still-{i:05}"),
+            latest_merged_at: Some("2025-01-01T10:00:00Z".into()),
+            modules: (0..3)
+                .map(|m| stages::domain::OrgModule {
+                    module: format!("a-module-with-a-long-name-{m}"),
+                    entry_count: 7,
+                    latest_merged_at: Some("2025-01-01T10:00:00Z".into()),
+                    authors: vec!["octocat".into()],
+                    notion_url: None,
+                })
+                .collect(),
+            module_count: 3,
+            entry_count: 21,
+            people: Vec::new(),
+            notion_index: None,
+        })
+        .collect();
+    for attempt in 0..2 {
+        hold_org_lease(&t, &format!("org-build-{attempt}")).await;
+        let since = stub.requests().len();
+        let result = publisher(&t, &stub, &parent)
+            .publish_org(&stages::publish::OrgSet {
+                org: "acme",
+                repos: &rows,
+                owner: &format!("org-build-{attempt}"),
+                deadline: support::within(60),
+            })
+            .await;
+        assert!(
+            matches!(&result, Err(e) if e.to_string().contains("500000")),
+            "{result:?}"
+        );
+        let requests = org_requests(&stub, &org, since);
+        let listings = requests.iter().filter(|r| r.contains("children")).count();
+        let expected = if attempt == 0 { 1 } else { 0 };
+        assert_eq!(listings, expected, "attempt {attempt}: {requests:?}");
+        assert!(
+            !requests.iter().any(|r| r.starts_with("PATCH")),
+            "never sent: {requests:?}"
+        );
+        t.pages
+            .release_build("#org/acme", INDEX_MODULE, &format!("org-build-{attempt}"))
+            .await
+            .unwrap();
+    }
+}
+
+/// With Markdown published beside Notion, Notion refusing the organisation page never holds
+/// up the Markdown one: each tick's rows are in the file.
+#[tokio::test]
+async fn a_refused_notion_organisation_page_never_holds_up_its_markdown() {
+    let sdk = sdk().await;
+    let t = fresh_tables(&sdk).await;
+    let (stub, parent) = NotionStub::start(TOKEN).await;
+    let dir = std::env::temp_dir().join(format!("chronicle-org-{}", uuid::Uuid::new_v4()));
+    put(&t, &entry("api", 1, "2024-06-01T10:00:00Z")).await;
+    let both = stages::publish::Publishers(vec![
+        Arc::new(stages::publish::MarkdownPublisher::new(&dir)),
+        Arc::new(publisher(&t, &stub, &parent)),
+    ]);
+    let b = builder(&t, Arc::new(both));
+    settle(&b, &t, Duration::from_secs(60)).await;
+    let (org, _) = org_page(&stub, &parent);
+    let notes = stub.add_page(Some(&org), "Team notes", true);
+    stub.nest(&notes, true);
+    for number in 2..4 {
+        put(&t, &entry("api", number, "2024-07-01T10:00:00Z")).await;
+        crate::notion::tick(&b, 60).await;
+        let markdown = std::fs::read_to_string(dir.join("acme.md")).unwrap();
+        assert!(
+            markdown.contains(&format!("{number} merged pull requests")),
+            "after merge {number}: {markdown}"
+        );
+    }
+    assert!(org_item(&t).await.last_error.is_some());
+    let _ = std::fs::remove_dir_all(&dir);
 }

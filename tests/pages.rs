@@ -411,7 +411,10 @@ async fn old_entries_go_to_yearly_archives_split_when_too_big() {
     tokio::time::sleep(Duration::from_millis(50)).await;
     put(&t, &entry("core", 20_000, "2024-03-02T12:00:00Z")).await;
     let report = tick(&b).await;
-    assert_eq!(report.built, 2, "the module and the index: {report:?}");
+    assert_eq!(
+        report.built, 3,
+        "the module, the index and the organisation page: {report:?}"
+    );
     assert!(
         report.items_read <= 2 * 100,
         "a build reads its page's entries and one part's, not the year: {report:?}"
@@ -447,7 +450,10 @@ async fn a_build_reads_only_its_module_and_its_changed_years() {
     // One new PR in module a: the build reads a's newest entries and 2024 only.
     put(&t, &entry("a", 1_000, "2024-06-02T10:00:00Z")).await;
     let report = tick(&b).await;
-    assert_eq!(report.built, 2, "module a and the index: {report:?}");
+    assert_eq!(
+        report.built, 3,
+        "module a, the index and the organisation page: {report:?}"
+    );
     let in_2024 = t.entries.year(REPO, "a", 2024).await.unwrap().len() as u64;
     println!(
         "items read for one build: {} (newest 100 + {in_2024} of 2024 + page items)",
@@ -620,8 +626,8 @@ async fn the_index_is_built_once_its_modules_are() {
     let b = builder(&t, Arc::new(MarkdownPublisher::new(&dir.0)), Duration::ZERO);
     let report = tick(&b).await;
     assert_eq!(
-        report.built, 2,
-        "the module, then its repository's index: {report:?}"
+        report.built, 3,
+        "the module, then its repository's index, then its owner's: {report:?}"
     );
     let index = t.pages.get(REPO, INDEX_MODULE).await.unwrap().unwrap();
     assert!(index.stale.is_none());
@@ -918,11 +924,77 @@ async fn fifty_repositories_rebuilt_in_one_tick_publish_their_organisation_page_
             assert!(page.contains("2 merged pull requests"), "{page}");
         }
     }
-    // The organisation page's reads: its rows, once, and each index build's own item (where
-    // its Notion page is, had the build just created it): linear in the repositories.
+    // The organisation page's reads: its rows, once (no index build reads its own item again
+    // for a Notion page a Markdown publisher never has).
     let org_reads = reads[1] - reads[0];
     assert!(
-        org_reads <= 2 * REPOS + 5,
+        org_reads <= REPOS + 5,
         "{org_reads} items read for it: {reads:?}"
+    );
+}
+
+/// A Markdown publisher whose organisation page always fails (as a full disk would).
+struct OrgFailing(MarkdownPublisher);
+
+impl Publisher for OrgFailing {
+    fn publish<'a>(
+        &'a self,
+        set: &'a PageSet<'a>,
+    ) -> BoxFuture<'a, Result<Published, PublishError>> {
+        self.0.publish(set)
+    }
+
+    fn name(&self) -> &'static str {
+        "org-failing"
+    }
+
+    fn publishes_org(&self) -> bool {
+        true
+    }
+
+    fn publish_org<'a>(
+        &'a self,
+        _set: &'a stages::publish::OrgSet<'a>,
+    ) -> BoxFuture<'a, Result<Published, PublishError>> {
+        Box::pin(async {
+            Err(PublishError::Io {
+                path: "acme.md".into(),
+                message: "No space left on device".into(),
+            })
+        })
+    }
+}
+
+/// A tick's report counts the organisation page like every page: built when it is built, and
+/// once (not twice) when it waits out the back-off of its failure while its repositories are
+/// built.
+#[tokio::test]
+async fn a_tick_counts_the_organisation_page_once_built_failed_or_held() {
+    let t = fresh_tables(&sdk().await).await;
+    let dir = TempDir::new();
+    put(&t, &entry("api", 1, "2024-06-01T10:00:00Z")).await;
+    let b = builder(&t, Arc::new(MarkdownPublisher::new(&dir.0)), Duration::ZERO);
+    let report = tick(&b).await;
+    assert_eq!(
+        (report.built, report.failed),
+        (3, 0),
+        "the module, the index, the organisation page: {report:?}"
+    );
+
+    let t = fresh_tables(&sdk().await).await;
+    put(&t, &entry("api", 1, "2024-06-01T10:00:00Z")).await;
+    let b = builder(
+        &t,
+        Arc::new(OrgFailing(MarkdownPublisher::new(&dir.0))),
+        Duration::ZERO,
+    );
+    let report = tick(&b).await;
+    assert_eq!((report.built, report.failed), (2, 1), "{report:?}");
+    put(&t, &entry("api", 2, "2024-07-01T10:00:00Z")).await;
+    let report = tick(&b).await;
+    assert_eq!(
+        (report.built, report.failed, report.held),
+        (2, 0, 1),
+        "the organisation page waits, counted once: {report:?}"
     );
 }

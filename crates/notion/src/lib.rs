@@ -8,7 +8,8 @@
 //!   `POST /v1/pages/{id}/move` puts a page under another.
 //!
 //! Retries: replacing content is idempotent (the same Markdown twice is one page), so it is
-//! retried after timeouts, 5xx and 409. Creating a page is not: it is retried only after 429
+//! retried after timeouts, 5xx and 409, never past the caller's deadline (a caller that fences
+//! its writes with a lease passes the lease's end, less a margin). Creating a page is not: it is retried only after 429
 //! and 529, which Notion answers before doing anything; after an ambiguous failure the caller
 //! looks for the page before creating another ([`NotionError::maybe_applied`]).
 //!
@@ -92,14 +93,42 @@ impl NotionError {
         }
     }
 
-    /// The request may have been applied although it failed (no answer, or a 5xx).
+    /// The request may have been applied although it failed (no answer, or a 5xx). A 409
+    /// (`conflict_error`: another change to the same page won) says nothing was applied.
     pub fn maybe_applied(&self) -> bool {
+        match self {
+            NotionError::Server { status, .. } => *status != 409,
+            NotionError::Transport { .. } | NotionError::Unexpected { .. } => true,
+            _ => false,
+        }
+    }
+
+    /// Notion's or the network's brief trouble, or too little time left: the same request can
+    /// succeed later unchanged (429/529, 409, 5xx, no answer, not sent for lack of time).
+    /// Never a reason to count a failure or to wait longer than its own `Retry-After`.
+    pub fn is_transient(&self) -> bool {
         matches!(
             self,
-            NotionError::Server { .. }
+            NotionError::RateLimited { .. }
+                | NotionError::Server { .. }
                 | NotionError::Transport { .. }
                 | NotionError::Unexpected { .. }
+                | NotionError::OutOfTime { .. }
         )
+    }
+
+    /// How long Notion asked to wait (429/529 `Retry-After`).
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            NotionError::RateLimited { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+
+    /// Refused before anything was sent: larger than [`MAX_PAYLOAD_BYTES`] (413), which no
+    /// listing or retry of the same content can change.
+    pub fn is_too_large(&self) -> bool {
+        matches!(self, NotionError::Invalid { status: 413, .. })
     }
 
     /// A 404: the page does not exist or is not shared with the integration.
@@ -307,33 +336,6 @@ impl NotionClient {
             Some(body),
             &format!("replacing the content of page {id}"),
             true,
-            deadline,
-        )
-        .await
-        .map(drop)
-    }
-
-    /// [`Self::replace_markdown`], sent once: after an answer that may mean it was applied (no
-    /// answer in time, a 5xx) it is not sent again, and the error says so
-    /// ([`NotionError::maybe_applied`]); only a 429/529, answered before anything is done, is
-    /// waited out and sent again. For a caller that must know which of two replaces of one page
-    /// came last: an earlier attempt still on its way could land after a later one.
-    pub async fn replace_markdown_once(
-        &self,
-        id: &str,
-        markdown: &str,
-        deadline: Instant,
-    ) -> Result<(), NotionError> {
-        let body = json!({
-            "type": "replace_content",
-            "replace_content": {"new_str": markdown},
-        });
-        self.call(
-            Method::PATCH,
-            &format!("/v1/pages/{id}/markdown"),
-            Some(body),
-            &format!("replacing the content of page {id}"),
-            false,
             deadline,
         )
         .await
@@ -719,6 +721,12 @@ mod tests {
             message: "m".into(),
         };
         assert!(server.maybe_applied());
+        let conflict = NotionError::Server {
+            what: "w".into(),
+            status: 409,
+            message: "Conflict occurred while saving. Please try again.".into(),
+        };
+        assert!(!conflict.maybe_applied() && conflict.is_transient());
         let limited = NotionError::RateLimited {
             what: "w".into(),
             status: 429,

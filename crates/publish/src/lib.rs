@@ -56,6 +56,10 @@ pub enum PublishError {
     /// which can no longer name them, is not replaced.
     #[error("published pages were moved out of their place under {parent:?}: {pages:?}")]
     Moved { parent: String, pages: Vec<String> },
+    /// Notion refused this very content before (at `at`) and it has not changed since: not
+    /// sent again (it would be refused again), until it changes or the refusal is a day old.
+    #[error("not sent again, unchanged since Notion refused it at {at}: {error}")]
+    StillRefused { at: String, error: String },
 }
 
 impl PublishError {
@@ -75,6 +79,25 @@ impl PublishError {
                  under (or delete them, to have them published again); until then that page is \
                  not updated.",
             ),
+            _ => None,
+        }
+    }
+
+    /// Brief trouble that the same publish can get past later, unchanged: Notion's 429/529,
+    /// 409, 5xx, no answer, too little time left, or a store's brief failure. Not a failure of
+    /// the page (nothing to record, no back-off beyond its `Retry-After`).
+    pub fn is_transient(&self) -> bool {
+        match self {
+            PublishError::Notion(e) => e.is_transient(),
+            PublishError::Store(_) | PublishError::Remote { .. } | PublishError::Busy(_) => true,
+            _ => false,
+        }
+    }
+
+    /// How long the destination asked to wait before the next attempt.
+    pub fn retry_after(&self) -> Option<std::time::Duration> {
+        match self {
+            PublishError::Notion(e) => e.retry_after(),
             _ => None,
         }
     }
@@ -210,15 +233,25 @@ impl Publisher for Publishers {
         &'a self,
         set: &'a OrgSet<'a>,
     ) -> BoxFuture<'a, Result<Published, PublishError>> {
+        // Every publisher's, whatever another's did: a page Notion refuses never holds up the
+        // Markdown one. The first failure is the build's (recorded on its item).
         Box::pin(async move {
             let mut total = Published::default();
+            let mut failure = None;
             for publisher in &self.0 {
-                let one = publisher.publish_org(set).await?;
-                total.documents += one.documents;
-                total.bytes += one.bytes;
-                total.requests += one.requests;
+                match publisher.publish_org(set).await {
+                    Ok(one) => {
+                        total.documents += one.documents;
+                        total.bytes += one.bytes;
+                        total.requests += one.requests;
+                    }
+                    Err(e) => {
+                        tracing::warn!(publisher = publisher.name(), error = %e, "the organisation page failed in one publisher; the others are published");
+                        failure.get_or_insert(e);
+                    }
+                }
             }
-            Ok(total)
+            failure.map_or(Ok(total), Err)
         })
     }
 }

@@ -139,7 +139,7 @@ pub use hooks::{DeliveryState, HookRecord, HookStore, Known, HOOKS_PARTITION};
 pub use meter::{Meter, MeterReading};
 pub use pages::{
     org_owner, org_partition, page_attr, BuildClaim, BuildCompletion, BuildResult, CreateClaim,
-    PageStore, StalePage, INDEX_MODULE, ORG_BACKOFF, STALE_INDEX,
+    OrgRefusal, PageStore, StalePage, INDEX_MODULE, ORG_BACKOFF, STALE_INDEX,
 };
 pub use size::*;
 pub use summary::{Commit, PrRow, RowError, SummaryClaim};

@@ -10,9 +10,13 @@
 //!   named (`<page>`) and a page a person put under it is kept. Unchanged content (same hash,
 //!   listed within a day) costs no request.
 //! - Replaced under its item's build lease (the builder builds it once per tick), fenced by it:
-//!   the replace is sent once, and its hash recorded only while the lease is still this
-//!   build's. A replace that may have landed after another holder's (no answer, or answered
-//!   after the lease ended) records nothing and marks the page to be sent again whole.
+//!   the replace is retried after a 5xx, a 409 or no answer, but never past the build's
+//!   deadline (the lease's end less a margin), and its hash is recorded only while the lease is
+//!   still this build's. A replace that may have landed after another holder's (no answer, or
+//!   answered after the lease ended) records nothing and marks the page to be sent again whole.
+//! - Content Notion refused (400/413) is remembered by its hash: while the rows are unchanged
+//!   it is not sent again (no listing, no replace) for [`REFUSAL_KEPT`]; rows that change are
+//!   sent at once. Over Notion's size it is not listed and sent a second time.
 //! - Deleted by hand: forgotten, and every repository's index is built again (its pages went to
 //!   the trash with it), under a new organisation page.
 
@@ -20,6 +24,11 @@ use super::*;
 use crate::OrgSet;
 use chronicle_domain::PageItem;
 use chronicle_pages::org::{normalize_id, org_page_notion};
+use time::format_description::well_known::Rfc3339;
+
+/// How long content Notion refused is not sent again while unchanged (a person may have moved
+/// the page out of the toggle that made Notion refuse it; a merge sends it sooner).
+const REFUSAL_KEPT: time::Duration = time::Duration::days(1);
 
 /// The organisation page's title.
 pub(super) fn org_title(org: &str) -> String {
@@ -187,18 +196,52 @@ impl NotionPublisher {
         {
             return Ok(Published::default());
         }
-        // A repository's index page created under it between the listing and the replace is
-        // not named, and Notion refuses the content: listed again, and sent again once. A
-        // second refusal is the build's failure, recorded with Notion's message.
-        if let Ok(published) = self.list_and_replace(set, &item, &id, now).await? {
-            return Ok(published);
+        // The same rows as Notion refused lately: refused again, so not sent.
+        let rows = input_hash(set, &[]);
+        let refusal = self.pages.org_refusal(set.org).await?;
+        if let Some(refused) = refusal.as_ref().filter(|r| r.hash == rows) {
+            let at = OffsetDateTime::parse(&refused.at, &Rfc3339).ok();
+            if at.is_some_and(|at| now - at < REFUSAL_KEPT) {
+                return Err(PublishError::StillRefused {
+                    at: refused.at.clone(),
+                    error: refused.error.clone(),
+                });
+            }
         }
-        tracing::info!(
-            org = set.org,
-            page = %id,
-            "Notion refused the organisation page: its child pages are listed, and it is sent again"
-        );
-        Ok(self.list_and_replace(set, &item, &id, now).await??)
+        // A repository's index page created under it between the listing and the replace is
+        // not named, and Notion refuses the content: listed again, and sent again once (not
+        // when it is too large: listing again cannot shrink it). A second refusal is the
+        // build's failure, recorded with Notion's message.
+        let result = match self.list_and_replace(set, &item, &id, now).await? {
+            Err(e) if !e.is_too_large() => {
+                tracing::info!(
+                    org = set.org,
+                    page = %id,
+                    "Notion refused the organisation page: its child pages are listed, and it is sent again"
+                );
+                self.list_and_replace(set, &item, &id, now).await?
+            }
+            first => first,
+        };
+        match result {
+            Ok(published) => {
+                if refusal.is_some() {
+                    self.pages.record_org_refusal(set.org, None).await?;
+                }
+                Ok(published)
+            }
+            Err(e) => {
+                let refused = chronicle_store::OrgRefusal {
+                    hash: rows,
+                    at: chronicle_domain::rfc3339_millis(now),
+                    error: e.to_string(),
+                };
+                self.pages
+                    .record_org_refusal(set.org, Some(&refused))
+                    .await?;
+                Err(e.into())
+            }
+        }
     }
 
     /// Lists the organisation page's children (moving index pages under it), then replaces its
@@ -239,10 +282,11 @@ impl NotionPublisher {
             .collect();
         let (named, others) = self.others(&listed, &indexes, &page_set).await?;
         let markdown = with_others(markdown, &named);
-        // Sent once: an attempt retried after no answer could land after a later holder's.
+        // Retried only until the deadline, which ends before the lease: no attempt of this
+        // build is sent while another holds the page.
         match self
             .client
-            .replace_markdown_once(id, &markdown, set.deadline)
+            .replace_markdown(id, &markdown, set.deadline)
             .await
         {
             Ok(()) => {

@@ -208,20 +208,26 @@ impl PageBuilder {
         let mut modules: Vec<StalePage> = Vec::new();
         let mut indexes: BTreeSet<String> = BTreeSet::new();
         let mut orgs: BTreeSet<String> = BTreeSet::new();
+        // Organisation pages counted above as too soon or held (a back-off): an index built
+        // below does not try them again (nor count them twice).
+        let mut waiting: BTreeSet<String> = BTreeSet::new();
         for page in stale {
+            let org = crate::store::org_owner(&page.repo);
             if page
                 .last_built_at
                 .as_deref()
                 .is_some_and(|t| t > built_before.as_str())
             {
                 report.too_soon += 1;
+                waiting.extend(org.map(str::to_string));
             } else if page
                 .build_until
                 .as_deref()
                 .is_some_and(|t| t >= now_text.as_str())
             {
                 report.held += 1;
-            } else if let Some(org) = crate::store::org_owner(&page.repo) {
+                waiting.extend(org.map(str::to_string));
+            } else if let Some(org) = org {
                 orgs.insert(org.to_string());
             } else if page.is_index() {
                 indexes.insert(page.repo);
@@ -250,21 +256,17 @@ impl PageBuilder {
                 .build_if_time(&repo, INDEX_MODULE, deadline, invocation)
                 .await;
             if let (BuildOutcome::Built { .. }, Some((org, _))) = (&outcome, repo.split_once('/')) {
-                orgs.insert(org.to_string());
+                if self.publisher.publishes_org() && !waiting.contains(org) {
+                    orgs.insert(org.to_string());
+                }
             }
             all.push((repo, outcome));
         }
-        // Each owner's organisation page once, after its repositories' indexes: counted with
-        // their documents and failures, not as a repository page built.
+        // Each owner's organisation page once, after its repositories' indexes, counted as
+        // every page is.
         for org in orgs {
-            match self.build_org_if_time(&org, deadline, invocation).await {
-                BuildOutcome::Built { published, .. } => {
-                    report.documents += published.documents;
-                    report.bytes += published.bytes;
-                    report.publish_requests += published.requests;
-                }
-                outcome => all.push((org, outcome)),
-            }
+            let outcome = self.build_org_if_time(&org, deadline, invocation).await;
+            all.push((org, outcome));
         }
         for (_, outcome) in all {
             match outcome {

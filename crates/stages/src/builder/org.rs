@@ -5,14 +5,22 @@
 //!   (`#org/<owner>` / `#index`) stale; the tick then builds each stale organisation page once,
 //!   however many of its repositories were built (a mass rebuild of N repositories reads the N
 //!   rows and replaces the page once, not N times).
-//! - **Best-effort.** Its failure is its own: recorded on its item (`chronicle status` shows
-//!   it), never on a repository's index, which completes. A failed page is held back for a
-//!   growing delay ([`org_backoff`]), so a page Notion keeps refusing does not spend the
-//!   integration's requests at every tick.
+//! - **Best-effort.** Its failure is its own, never a repository's index's, which completes.
+//!   What happened decides what follows ([`OrgRetry`]):
+//!   - Notion's brief trouble (429/529, 409, 5xx, no answer, too little time left) is no
+//!     failure: nothing is recorded, and the page waits its `Retry-After` or the rebuild
+//!     interval, stale.
+//!   - Content Notion refused (400/413): recorded on its item (`chronicle status` shows it);
+//!     tried again after the rebuild interval, and then sent only if its rows changed (the
+//!     publisher remembers the refused content).
+//!   - Anything else only the operator can fix (access lost, a disk full): recorded, and held
+//!     back for a growing delay ([`org_backoff`]) so it does not spend requests at every tick.
 //! - **Under the build lease** of its item, like every page: rows recorded during its build
-//!   mark it stale again (its version), and it is built again at the next tick.
+//!   mark it stale again (its version), and it is built again after the rebuild interval. No
+//!   request is sent after the lease's end less [`ORG_LEASE_MARGIN`] ([`org_deadline`]).
 
 use super::*;
+use crate::notion::NotionError;
 use crate::pages::MAIN_LABEL;
 use crate::store::org_partition;
 
@@ -22,6 +30,34 @@ const ORG_LEASE: Duration = Duration::from_secs(120);
 const ORG_LEASE_MARGIN: Duration = Duration::from_secs(5);
 /// The longest a failed organisation page waits before it is tried again.
 const ORG_BACKOFF_MAX: Duration = Duration::from_secs(3600);
+
+/// Until when an organisation build whose lease of `lease` was taken at `sent` sends requests:
+/// the lease's end less a margin, for the writes that record what it sent.
+pub(super) fn org_deadline(sent: Instant, lease: Duration) -> Instant {
+    sent + lease.saturating_sub(ORG_LEASE_MARGIN)
+}
+
+/// What follows a failed organisation build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum OrgRetry {
+    /// Not a failure: built again after this long, nothing recorded.
+    Wait(Duration),
+    /// A failure (recorded on its item), built again after this long.
+    Failed(Duration),
+}
+
+/// What follows an organisation build that failed with `error`, its `failures`-th in a row
+/// (this one included), with rebuild interval `interval`.
+pub(super) fn org_retry(error: &PublishError, interval: Duration, failures: u64) -> OrgRetry {
+    match error {
+        e if e.is_transient() => OrgRetry::Wait(e.retry_after().unwrap_or_default().max(interval)),
+        // Refused content: not sent again until it changes (the publisher checks, at no
+        // request), so the interval is enough.
+        PublishError::StillRefused { .. } => OrgRetry::Wait(interval),
+        PublishError::Notion(NotionError::Invalid { .. }) => OrgRetry::Failed(interval),
+        _ => OrgRetry::Failed(org_backoff(interval, failures)),
+    }
+}
 
 /// How long an organisation page whose build failed `failures` times in a row (this one
 /// included) waits: the rebuild interval (a minute at least), doubled at each failure, up to an
@@ -67,14 +103,18 @@ impl PageBuilder {
             .iter()
             .find(|i| i.module == INDEX_MODULE)
             .and_then(link);
+        // Read again only where pages are in Notion: a Markdown publisher records none, and a
+        // Notion index page is created by its modules' builds, which record theirs.
+        let in_notion = items.iter().any(|i| !i.notion.is_empty());
         let notion_index = match known {
             Some(known) => Some(known),
-            None => self
+            None if in_notion => self
                 .pages
                 .get(repo, INDEX_MODULE)
                 .await?
                 .as_ref()
                 .and_then(link),
+            None => None,
         };
         let modules = rows
             .iter()
@@ -155,7 +195,7 @@ impl PageBuilder {
             org,
             repos: &repos,
             owner: &owner,
-            deadline: sent + lease.saturating_sub(ORG_LEASE_MARGIN),
+            deadline: org_deadline(sent, lease),
         };
         match self.publisher.publish_org(&set).await {
             Ok(published) => {
@@ -196,25 +236,38 @@ impl PageBuilder {
             }
             Err(error) => {
                 let now = OffsetDateTime::now_utc();
-                let wait = org_backoff(self.interval, item.failed_builds + 1);
-                tracing::warn!(
-                    org,
-                    error = %error,
-                    advice = error.advice().unwrap_or(""),
-                    retry_in_s = wait.as_secs(),
-                    "the organisation page's build failed; the repositories' pages are not held up by it"
-                );
-                self.pages
-                    .record_org_failure(
-                        org,
-                        &owner,
-                        &error.to_string(),
-                        error.advice(),
-                        now,
-                        now + wait,
-                    )
-                    .await?;
-                Ok(BuildOutcome::Failed(error.to_string()))
+                match org_retry(&error, self.interval, item.failed_builds + 1) {
+                    OrgRetry::Wait(wait) => {
+                        tracing::info!(
+                            org,
+                            error = %error,
+                            retry_in_s = wait.as_secs(),
+                            "the organisation page waits; it is built again later"
+                        );
+                        self.pages.hold_org(org, &owner, now + wait).await?;
+                        Ok(BuildOutcome::Busy(error.to_string()))
+                    }
+                    OrgRetry::Failed(wait) => {
+                        tracing::warn!(
+                            org,
+                            error = %error,
+                            advice = error.advice().unwrap_or(""),
+                            retry_in_s = wait.as_secs(),
+                            "the organisation page's build failed; the repositories' pages are not held up by it"
+                        );
+                        self.pages
+                            .record_org_failure(
+                                org,
+                                &owner,
+                                &error.to_string(),
+                                error.advice(),
+                                now,
+                                now + wait,
+                            )
+                            .await?;
+                        Ok(BuildOutcome::Failed(error.to_string()))
+                    }
+                }
             }
         }
     }
@@ -232,5 +285,58 @@ mod tests {
         assert_eq!(org_backoff(Duration::from_secs(300), 1), 5 * minute);
         assert_eq!(org_backoff(Duration::from_secs(300), 3), 20 * minute);
         assert_eq!(org_backoff(minute, 40), 60 * minute);
+    }
+
+    #[test]
+    fn an_organisation_build_sends_nothing_in_the_last_seconds_of_its_lease() {
+        let sent = Instant::now();
+        assert_eq!(
+            org_deadline(sent, ORG_LEASE),
+            sent + ORG_LEASE - ORG_LEASE_MARGIN
+        );
+        assert_eq!(org_deadline(sent, Duration::from_secs(3)), sent);
+    }
+
+    #[test]
+    fn only_a_refusal_or_a_lasting_failure_counts_as_a_failure() {
+        let minute = Duration::from_secs(60);
+        let notion = |e| PublishError::Notion(e);
+        let limited = notion(NotionError::RateLimited {
+            what: "w".into(),
+            status: 429,
+            retry_after: Some(Duration::from_secs(90)),
+        });
+        assert_eq!(
+            org_retry(&limited, minute, 3),
+            OrgRetry::Wait(90 * Duration::from_secs(1))
+        );
+        let server = notion(NotionError::Server {
+            what: "w".into(),
+            status: 503,
+            message: "m".into(),
+        });
+        assert_eq!(org_retry(&server, minute, 3), OrgRetry::Wait(minute));
+        let out = notion(NotionError::OutOfTime { what: "w".into() });
+        assert_eq!(org_retry(&out, minute, 1), OrgRetry::Wait(minute));
+        let refused = notion(NotionError::Invalid {
+            what: "w".into(),
+            status: 400,
+            code: "validation_error".into(),
+            message: "m".into(),
+        });
+        assert_eq!(org_retry(&refused, minute, 5), OrgRetry::Failed(minute));
+        let still = PublishError::StillRefused {
+            at: "t".into(),
+            error: "e".into(),
+        };
+        assert_eq!(org_retry(&still, minute, 5), OrgRetry::Wait(minute));
+        let access = notion(NotionError::Access {
+            status: 401,
+            code: "unauthorized".into(),
+            what: "w".into(),
+            message: "m".into(),
+            advice: "a".into(),
+        });
+        assert_eq!(org_retry(&access, minute, 3), OrgRetry::Failed(4 * minute));
     }
 }

@@ -6,7 +6,7 @@
 use super::*;
 
 /// The attribute holding a repository's row.
-pub(super) const ORG: &str = "org";
+const ORG: &str = "org";
 
 /// The partition of an owner's organisation rows.
 pub fn org_partition(owner: &str) -> String {
@@ -45,8 +45,8 @@ impl PageStore {
     }
 
     /// The page item of `owner`'s organisation page (where it is in Notion), created with an
-    /// empty Notion map if there is none, so a creation can be claimed on it. Never stale: the
-    /// builder reaches it only through a repository's index build.
+    /// empty Notion map if there is none, so a creation can be claimed on it. Its stale marker
+    /// and build lease are left as they are (see `org_page.rs`).
     pub async fn org_page_item(&self, owner: &str) -> Result<PageItem, StoreError> {
         let out = self
             .update(&org_partition(owner), INDEX_MODULE)
@@ -59,51 +59,6 @@ impl PageStore {
             .map_err(|e| dynamo_error(&self.table, "UpdateItem", &e))?;
         self.meter.write();
         self.parse(out.attributes.unwrap_or_default())
-    }
-
-    /// Takes the publish lease of `owner`'s organisation page until `until` (the build lease's
-    /// attributes on its page item), unless another build holds it: two builds replacing one
-    /// page at once could leave the older rows' content last, with the newer content's hash
-    /// recorded. `false`: held by another.
-    pub async fn claim_org_publish(
-        &self,
-        owner: &str,
-        lease_owner: &str,
-        now: OffsetDateTime,
-        until: OffsetDateTime,
-    ) -> Result<bool, StoreError> {
-        let mut u = Update::default();
-        u.set(a::BUILD_OWNER, AttributeValue::S(lease_owner.to_string()));
-        u.set(a::BUILD_UNTIL, AttributeValue::S(rfc3339_millis(until)));
-        let condition = format!(
-            "attribute_not_exists({lease}) OR {lease} < {now} OR {holder} = {me}",
-            lease = u.name(a::BUILD_UNTIL),
-            holder = u.name(a::BUILD_OWNER),
-            now = u.value("now", Some(AttributeValue::S(rfc3339_millis(now)))),
-            me = u.value("me", Some(AttributeValue::S(lease_owner.to_string()))),
-        );
-        let result = u
-            .apply(self.update(&org_partition(owner), INDEX_MODULE))
-            .condition_expression(condition)
-            .send()
-            .await;
-        self.meter.write();
-        applied(&self.table, "UpdateItem", result)
-    }
-
-    /// Gives the organisation page's publish lease back, if `lease_owner` still holds it.
-    pub async fn release_org_publish(
-        &self,
-        owner: &str,
-        lease_owner: &str,
-    ) -> Result<bool, StoreError> {
-        self.release_lease(
-            Update::default(),
-            &org_partition(owner),
-            INDEX_MODULE,
-            lease_owner,
-        )
-        .await
     }
 
     /// Records that the index pages an earlier version left under the configured parent were
@@ -123,10 +78,28 @@ impl PageStore {
         Ok(())
     }
 
-    /// Every repository row of `owner`'s index.
+    /// Every repository row of `owner`'s index; not those of forgotten names (renamed,
+    /// transferred, deleted: `lifecycle.rs`), whose rows stay on their items.
     pub async fn org_repos(
         &self,
         owner: &str,
+    ) -> Result<Vec<chronicle_domain::OrgRepo>, StoreError> {
+        self.org_rows(owner, false).await
+    }
+
+    /// The rows of `owner`'s forgotten names, as their last build wrote them (where their
+    /// index pages are, which stay under the organisation page as history).
+    pub async fn forgotten_org_repos(
+        &self,
+        owner: &str,
+    ) -> Result<Vec<chronicle_domain::OrgRepo>, StoreError> {
+        self.org_rows(owner, true).await
+    }
+
+    async fn org_rows(
+        &self,
+        owner: &str,
+        forgotten: bool,
     ) -> Result<Vec<chronicle_domain::OrgRepo>, StoreError> {
         let mut rows = Vec::new();
         let mut start = None;
@@ -145,6 +118,9 @@ impl PageStore {
                 .map_err(|e| dynamo_error(&self.table, "Query", &e))?;
             self.meter.read(out.items().len());
             for item in out.items.unwrap_or_default() {
+                if item.contains_key(super::lifecycle::GONE_WHY) != forgotten {
+                    continue;
+                }
                 if let Some(row) = item.get(ORG) {
                     rows.push(
                         serde_dynamo::from_attribute_value(row.clone()).map_err(|e| self.bad(e))?,
