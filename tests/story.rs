@@ -990,3 +990,158 @@ async fn a_withheld_story_is_asked_once_per_input() {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// Issue 38, review finding 6: a withheld story is final for its input and the model that
+/// withheld it. The same model is not asked again; another model is.
+#[tokio::test]
+async fn a_withheld_story_is_asked_again_of_another_model() {
+    const OTHER: &str = "anthropic.claude-3-haiku-20240307-v1:0";
+    let p = the_prompt();
+    let now = time::OffsetDateTime::now_utc();
+    let stub = ConverseStub::start(MODEL).await;
+    stub.script([ConverseReply::Filtered("content_filtered")]);
+    let writer = bedrock(&stub).await;
+    let withheld = story_for(&writer, None, &p, 3, 20, now, soon(120))
+        .await
+        .expect("the withheld answer is recorded");
+    assert_eq!(withheld.withheld.as_deref(), Some("content_filtered"));
+    let again = story_for(&writer, Some(&withheld), &p, 3, 20, now, soon(120)).await;
+    assert_eq!(again.as_ref(), Some(&withheld));
+    assert_eq!(
+        stub.requests().len(),
+        1,
+        "the same model is not asked again"
+    );
+
+    let other = ConverseStub::start(OTHER).await;
+    other.script([ConverseReply::Text(GOOD.into())]);
+    let writer = bedrock_as(&other, OTHER).await;
+    let story = story_for(&writer, Some(&withheld), &p, 3, 20, now, soon(120))
+        .await
+        .expect("a story");
+    assert_eq!(other.requests().len(), 1, "another model is asked");
+    assert_eq!((story.text.as_str(), story.withheld), (GOOD, None));
+}
+
+/// Issue 38, review finding 8: a story the model's filter withheld keeps the last grounded
+/// story (as a failed call does), with `withheld` recorded beside it; that input is not asked
+/// again.
+#[tokio::test]
+async fn a_withheld_story_keeps_the_last_grounded_one() {
+    let p = the_prompt();
+    let now = time::OffsetDateTime::now_utc();
+    let last = StoredStory {
+        text: GOOD.into(),
+        input_hash: "before".into(),
+        entry_count: 3,
+        generated_at: stages::domain::rfc3339_millis(now - time::Duration::days(8)),
+        model: format!("bedrock/{MODEL}"),
+        ..Default::default()
+    };
+    let stub = ConverseStub::start(MODEL).await;
+    stub.script([ConverseReply::Filtered("guardrail_intervened")]);
+    let writer = bedrock(&stub).await;
+    let kept = story_for(&writer, Some(&last), &p, 30, 20, now, soon(120))
+        .await
+        .expect("the last grounded story is kept");
+    assert_eq!(kept.text, GOOD, "{kept:?}");
+    assert_eq!(kept.withheld.as_deref(), Some("guardrail_intervened"));
+    assert_eq!(kept.input_hash, p.hash, "final for this input");
+    let again = story_for(&writer, Some(&kept), &p, 30, 20, now, soon(120)).await;
+    assert_eq!(again.as_ref(), Some(&kept));
+    assert_eq!(stub.requests().len(), 1, "not asked again");
+}
+
+/// Issue 38, review finding 7: a story written when the module had more entries than it has
+/// now may cite PRs that moved away: it is not current, and a failed call does not bring it
+/// back.
+#[tokio::test]
+async fn a_story_of_more_entries_than_the_module_has_is_not_kept() {
+    let p = the_prompt();
+    let now = time::OffsetDateTime::now_utc();
+    let before = StoredStory {
+        text: GOOD.into(),
+        input_hash: "before".into(),
+        entry_count: 5,
+        generated_at: stages::domain::rfc3339_millis(now - time::Duration::days(1)),
+        model: format!("bedrock/{MODEL}"),
+        ..Default::default()
+    };
+    assert!(!is_current(&before, &p, 3, 20, now));
+    let stub = ConverseStub::start(MODEL).await;
+    stub.script((0..8).map(|_| ConverseReply::Throttle));
+    let writer = bedrock(&stub).await;
+    let story = story_for(&writer, Some(&before), &p, 3, 20, now, soon(120)).await;
+    assert_eq!(
+        story, None,
+        "the deterministic story, not one citing PRs gone"
+    );
+}
+
+/// Issue 38, review finding 7, through the page builder: a module whose PRs all moved away
+/// loses its page and its story; when a PR lands on it again, its story is asked anew rather
+/// than the old one (citing PRs that moved) shown.
+#[tokio::test]
+async fn a_module_that_comes_back_does_not_show_its_old_story() {
+    use std::sync::Arc;
+    let sdk = support::sdk().await;
+    let t = support::fresh_tables(&sdk).await;
+    let (_, entries) = facts();
+    for e in &entries {
+        t.put_entry(e).await;
+    }
+    let stub = ConverseStub::start(MODEL).await;
+    stub.script([ConverseReply::Text(GOOD.into())]);
+    let dir =
+        std::env::temp_dir().join(format!("chronicle-story-{}", uuid::Uuid::new_v4().simple()));
+    let builder = t
+        .builder(
+            Arc::new(stages::publish::MarkdownPublisher::new(dir.clone())),
+            stages::tagging::ModulesConfig::empty(),
+            Duration::ZERO,
+        )
+        .with_story(bedrock(&stub).await, 20);
+    settle_pages(&t, &builder).await;
+    let page = dir.join("acme/widgets/api.md");
+    let first = std::fs::read_to_string(&page).unwrap();
+    assert!(first.contains("Written by an LLM"), "{first}");
+
+    // Every PR moves away: the page goes, and its story with it.
+    for e in &entries {
+        t.entries
+            .delete("acme/widgets", "api", &e.merged_at, e.number, 1)
+            .await
+            .unwrap();
+    }
+    let keys: Vec<String> = entries.iter().map(|e| e.order_key()).collect();
+    t.pages
+        .mark_entries_stale(
+            "acme/widgets",
+            "api",
+            &keys,
+            time::OffsetDateTime::now_utc(),
+        )
+        .await
+        .unwrap();
+    settle_pages(&t, &builder).await;
+    assert!(!page.exists());
+    let item = t.pages.get("acme/widgets", "api").await.unwrap().unwrap();
+    assert!(item.page_removed_at.is_some());
+    assert_eq!(item.story, None, "the story goes with the page");
+
+    // A PR lands on it again: its story is asked anew (here throttled: the deterministic one).
+    stub.script((0..16).map(|_| ConverseReply::Throttle));
+    t.put_entry(&entry(
+        4,
+        "2024-06-01T00:00:00Z",
+        "dave",
+        "Document the list endpoint",
+    ))
+    .await;
+    settle_pages(&t, &builder).await;
+    let markdown = std::fs::read_to_string(&page).expect("the page is back");
+    assert!(markdown.contains("/pull/4)"), "{markdown}");
+    assert!(!markdown.contains("Written by an LLM"), "{markdown}");
+    assert!(stub.requests().len() >= 2, "asked anew");
+    let _ = std::fs::remove_dir_all(&dir);
+}

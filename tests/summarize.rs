@@ -1176,8 +1176,9 @@ async fn a_change_that_lands_while_entries_are_written_is_not_lost() {
 
 /// Issue 38, defect 5: a summary the model's guardrail withheld falls back to the extractive
 /// summary after exactly one paid call, and is counted (`SummariesWithheld`). The row keeps
-/// which input was withheld: a reprocess that asks for a new summary of the same input asks
-/// nothing; once the PR's body changed, it is asked once more.
+/// which input was withheld (with the model that withheld it). A reprocess that asks for a new
+/// summary is the operator asking again on purpose (a guardrail changed where Chronicle cannot
+/// see it): the model is asked once more; so it is once the PR's body changed.
 #[tokio::test]
 async fn a_withheld_summary_is_not_asked_again_for_the_same_input() {
     use support::converse_stub::{ConverseReply, ConverseStub, GUARDRAIL_BLOCKED};
@@ -1207,7 +1208,8 @@ async fn a_withheld_summary_is_not_asked_again_for_the_same_input() {
     let lines = handler.emf_line(OffsetDateTime::now_utc());
     assert!(lines.contains("\"SummariesWithheld\":1"), "{lines}");
 
-    // Reprocessed with a new summary asked for: the same input is not asked again.
+    // Reprocessed with a new summary asked for (issue 38, review finding 6): the withheld
+    // mark goes with the summary, and the model is asked once more.
     let repo = RepoName::parse(REPO).unwrap();
     let again = t
         .prs
@@ -1215,11 +1217,19 @@ async fn a_withheld_summary_is_not_asked_again_for_the_same_input() {
         .await
         .unwrap();
     assert_eq!(again, stages::store::Reprocessed::Pending);
+    assert!(
+        !row(&t, 17).await.contains_key(attr::SUMMARY_WITHHELD),
+        "--new-summary removes summaryWithheld"
+    );
     let r = handler
         .handle(batch(vec![message("m2", 17)]), within(30), "inv-2")
         .await;
     assert!(r.batch_item_failures.is_empty(), "{r:?}");
-    assert_eq!(stub.requests().len(), 1, "not asked again");
+    assert_eq!(
+        stub.requests().len(),
+        2,
+        "asked again, as the operator asked"
+    );
     let item = row(&t, 17).await;
     assert_eq!(s(&item, attr::SUMMARY), summary, "the extractive summary");
     assert!(item.contains_key(attr::SUMMARIZED_AT));
@@ -1238,5 +1248,83 @@ async fn a_withheld_summary_is_not_asked_again_for_the_same_input() {
         .handle(batch(vec![message("m3", 17)]), within(30), "inv-3")
         .await;
     assert!(r.batch_item_failures.is_empty(), "{r:?}");
-    assert_eq!(stub.requests().len(), 2, "a changed input is asked once");
+    assert_eq!(stub.requests().len(), 3, "a changed input is asked once");
+}
+
+/// Removes the row's summary paragraph and puts it back to be summarized, keeping
+/// `summaryWithheld`: what `reprocess --new-summary` of an earlier version left.
+async fn without_summary(t: &Tables, number: u64) {
+    let repo = RepoName::parse(REPO).unwrap();
+    t.prs
+        .client()
+        .update_item()
+        .table_name(t.prs.table_name())
+        .set_key(Some(stages::store::key(&repo, number)))
+        .update_expression("REMOVE #summary")
+        .expression_attribute_names("#summary", attr::SUMMARY)
+        .send()
+        .await
+        .unwrap();
+    t.prs
+        .reprocess(&repo, number, false, OffsetDateTime::now_utc())
+        .await
+        .unwrap();
+}
+
+/// Issue 38, review finding 6: a withheld summary is final for its input *and the model that
+/// withheld it*. The same model is not asked again; another model is (an operator who changed
+/// the model gets a new answer).
+#[tokio::test]
+async fn a_withheld_summary_is_asked_again_of_another_model() {
+    use support::converse_stub::{ConverseReply, ConverseStub};
+    const FIRST: &str = "us.anthropic.claude-haiku-4-5-20251001-v1:0";
+    const SECOND: &str = "us.anthropic.claude-sonnet-4-5-20250929-v1:0";
+    let (t, _) = setup(5).await;
+    pending(&t, 18).await;
+    let sdk = sdk().await;
+    let handler_of = |stub: &ConverseStub, model: &str| {
+        let writer = chronicle_llm::Writer::bedrock_with(stub.client(&sdk), model);
+        Arc::new(
+            t.summarizer(ModulesConfig::empty(), 5)
+                .with_summarizer(Arc::new(chronicle_llm::WriterSummarizer::new(writer))),
+        )
+    };
+    let first = ConverseStub::start(FIRST).await;
+    first.script((0..4).map(|_| ConverseReply::Filtered("content_filtered")));
+    let handler = handler_of(&first, FIRST);
+    let r = handler
+        .handle(batch(vec![message("w1", 18)]), within(30), "w-1")
+        .await;
+    assert!(r.batch_item_failures.is_empty(), "{r:?}");
+    assert_eq!(first.requests().len(), 1);
+    assert!(row(&t, 18).await.contains_key(attr::SUMMARY_WITHHELD));
+
+    // The same model, the same input: not asked again.
+    without_summary(&t, 18).await;
+    let r = handler
+        .handle(batch(vec![message("w2", 18)]), within(30), "w-2")
+        .await;
+    assert!(r.batch_item_failures.is_empty(), "{r:?}");
+    assert_eq!(
+        first.requests().len(),
+        1,
+        "the same model is not asked again"
+    );
+
+    // Another model, the same input: asked.
+    without_summary(&t, 18).await;
+    let second = ConverseStub::start(SECOND).await;
+    second.script([ConverseReply::Text(
+        "Retries failed webhook deliveries with a backoff.".into(),
+    )]);
+    let r = handler_of(&second, SECOND)
+        .handle(batch(vec![message("w3", 18)]), within(30), "w-3")
+        .await;
+    assert!(r.batch_item_failures.is_empty(), "{r:?}");
+    assert_eq!(second.requests().len(), 1, "another model is asked");
+    let item = row(&t, 18).await;
+    assert!(
+        s(&item, attr::SUMMARY).contains("Retries failed webhook deliveries"),
+        "{item:?}"
+    );
 }

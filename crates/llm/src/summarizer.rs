@@ -406,6 +406,10 @@ impl Summarizer for LlmSummarizer {
     fn take_withheld(&self) -> u64 {
         self.withheld.swap(0, std::sync::atomic::Ordering::Relaxed)
     }
+
+    fn answerer(&self) -> Option<String> {
+        Some(self.model.clone())
+    }
 }
 
 /// The extractive summary of `input`, marked as withheld by `model`'s filter for `reason`.
@@ -641,6 +645,10 @@ impl Summarizer for WriterSummarizer {
 
     fn take_withheld(&self) -> u64 {
         self.withheld.swap(0, std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn answerer(&self) -> Option<String> {
+        Some(self.writer.model())
     }
 }
 

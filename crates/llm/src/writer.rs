@@ -204,7 +204,9 @@ impl Writer {
         })
     }
 
-    /// `provider/model`, as stored with what it wrote.
+    /// `provider/model`, as stored with what it wrote, and what an answer its filter withheld
+    /// is final for (Chronicle configures no guardrail of its own: were one configured, its id
+    /// and version would belong here).
     pub fn model(&self) -> String {
         match self {
             Writer::Bedrock { model_id, .. } => format!("bedrock/{model_id}"),

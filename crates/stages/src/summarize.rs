@@ -608,7 +608,7 @@ impl SummarizeHandler {
             issues: &issues,
             modules,
         };
-        let hash = withheld_key(&input);
+        let hash = withheld_key(&input, self.summarizer.answerer().as_deref());
         if row.summary_withheld.as_deref() == Some(hash.as_str()) {
             tracing::info!(repo = %row.repo, pr = row.pr_number, "the model withheld this summary's input before; the extractive summary is used");
             return (crate::summary::extractive(&input).text, None);
@@ -619,11 +619,14 @@ impl SummarizeHandler {
     }
 }
 
-/// The key of a summary input the model withheld: a hash of what it is asked (its prompt).
-fn withheld_key(input: &SummaryInput<'_>) -> String {
+/// The key of a summary input the model withheld: a hash of who answers (the model, and its
+/// guardrail were one configured: another may answer) and what it is asked (its prompt).
+fn withheld_key(input: &SummaryInput<'_>, answerer: Option<&str>) -> String {
     use sha2::Digest;
     let (system, user) = chronicle_llm::summary_prompt(input);
     let mut digest = sha2::Sha256::new();
+    digest.update(answerer.unwrap_or_default().as_bytes());
+    digest.update([0]);
     digest.update(system.as_bytes());
     digest.update([0]);
     digest.update(user.as_bytes());

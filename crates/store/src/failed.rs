@@ -76,7 +76,8 @@ impl PrStore {
     }
 
     /// Puts a row back to be summarized again: `summarizedAt`, `failedAt` (and its index
-    /// marker), `failedReason`, `attempts` and any sweep claim removed, the pending marker set,
+    /// marker), `failedReason`, `attempts` and any sweep claim removed (with `new_summary`, the
+    /// summary and `summaryWithheld` too), the pending marker set,
     /// only if the row exists and no worker holds its lease. Its entries are rewritten by the
     /// summarize worker under a new generation (one per module, never appended), which marks
     /// its pages stale.
@@ -99,8 +100,11 @@ impl PrStore {
             update.remove(gone);
         }
         if new_summary {
-            // The summary paragraph is written again (an LLM asked anew).
+            // The summary paragraph is written again (an LLM asked anew), even one the model
+            // withheld: the operator asks on purpose (a guardrail may have changed where
+            // Chronicle cannot see it).
             update.remove(attr::SUMMARY);
+            update.remove(attr::SUMMARY_WITHHELD);
         }
         // A row already pending keeps its partition: one parked for GitHub's rate limit
         // (`deferred`) is not summarized before it is enriched.

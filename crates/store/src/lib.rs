@@ -76,8 +76,8 @@ pub mod attr {
     // Written by the summarize stage with `summarizedAt`.
     pub const MODULES: &str = "modules";
     pub const SUMMARY: &str = "summary";
-    /// The hash of the summary input whose answer the model's filter or guardrail withheld
-    /// (final for that input: a reprocess asking for a new summary does not ask it again).
+    /// The hash of the summary input, and the model, whose answer the model's filter or
+    /// guardrail withheld (final for both: not asked again; `reprocess --new-summary` removes it).
     pub const SUMMARY_WITHHELD: &str = "summaryWithheld";
     /// Every module this PR has written an entry to (a string set): the summarize stage adds
     /// the modules it is about to write before writing them, and the commit sets it to exactly

@@ -93,6 +93,12 @@ pub trait Summarizer: Send + Sync {
     fn take_withheld(&self) -> u64 {
         0
     }
+
+    /// Who answers: the model (with its guardrail, were one configured), for what a withheld
+    /// answer is final. `None` for a summarizer that asks no model.
+    fn answerer(&self) -> Option<String> {
+        None
+    }
 }
 
 /// [`extractive`] behind the [`Summarizer`] trait.

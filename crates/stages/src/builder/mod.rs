@@ -569,7 +569,13 @@ impl PageBuilder {
                 self.story_of(repo, module, item, &facts, main, writer, *min_new, deadline)
                     .await?
             }
-            _ => None,
+            _ => {
+                if no_entries {
+                    // Its story goes with its pages (the item's too: `complete_build`).
+                    self.forget_story(repo, module);
+                }
+                None
+            }
         };
         facts.story = story
             .as_ref()

@@ -32,7 +32,13 @@ impl PageBuilder {
             .unwrap_or_else(|e| e.into_inner())
             .get(&key)
             .cloned();
-        let stored = cached.or_else(|| item.story.clone());
+        // What this instance wrote stands only beside the item's own story, and only when no
+        // older: the item (read with the build's lease) loses its story when another instance
+        // removed the page, and a story cached from before must not come back with it.
+        let stored = match (cached, &item.story) {
+            (Some(c), Some(i)) if c.generated_at >= i.generated_at => Some(c),
+            _ => item.story.clone(),
+        };
         let mut prompt = crate::story::prompt(
             repo,
             module,
@@ -41,9 +47,10 @@ impl PageBuilder {
             main,
         );
         let now = OffsetDateTime::now_utc();
-        let current = stored
-            .as_ref()
-            .is_some_and(|s| crate::story::is_current(s, &prompt, facts.entry_count, min_new, now));
+        let model = writer.model();
+        let current = stored.as_ref().is_some_and(|s| {
+            crate::story::is_current_for(s, &prompt, &model, facts.entry_count, min_new, now)
+        });
         // A prompt with no PR to cite is asked nothing (`story_for`): it takes no call's slot.
         let calls = !current && !prompt.prs.is_empty();
         if calls && !self.story_call_allowed() {
@@ -52,7 +59,8 @@ impl PageBuilder {
                 module,
                 "story calls capped this minute; the next build writes it"
             );
-            return Ok(stored.filter(|s| !s.text.is_empty()));
+            // Meanwhile the last grounded story, if it cites no PR that may have moved away.
+            return Ok(stored.filter(|s| !s.text.is_empty() && s.entry_count <= facts.entry_count));
         }
         if calls {
             // Only a call that will be made counts as the cache's last use.
@@ -91,6 +99,15 @@ impl PageBuilder {
                 .insert(key, new.clone());
         }
         Ok(story)
+    }
+
+    /// Forgets what this instance wrote of the module's story: its page was removed (it has
+    /// no entries), and the stored story with it, so a module that comes back asks anew.
+    pub(super) fn forget_story(&self, repo: &str, module: &str) {
+        self.stories
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&(repo.to_string(), module.to_string()));
     }
 
     /// At most [`STORY_CALLS_PER_MINUTE`] story calls in any minute.

@@ -508,14 +508,37 @@ pub fn check_sentences(text: &str, prompt: &StoryPrompt) -> Result<Vec<Checked>,
     Ok(checked)
 }
 
-/// Whether a stored story is still good for this input: the same input; or fewer than
-/// `min_new_entries` new entries since it was written, and either younger than [`MAX_AGE`] or
-/// with fewer than a quarter of them (at least one) new. The quarter keeps a quiet module, whose
-/// PRs land weeks apart, from asking at every PR: `chronicle bench story` measured 876 calls per
-/// 1,000 PRs with the week alone, on a synthetic history of one PR a day over 33 modules.
+/// Whether a stored story is still good for this input, asked of the model it was asked of
+/// (see [`is_current_for`]).
 pub fn is_current(
     stored: &StoredStory,
     prompt: &StoryPrompt,
+    entry_count: u64,
+    min_new_entries: u64,
+    now: OffsetDateTime,
+) -> bool {
+    is_current_for(
+        stored,
+        prompt,
+        &stored.model,
+        entry_count,
+        min_new_entries,
+        now,
+    )
+}
+
+/// Whether a stored story is still good for this input when `model` ([`Writer::model`]) would
+/// answer: the same input (a withheld answer only from the same model: another model, or the
+/// operator's new guardrail, may answer); or fewer than `min_new_entries` new entries since it
+/// was written, and either younger than [`MAX_AGE`] or with fewer than a quarter of them (at
+/// least one) new. The quarter keeps a quiet module, whose PRs land weeks apart, from asking at
+/// every PR: `chronicle bench story` measured 876 calls per 1,000 PRs with the week alone, on a
+/// synthetic history of one PR a day over 33 modules. A story written when the module had more
+/// entries than now is never current with another input: it may cite PRs that moved away.
+pub fn is_current_for(
+    stored: &StoredStory,
+    prompt: &StoryPrompt,
+    model: &str,
     entry_count: u64,
     min_new_entries: u64,
     now: OffsetDateTime,
@@ -524,11 +547,18 @@ pub fn is_current(
         // The model was refused: asked again at each build until the operator fixes it.
         return false;
     }
+    if stored.withheld.is_some() && stored.model != model {
+        // Withheld by another model (or guardrail): final for that one only.
+        return false;
+    }
     if stored.input_hash == prompt.hash {
         return true;
     }
+    if entry_count < stored.entry_count {
+        return false;
+    }
     let young = parse_rfc3339(&stored.generated_at).is_some_and(|t| now - t < MAX_AGE);
-    let new = entry_count.saturating_sub(stored.entry_count);
+    let new = entry_count - stored.entry_count;
     new < min_new_entries && (young || new < (min_new_entries / 4).max(1))
 }
 
@@ -550,11 +580,15 @@ pub async fn write(
         .await
 }
 
-/// The story for a page build. The stored one while it is current ([`is_current`]); else a
-/// new one when the writer answers with a grounded text. A rejected answer, or one the model's
-/// filter or guardrail withheld, is stored as an attempt with no text (the page shows its
-/// deterministic story, and the same input is not asked again until the policy says so). A failed call (throttled, timed out) keeps the last grounded
-/// story while it is under two weeks old, and is tried again on the next build. Never fatal.
+/// The story for a page build. The stored one while it is current ([`is_current_for`]); else
+/// a new one when the writer answers with a grounded text. A rejected answer is stored as an
+/// attempt with no text (the page shows its deterministic story, and the same input is not
+/// asked again until the policy says so). An answer the model's filter or guardrail withheld is
+/// final for this input and model: the last grounded story is kept with `withheld` recorded
+/// beside it (else the deterministic story). A failed call (throttled, timed out) keeps the
+/// last grounded story, and is tried again on the next build. The last grounded story is kept
+/// while under two weeks old and written for no more entries than the module has (it may cite
+/// PRs that moved away). Never fatal.
 pub async fn story_for(
     writer: &Writer,
     stored: Option<&StoredStory>,
@@ -564,14 +598,15 @@ pub async fn story_for(
     now: OffsetDateTime,
     deadline: Instant,
 ) -> Option<StoredStory> {
+    let model = writer.model();
     if let Some(stored) =
-        stored.filter(|s| is_current(s, prompt, entry_count, min_new_entries, now))
+        stored.filter(|s| is_current_for(s, prompt, &model, entry_count, min_new_entries, now))
     {
         return Some(stored.clone());
     }
     let last_grounded = || {
         stored
-            .filter(|s| !s.text.is_empty())
+            .filter(|s| !s.text.is_empty() && s.entry_count <= entry_count)
             .filter(|s| parse_rfc3339(&s.generated_at).is_some_and(|t| now - t < MAX_AGE * 2))
             .cloned()
     };
@@ -611,13 +646,20 @@ pub async fn story_for(
             }
         }
         Err(WriteError::Withheld { reason, .. }) => {
-            // The model's filter or guardrail withheld it: final for this input, so stored
-            // with its hash like a rejected story (not asked again while the input is the
-            // same); the page says the story was withheld.
-            tracing::warn!(model = %writer.model(), %reason, "the model withheld the story; the page shows its deterministic story");
+            // The model's filter or guardrail withheld it: final for this input and model, so
+            // stored with its hash, the model and this entry count (not asked again while they
+            // hold, new entries counted from here). The last grounded story stays with its own
+            // age (it still expires); else the page says the story was withheld.
+            tracing::warn!(model = %writer.model(), %reason, "the model withheld the story; the page keeps its last grounded story, else its deterministic one");
+            let kept = last_grounded().unwrap_or_else(|| attempt(String::new(), 0));
             Some(StoredStory {
+                input_hash: prompt.hash.clone(),
+                entry_count,
+                model: writer.model(),
                 withheld: Some(reason),
-                ..attempt(String::new(), 0)
+                error: None,
+                advice: None,
+                ..kept
             })
         }
         Err(e) if e.advice().is_some() => {

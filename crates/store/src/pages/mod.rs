@@ -109,7 +109,8 @@ pub struct BuildResult {
     pub first_merged_at: Option<String>,
     pub latest_merged_at: Option<String>,
     pub recent_authors: Vec<AuthorCount>,
-    /// The module's LLM-written story, when one is configured (`None`: left as it is).
+    /// The module's LLM-written story, when one is configured (`None`: left as it is, unless
+    /// the page was removed: then removed too).
     pub story: Option<chronicle_domain::StoredStory>,
     /// The module has no entries: its pages were removed, none published
     /// ([`page_attr::PAGE_REMOVED_AT`] is set; any other build clears it).
@@ -522,6 +523,10 @@ impl PageStore {
                     a::STORY,
                     serde_dynamo::to_attribute_value(story).map_err(|e| self.bad(e))?,
                 );
+            } else if result.page_removed {
+                // The story cites PRs that all moved away: it goes with the page, so a module
+                // that comes back is asked for a new one.
+                u.remove(a::STORY);
             }
             for (name, value) in [
                 (a::MAIN_CUTOFF, &result.main_cutoff),
