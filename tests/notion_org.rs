@@ -1017,3 +1017,71 @@ async fn a_refused_notion_organisation_page_never_holds_up_its_markdown() {
     assert!(org_item(&t).await.last_error.is_some());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A replace that gets no answer before its deadline (its lease's end less a margin, as the
+/// builder sets it) may still have landed: it records nothing and marks the page to be sent
+/// again whole, and once its lease has ended the next build sends the rows as they are and
+/// records what Notion then holds.
+#[tokio::test]
+async fn a_replace_never_answered_records_nothing_and_is_sent_again_whole() {
+    let sdk = sdk().await;
+    let t = fresh_tables(&sdk).await;
+    let (stub, parent) = NotionStub::start(TOKEN).await;
+    put(&t, &entry("api", 1, "2024-06-01T10:00:00Z")).await;
+    let b = builder(&t, Arc::new(publisher(&t, &stub, &parent)));
+    settle(&b, &t, Duration::from_secs(60)).await;
+    let (org, _) = org_page(&stub, &parent);
+    set_row_count(&t, REPO, 41).await;
+    let rows = t.pages.org_repos("acme").await.unwrap();
+
+    // An 8-second lease: requests until 3 s, the builder's 5-second margin kept back.
+    claim_org(&t, "build-a", 8).await;
+    stub.fault(
+        Some("PATCH markdown"),
+        support::notion_stub::Fault::HangAfterApply,
+    );
+    let a = NotionPublisher::new(
+        NotionClient::new(&stub.url(), Secret::new(TOKEN.to_string())).with_retry(
+            3,
+            Duration::from_millis(50),
+            Duration::from_secs(20),
+        ),
+        &parent,
+        t.pages.clone(),
+    );
+    let result = a
+        .publish_org(&stages::publish::OrgSet {
+            org: "acme",
+            repos: &rows,
+            owner: "build-a",
+            deadline: support::within(3),
+        })
+        .await;
+    assert!(
+        matches!(&result, Err(stages::publish::PublishError::Notion(e)) if e.maybe_applied()),
+        "{result:?}"
+    );
+    let held = stub.markdown(&org);
+    assert!(held.contains(": 41 pull requests"), "applied: {held}");
+    let item = org_item(&t).await;
+    assert_ne!(
+        item.notion.get("main").and_then(|p| p.hash.clone()),
+        Some(content_hash(&held)),
+        "nothing recorded for an unanswered replace"
+    );
+    assert!(item.stale.is_some() && item.full_rebuild, "{item:?}");
+
+    // Its lease over, the next build sends the rows as they are then.
+    set_row_count(&t, REPO, 42).await;
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    crate::notion::tick(&b, 60).await;
+    let held = stub.markdown(&org);
+    assert!(held.contains(": 42 pull requests"), "{held}");
+    let item = org_item(&t).await;
+    assert_eq!(
+        item.notion.get("main").and_then(|p| p.hash.clone()),
+        Some(content_hash(&held)),
+        "{item:?}"
+    );
+    assert!(item.stale.is_none() && !item.full_rebuild, "{item:?}");
+}
