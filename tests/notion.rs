@@ -1076,3 +1076,46 @@ async fn a_pr_landing_while_an_empty_module_page_is_removed_brings_it_back() {
     assert!(index.contains(&module_title("web")), "{index}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue 38, review finding 12: a person trashed a module page by hand, and then the module
+/// lost all its PRs. Its archive pages sit under a trashed parent, and Notion refuses to edit
+/// them ("Can't edit block that is archived"): that answer means they are in the trash
+/// already, so the build that removes the module's pages completes instead of failing at
+/// every interval.
+#[tokio::test]
+async fn removing_pages_under_a_parent_trashed_by_hand_completes() {
+    let t = fresh_tables(&sdk().await).await;
+    let (stub, parent) = NotionStub::start(TOKEN).await;
+    stub.without_rate_limit();
+    over_the_years(&t, "web", 6).await;
+    put(&t, &entry("api", 20, "2024-06-02T10:00:00Z")).await;
+    let b = builder(&t, Arc::new(publisher(&t, &stub, &parent)));
+    settle(&b, &t, Duration::from_secs(60)).await;
+    let (web_id, _) = page(&stub, "web");
+    assert!(stub.child_pages(&web_id).len() >= 2);
+
+    // A person deletes the module page (its archives with it); then every PR moves away.
+    stub.trash(&web_id);
+    let mut keys = Vec::new();
+    for n in 0..6u64 {
+        let at = stages::domain::parse_rfc3339("2024-06-01T10:00:00Z").unwrap()
+            - time::Duration::days(200 * n as i64);
+        let e = entry("web", 6 - n, &rfc3339_seconds(at));
+        t.entries
+            .delete(REPO, "web", &e.merged_at, e.number, 1)
+            .await
+            .unwrap();
+        keys.push(e.order_key());
+    }
+    t.pages
+        .mark_entries_stale(REPO, "web", &keys, OffsetDateTime::now_utc())
+        .await
+        .unwrap();
+    settle(&b, &t, Duration::from_secs(60)).await;
+    let item = t.pages.get(REPO, "web").await.unwrap().unwrap();
+    assert!(item.page_removed_at.is_some(), "{item:?}");
+    assert!(item.notion.is_empty(), "{:?}", item.notion);
+    assert_eq!(item.failed_builds, 0);
+    assert!(stub.live_page(&module_title("web")).is_none());
+    assert!(stub.live_page(&module_title("api")).is_some());
+}

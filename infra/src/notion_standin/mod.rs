@@ -16,7 +16,8 @@
 //!    1,000 blocks, or a text run over 2,000 characters (UTF-16 units) → 400
 //!    `validation_error`. `archived` (renamed `in_trash` in 2026-03-11) → 400.
 //! 6. Pages: unknown, deleted or not shared → 404 `object_not_found`. Editing a page in the
-//!    trash (or under one) → 400 "Can't edit block that is archived". A `<page url>` in new
+//!    trash (or under one) → 400 "Can't edit block that is archived"; so is trashing or
+//!    restoring a page whose ancestor is in the trash. A `<page url>` in new
 //!    content that is not a live child of the page → 400 (content never moves pages; only `move` does). New
 //!    content that leaves out a live child page → 400, unless `allow_deleting_content` (then it
 //!    goes to the trash).

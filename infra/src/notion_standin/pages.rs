@@ -167,6 +167,12 @@ pub(super) fn update_page(s: &mut State, id: &str, body: &Value) -> Answer {
     if !reachable(s, id) {
         return not_found(id);
     }
+    // A page in the trash through an ancestor cannot be edited, not even to be trashed or
+    // restored: Notion answers 400 "Can't edit block that is archived" (only the trashed page
+    // itself can be restored).
+    if s.pages[id].parent.as_deref().is_some_and(|p| trashed(s, p)) {
+        return archived();
+    }
     if let Some(flag) = body["in_trash"].as_bool() {
         s.pages.get_mut(id).unwrap().in_trash = flag;
     }
