@@ -100,6 +100,31 @@ pub async fn store_pr(t: &Tables, repo: &str, number: u64, installation: u64) {
     assert_eq!(response.status, 200, "{response:?}");
 }
 
+/// PR `number` of `repo` stored by the webhook with `body`, delivered by a repository's own
+/// webhook: no installation named, so enrichment asks which installation can see it.
+pub async fn store_unnamed_pr(t: &Tables, repo: &str, number: u64, body: &str) {
+    let mut p = merged_payload();
+    let (owner, name) = repo.split_once('/').unwrap();
+    p["repository"]["full_name"] = repo.into();
+    p["repository"]["name"] = name.into();
+    p["repository"]["owner"]["login"] = owner.into();
+    p["number"] = number.into();
+    p["pull_request"]["number"] = number.into();
+    p["pull_request"]["body"] = body.into();
+    p["pull_request"]["html_url"] = format!("https://github.com/{repo}/pull/{number}").into();
+    if let Some(o) = p.as_object_mut() {
+        o.remove("installation");
+    }
+    let response = handler(t.prs.clone())
+        .handle(signed(
+            "pull_request",
+            &format!("guid-unnamed-{number}"),
+            serde_json::to_vec(&p).unwrap(),
+        ))
+        .await;
+    assert_eq!(response.status, 200, "{response:?}");
+}
+
 /// Enrichment's configuration against `github`, with no credential: the caller adds one.
 pub fn enrich_config(t: &Tables, github: &GitHubStandIn) -> EnrichConfig {
     EnrichConfig {
@@ -414,8 +439,9 @@ async fn a_repository_the_app_is_not_on_is_refused_by_the_token_function_and_ski
         .into_iter()
         .map(|i| i.payload)
         .collect();
+    // Its installation's token could not see it: the function was told to ask GitHub afresh.
     assert!(
-        asked.contains(&serde_json::json!({"repo": "other-org/service"})),
+        asked.contains(&serde_json::json!({"repo": "other-org/service", "fresh": true})),
         "{asked:?}"
     );
 }
@@ -435,5 +461,125 @@ async fn enrich_refuses_to_start_with_the_app_key_beside_a_token_function() {
     assert!(
         message.contains("TOKEN_FUNCTION_NAME") && message.contains("must not hold the key"),
         "{message}"
+    );
+}
+
+/// The enrich handler reading GitHub as the App through the token function `lambda` serves.
+async fn through_function(
+    t: &Tables,
+    github: &GitHubStandIn,
+    lambda: &support::lambda_standin::LambdaStandIn,
+) -> Arc<stages::enrich::EnrichHandler> {
+    let mut config = enrich_config(t, github);
+    config.token_function = Some(TOKEN_FUNCTION.into());
+    Arc::new(
+        stages::enrich::EnrichHandler::from_configs(
+            &config,
+            &sdk().await,
+            &infra::emulator::sdk_config(lambda.url()).await,
+        )
+        .await
+        .unwrap(),
+    )
+}
+
+/// What enrich asked the token function, in order.
+fn asked(lambda: &support::lambda_standin::LambdaStandIn) -> Vec<serde_json::Value> {
+    lambda
+        .invocations()
+        .into_iter()
+        .map(|i| i.payload)
+        .collect()
+}
+
+/// The App removed from a repository while both enrich and the (warm) token function remember
+/// its installation: enrich forgets it, and so must the token function, so GitHub is asked
+/// again and says the App is not installed there; added to another installation, the next PR
+/// is enriched with that installation's token.
+#[tokio::test]
+async fn a_repository_moved_off_its_installation_is_asked_for_again_through_the_token_function() {
+    let t = fresh_tables(&sdk().await).await;
+    let repo = "moving-org/service";
+    let github = installed(&t, repo, 61, 91).await;
+    let lambda = token_function(&github).await;
+    let enrich = through_function(&t, &github, &lambda).await;
+    // No installation named: the token function finds (and keeps) the repository's.
+    store_unnamed_pr(&t, repo, 62, "").await;
+    github.put_pull(repo, standin_pull(repo, 62, 2));
+    run(&enrich, vec![insert_record(&t, repo, 62).await]).await;
+    assert!(stored_row(&t.prs, repo, 62)
+        .await
+        .contains_key(attr::ENRICHED_AT));
+    assert_eq!(asked(&lambda), vec![serde_json::json!({"repo": repo})]);
+
+    github.remove_from_installation(91, repo);
+    store_unnamed_pr(&t, repo, 63, "").await;
+    github.put_pull(repo, standin_pull(repo, 63, 2));
+    run(&enrich, vec![insert_record(&t, repo, 63).await]).await;
+    let row = stored_row(&t.prs, repo, 63).await;
+    let reason = text(&row, attr::ENRICH_SKIPPED_REASON).unwrap_or_default();
+    assert!(
+        reason.contains("not installed on moving-org/service"),
+        "GitHub was asked again, and the reason says so: {row:?}"
+    );
+    assert_eq!(
+        asked(&lambda)[1..],
+        [serde_json::json!({"repo": repo, "fresh": true})],
+        "enrich told the token function to forget what it knew"
+    );
+
+    // Installed again on the repository, as another installation: found, and enriched.
+    github.uninstall(91);
+    github.add_installation(
+        92,
+        "moving-org",
+        vec![InstalledSpec {
+            full_name: repo.into(),
+            archived: false,
+            empty: false,
+        }],
+    );
+    store_unnamed_pr(&t, repo, 64, "").await;
+    github.put_pull(repo, standin_pull(repo, 64, 2));
+    run(&enrich, vec![insert_record(&t, repo, 64).await]).await;
+    let row = stored_row(&t.prs, repo, 64).await;
+    assert!(row.contains_key(attr::ENRICHED_AT), "{row:?}");
+    assert_eq!(text(&row, attr::ENRICH_SKIPPED_REASON), None, "{row:?}");
+}
+
+/// An Enterprise Server without GraphQL's closing references: REST reads the PR and its linked
+/// issue, with a token of an installation that has not granted `issues`. GitHub's 403 on the
+/// issue means "not readable": the PR is enriched without it, never skipped.
+#[tokio::test]
+async fn the_rest_path_enriches_a_pr_without_its_issues_when_issues_are_not_granted() {
+    let t = fresh_tables(&sdk().await).await;
+    let repo = "lean-org/legacy";
+    let github = installed(&t, repo, 13, 43).await;
+    github.set_installation_permissions(
+        43,
+        serde_json::json!({"contents": "read", "metadata": "read", "pull_requests": "read"}),
+    );
+    github.without_field("PullRequest", "closingIssuesReferences");
+    github.add_pull(
+        repo,
+        14,
+        infra::github_standin::rest::PullSpec::with_files(3),
+    );
+    github.add_issue(repo, 5, "The issue it closes", "closed");
+    store_unnamed_pr(&t, repo, 14, "Fixes #5").await;
+    let enrich = with_key(&t, &github).await;
+    run(&enrich, vec![insert_record(&t, repo, 14).await]).await;
+
+    let row = stored_row(&t.prs, repo, 14).await;
+    assert_eq!(text(&row, attr::ENRICH_SKIPPED_REASON), None, "{row:?}");
+    assert!(row.contains_key(attr::ENRICHED_AT), "{row:?}");
+    assert!(row.contains_key(attr::FILES), "{row:?}");
+    assert_eq!(linked_issues(&row), 0, "{row:?}");
+    assert!(
+        github
+            .requests()
+            .iter()
+            .any(|r| r.path == format!("/repos/{repo}/issues/5")),
+        "the REST path asked for the issue"
     );
 }

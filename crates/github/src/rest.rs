@@ -242,6 +242,19 @@ impl GitHubClient {
                 }))
             }
             Err(GitHubError::Gone { .. }) => Ok(None),
+            // An installation that has not granted `issues` (app.yml calls it optional):
+            // GitHub refuses its token every issue. Not readable, as a missing one is; the PR
+            // is enriched without it.
+            Err(GitHubError::Refused {
+                status: 403,
+                message,
+                ..
+            }) if matches!(self.auth, crate::installation::Auth::Installation { .. })
+                && message.contains("not accessible by integration") =>
+            {
+                tracing::info!(repo = %repo, number, "the installation's token may not read issues; the linked issue is left out");
+                Ok(None)
+            }
             Err(e) => Err(e),
         }
     }

@@ -35,6 +35,9 @@ struct State {
     gone: HashSet<u64>,
     /// Installations whose token GitHub refused: the next request asks for a new one.
     renew: HashSet<u64>,
+    /// Repositories whose installation was forgotten: the function is told to ask GitHub
+    /// again, not answer from its own memory.
+    fresh: HashSet<String>,
 }
 
 /// Installation tokens from the token function.
@@ -164,13 +167,21 @@ impl TokenSource for LambdaTokens {
                 return Ok(*id);
             }
             // The answer is the installation's token too: the next request needs it anyway.
-            let (id, _) = self
+            let fresh = self.state().fresh.contains(repo);
+            let answer = self
                 .ask(TokenRequest {
                     repo: Some(repo.to_string()),
+                    fresh,
                     ..TokenRequest::default()
                 })
-                .await?;
-            self.state().installations.insert(repo.to_string(), id);
+                .await;
+            let mut st = self.state();
+            // Asked afresh once GitHub answered; a failure to reach it asks afresh again.
+            if answer.as_ref().map_or_else(|e| e.is_permanent(), |_| true) {
+                st.fresh.remove(repo);
+            }
+            let (id, _) = answer?;
+            st.installations.insert(repo.to_string(), id);
             Ok(id)
         })
     }
@@ -218,6 +229,8 @@ impl TokenSource for LambdaTokens {
     }
 
     fn forget(&self, repo: &str) {
-        self.state().installations.remove(repo);
+        let mut st = self.state();
+        st.installations.remove(repo);
+        st.fresh.insert(repo.to_string());
     }
 }

@@ -38,12 +38,16 @@ pub struct TokenRequest {
     /// GitHub refused the token in hand (401): mint a new one rather than hand it back.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub renew: bool,
+    /// The repository's installation may have changed (its token could not see it): ask
+    /// GitHub again rather than answer from memory.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fresh: bool,
 }
 
 /// A request that passed [`TokenRequest::validate`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Asked {
-    Repo(RepoName),
+    Repo { repo: RepoName, fresh: bool },
     Installation { id: u64, renew: bool },
 }
 
@@ -57,8 +61,14 @@ impl TokenRequest {
     /// `..`); an installation is a positive id GitHub could have issued; not both, not neither.
     pub fn validate(&self) -> Result<Asked, String> {
         match (&self.repo, self.installation) {
-            (Some(repo), None) if !self.renew => valid_repo(repo).map(Asked::Repo),
+            (Some(repo), None) if !self.renew => valid_repo(repo).map(|repo| Asked::Repo {
+                repo,
+                fresh: self.fresh,
+            }),
             (Some(_), None) => Err("renew goes with an installation, not a repository".into()),
+            (None, Some(_)) if self.fresh => {
+                Err("fresh goes with a repository, not an installation".into())
+            }
             (None, Some(id)) if id > 0 && id <= i64::MAX as u64 => Ok(Asked::Installation {
                 id,
                 renew: self.renew,
@@ -376,7 +386,12 @@ impl TokenHandler {
     async fn answer(&self, asked: &Asked) -> Result<TokenResponse, InstallationError> {
         let app = self.app();
         let installation = match asked {
-            Asked::Repo(repo) => app.installation_of(repo.as_str()).await?,
+            Asked::Repo { repo, fresh } => {
+                if *fresh {
+                    app.forget(repo.as_str());
+                }
+                app.installation_of(repo.as_str()).await?
+            }
             Asked::Installation { id, renew } => {
                 if *renew {
                     app.renew(*id);
@@ -453,9 +468,17 @@ mod tests {
     fn a_request_names_one_valid_repository_or_installation() {
         assert_eq!(
             request(serde_json::json!({"repo": "octo-org/hello_world.rs"})),
-            Ok(Asked::Repo(
-                RepoName::parse("octo-org/hello_world.rs").unwrap()
-            ))
+            Ok(Asked::Repo {
+                repo: RepoName::parse("octo-org/hello_world.rs").unwrap(),
+                fresh: false
+            })
+        );
+        assert_eq!(
+            request(serde_json::json!({"repo": "octo-org/hello", "fresh": true})),
+            Ok(Asked::Repo {
+                repo: RepoName::parse("octo-org/hello").unwrap(),
+                fresh: true
+            })
         );
         assert_eq!(
             request(serde_json::json!({"installation": 42, "renew": true})),
@@ -468,6 +491,7 @@ mod tests {
             serde_json::json!({}),
             serde_json::json!({"repo": "a/b", "installation": 1}),
             serde_json::json!({"repo": "a/b", "renew": true}),
+            serde_json::json!({"installation": 3, "fresh": true}),
             serde_json::json!({"installation": 0}),
             serde_json::json!({"installation": -1}),
             serde_json::json!({"installation": u64::MAX}),
