@@ -266,8 +266,7 @@ impl NotionPublisher {
             if let Some(id) = id_of(&known, key.label()) {
                 match self.client.trash_page(&id, set.deadline).await {
                     Ok(()) => {}
-                    // In the trash already, itself or under a page a person trashed: Notion
-                    // refuses to edit it ("Can't edit block that is archived").
+                    // In the trash already (or under a page a person trashed): "archived".
                     Err(e) if e.is_archived() => {}
                     // Gone already, if the integration can still see its tree.
                     Err(e) if e.is_not_found() && self.is_gone(&id, set).await? => {}
