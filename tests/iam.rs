@@ -1143,7 +1143,7 @@ fn the_context_write_is_held_to_repository_partitions_and_its_attributes() {
 }
 
 /// The webhook's writes for a repository's lifecycle: the tombstone only in the `#org/`
-/// partitions and only the row's attributes; the stale mark only in repositories' partitions
+/// partitions and only the tombstone's attributes (never the row's content); the stale mark only in repositories' partitions
 /// and only the marker's. Neither may touch a page's Notion ids, hooks or PR rows.
 #[test]
 fn the_webhook_lifecycle_writes_are_held_to_their_partitions_and_attributes() {
@@ -1166,19 +1166,19 @@ fn the_webhook_lifecycle_writes_are_held_to_their_partitions_and_attributes() {
         select: None,
     };
     let forget = statement("ForgetOrgRows");
-    let tombstone = [
-        "repo",
-        "module",
-        "org",
-        "goneWhy",
-        "lifeAt",
-        "lifeDeliveries",
-    ];
+    let tombstone = ["repo", "module", "goneWhy", "lifeAt", "lifeDelivery"];
     assert_eq!(
         forget.admits(&call("#org/acme", "acme/old", &tombstone), Some("repo")),
         Ok(())
     );
+    // Reading back what it wrote over (its own attributes) tells a repeat from a first time.
+    let mut updated_old = call("#org/acme", "acme/old", &tombstone);
+    updated_old.return_values = Some("UPDATED_OLD".into());
+    assert_eq!(forget.admits(&updated_old, Some("repo")), Ok(()));
     for refused in [
+        // A row's content: the webhook may tombstone a row, never write one.
+        call("#org/acme", "acme/old", &["repo", "module", "org"]),
+        call("#org/acme", "acme/old", &["repo", "module", "org", "goneWhy"]),
         call("acme/old", "#index", &tombstone),
         call("#hooks", "acme/old", &tombstone),
         call("#org/acme", "#index", &["repo", "module", "notion"]),

@@ -51,8 +51,8 @@ def check_not_in_moto(report, tpl, values, live, ev):
                  contexts and "dynamodb:PutItem" not in as_list(contexts[0].get("Action", [])))
 
     # The webhook's repository lifecycle writes: the tombstone only in the #org/ partitions and
-    # only the row's attributes; the stale mark only in repositories' partitions and only the
-    # marker's (never a page's Notion ids, a hook, a lease).
+    # only the tombstone's attributes (never the row's content); the stale mark only in
+    # repositories' partitions and only the marker's (never a page's Notion ids, a hook, a lease).
     webhook_role = ref_target(res["WebhookFunction"]["Properties"]["Role"])
     webhook = {st.get("Sid"): st.get("Condition", {}) for pol in res[webhook_role]["Properties"]["Policies"]
                for st in statements(pol.get("PolicyDocument", {}))}
@@ -61,8 +61,13 @@ def check_not_in_moto(report, tpl, values, live, ev):
                  as_list(forget.get("ForAllValues:StringLike", {}).get("dynamodb:LeadingKeys", [])) == ["#org/*"],
                  json.dumps(forget))
     attrs = set(as_list(forget.get("ForAllValues:StringEquals", {}).get("dynamodb:Attributes", [])))
-    report.check("WebhookFunction ForgetOrgRows limited to the row and its tombstone (dynamodb:Attributes)",
-                 "org" in attrs and attrs <= {"repo", "module", "org", "goneWhy", "lifeAt", "lifeDeliveries"},
+    report.check("WebhookFunction ForgetOrgRows limited to the tombstone, never the row (dynamodb:Attributes)",
+                 "goneWhy" in attrs and "org" not in attrs
+                 and attrs <= {"repo", "module", "goneWhy", "lifeAt", "lifeDelivery"},
+                 json.dumps(forget))
+    report.check("WebhookFunction ForgetOrgRows reads back at most what it wrote over (dynamodb:ReturnValues)",
+                 set(as_list(forget.get("StringEqualsIfExists", {}).get("dynamodb:ReturnValues", [])))
+                 <= {"NONE", "UPDATED_OLD"},
                  json.dumps(forget))
     report.check("WebhookFunction MarkIndexStale never reaches a #-partition (dynamodb:LeadingKeys)",
                  "#*" in as_list(mark.get("ForAllValues:StringNotLike", {}).get("dynamodb:LeadingKeys", [])),

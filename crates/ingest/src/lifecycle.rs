@@ -1,14 +1,16 @@
 //! A repository's life as the organisation page sees it: the `repository` deliveries that
-//! change which names exist (`renamed`, `transferred`, `deleted`, `created`) and the
-//! `installation_repositories` ones that change what the App's installation sees (`removed`,
-//! `added`), read into the names that are gone and the names that (again) exist.
+//! change which names exist (`renamed`, `transferred`, `deleted`, `created`), read into the
+//! names that are gone and the names that (again) exist; and `installation_repositories.added`,
+//! a name the App sees (again). `installation_repositories.removed` forgets nothing: the
+//! repository still exists, and `chronicle status` lists it as one the App "does not see".
 //!
 //! Shapes: @octokit/webhooks-types 7.6 (`RepositoryRenamedEvent`: the old name in
 //! `changes.repository.name.from`, `repository` already the new one;
 //! `RepositoryTransferredEvent`: the old owner in `changes.owner.from.user` or
-//! `.organization`; `InstallationRepositoriesRemovedEvent`: `repositories_removed[].full_name`).
+//! `.organization`; `InstallationRepositoriesAddedEvent`: `repositories_added[].full_name`).
 
 use serde::Deserialize;
+use time::OffsetDateTime;
 
 use crate::payload::{parse, PayloadError};
 use chronicle_domain::{InvalidRepoName, RepoName};
@@ -21,7 +23,18 @@ pub struct Lifecycle {
     pub gone: Vec<(RepoName, String)>,
     /// Names that exist (again): a row earlier forgotten under this name may come back.
     pub live: Vec<RepoName>,
+    /// When the event happened, from the payload (`repository.updated_at`, which a rename or
+    /// transfer moves on): the same for every redelivery of it, so events of one name are
+    /// applied in the order they happened, not in the order they arrived. `None`
+    /// (`installation_repositories` carries no such time): only lifts a tombstone, and never
+    /// holds a later event back.
+    pub at: Option<OffsetDateTime>,
 }
+
+/// The `repository` actions read here (and worth a redelivery when one failed).
+pub const REPOSITORY_ACTIONS: &[&str] = &["renamed", "transferred", "deleted", "created"];
+/// The `installation_repositories` actions read here.
+pub const INSTALLATION_REPOSITORIES_ACTIONS: &[&str] = &["added"];
 
 /// A lifecycle delivery, or why it is not one.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,6 +54,20 @@ struct RepositoryEvent {
 #[derive(Deserialize)]
 struct Repository {
     full_name: String,
+    /// RFC 3339 in `repository` events; epoch seconds in some older payloads.
+    #[serde(default)]
+    updated_at: Option<serde_json::Value>,
+}
+
+/// `repository.updated_at` as a time, in either of the shapes GitHub sends.
+fn updated_at(value: Option<&serde_json::Value>) -> Option<OffsetDateTime> {
+    match value? {
+        serde_json::Value::String(s) => {
+            OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).ok()
+        }
+        serde_json::Value::Number(n) => OffsetDateTime::from_unix_timestamp(n.as_i64()?).ok(),
+        _ => None,
+    }
 }
 
 #[derive(Deserialize, Default)]
@@ -107,7 +134,10 @@ pub fn classify_repository(json: &[u8]) -> Result<Classified, PayloadError> {
     let now = repo_name("repository.full_name", &event.repository.full_name)?;
     let (owner, name) = now.as_str().split_once('/').unwrap_or_default();
     let changes = event.changes.unwrap_or_default();
-    let mut out = Lifecycle::default();
+    let mut out = Lifecycle {
+        at: updated_at(event.repository.updated_at.as_ref()),
+        ..Default::default()
+    };
     match event.action.as_str() {
         "renamed" => {
             let from = changes
@@ -152,13 +182,12 @@ pub fn classify_installation_repositories(json: &[u8]) -> Result<Classified, Pay
     let mut out = Lifecycle::default();
     match event.action.as_str() {
         "removed" => {
-            for r in event.repositories_removed {
-                let why = format!("removed from installation {}", event.installation.id);
-                out.gone.push((
-                    repo_name("repositories_removed[].full_name", &r.full_name)?,
-                    why,
-                ));
-            }
+            return Ok(Classified::Ignored(format!(
+                "{} repositories removed from installation {}: they still exist; \
+                 `chronicle status` lists them as not seen",
+                event.repositories_removed.len(),
+                event.installation.id
+            )))
         }
         "added" => {
             for r in event.repositories_added {
@@ -225,15 +254,28 @@ mod tests {
             classify_repository(bare.to_string().as_bytes()).unwrap_err(),
             PayloadError::MissingField("changes.repository".into())
         );
+        // Removed from the installation: it still exists; nothing is forgotten.
         let removed = json!({
             "action": "removed",
             "installation": {"id": 31},
             "repositories_added": [],
             "repositories_removed": [{"full_name": "acme/web"}, {"full_name": "acme/ops"}],
         });
-        let l =
-            lifecycle(classify_installation_repositories(removed.to_string().as_bytes()).unwrap());
-        assert_eq!(names(&l).0, ["acme/web", "acme/ops"]);
-        assert_eq!(l.gone[0].1, "removed from installation 31");
+        assert!(matches!(
+            classify_installation_repositories(removed.to_string().as_bytes()).unwrap(),
+            Classified::Ignored(_)
+        ));
+    }
+
+    #[test]
+    fn the_event_time_is_the_payloads_updated_at_in_either_shape() {
+        let at = |v: serde_json::Value| {
+            let e = json!({"action": "deleted", "repository": {"full_name": "acme/x", "updated_at": v}});
+            lifecycle(classify_repository(e.to_string().as_bytes()).unwrap()).at
+        };
+        let t = OffsetDateTime::from_unix_timestamp(1_557_933_678).unwrap();
+        assert_eq!(at(json!("2019-05-15T15:21:18Z")), Some(t));
+        assert_eq!(at(json!(1_557_933_678)), Some(t));
+        assert_eq!(at(json!(null)), None);
     }
 }

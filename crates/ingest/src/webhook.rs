@@ -22,7 +22,7 @@ use crate::signature;
 use chronicle_aws::secret::{Resolve, Secret, SecretError};
 use chronicle_config::WebhookConfig;
 use chronicle_domain::hook::{HookRef, HOOK_ID_HEADER, HOOK_TARGET_TYPE_HEADER};
-use chronicle_domain::{Delivery, MergedPullRequest};
+use chronicle_domain::{Delivery, MergedPullRequest, RepoName};
 use chronicle_store::{HookStore, PageStore, PrStore, StoreError, UpsertOutcome};
 
 pub const EVENT_HEADER: &str = "x-github-event";
@@ -108,6 +108,39 @@ pub struct WebhookHandler {
     hooks_recorded: std::sync::Mutex<std::collections::HashMap<HookRef, Option<Instant>>>,
     /// The organisation rows a repository's lifecycle events forget and restore.
     org_rows: Option<PageStore>,
+}
+
+/// The names of one lifecycle delivery written at once: a few hundred finish in well under a
+/// second, far inside the webhook's time, without a burst that DynamoDB would throttle.
+pub const LIFECYCLE_CONCURRENCY: usize = 16;
+
+/// Forgets (`why`) or restores one name, then marks its index stale if the write changed the
+/// name's standing or repeats this delivery. `true`: its standing changed now.
+async fn apply_name(
+    pages: &PageStore,
+    repo: &RepoName,
+    why: Option<&str>,
+    delivery: &str,
+    at: Option<OffsetDateTime>,
+    received: OffsetDateTime,
+) -> Result<bool, StoreError> {
+    let applied = match why {
+        // A payload without its time is ordered by its arrival.
+        Some(why) => {
+            pages
+                .forget_org_repo(repo, why, delivery, at.unwrap_or(received))
+                .await?
+        }
+        None => pages.restore_org_repo(repo, delivery, at).await?,
+    };
+    let Some(applied) = applied else {
+        return Ok(false);
+    };
+    let changed = applied.was_gone != why.is_some();
+    if changed || applied.again {
+        pages.mark_index_rebuild(repo.as_str(), received).await?;
+    }
+    Ok(changed && !applied.again)
 }
 
 /// The hook's record never holds a delivery up for longer than this.
@@ -444,9 +477,10 @@ impl WebhookHandler {
                     .map(|(r, _)| r)
                     .or(change.live.first())
                     .map(|r| r.to_string());
-                let Some(id) = log.delivery_id.clone() else {
+                // Recorded on the name's item as the last delivery applied: never empty.
+                let Some(id) = log.delivery_id.clone().filter(|id| !id.trim().is_empty()) else {
                     return Respond(
-                        WebhookResponse::error(400, "missing header X-GitHub-Delivery"),
+                        WebhookResponse::error(400, "missing or empty header X-GitHub-Delivery"),
                         "bad_request",
                     );
                 };
@@ -461,10 +495,11 @@ impl WebhookHandler {
         }
     }
 
-    /// Forgets the rows of the names gone and lifts the tombstones of the names live again;
-    /// each name changed has its index marked stale, so its build publishes its owner's
-    /// organisation page again (a forgotten name's build no longer lists it). Every write is
-    /// conditional on the delivery: delivered again, nothing changes.
+    /// Forgets the rows of the names gone and lifts the tombstones of the names live again,
+    /// [`LIFECYCLE_CONCURRENCY`] names at a time (an `installation_repositories.added` can name
+    /// hundreds); each name changed has its index marked stale, so its build publishes its
+    /// owner's organisation page again. Delivered again, no row changes, but the marks are made
+    /// again (the earlier attempt may have failed between its two writes).
     async fn apply_lifecycle(
         &self,
         change: &Lifecycle,
@@ -473,40 +508,53 @@ impl WebhookHandler {
         let Some(pages) = &self.org_rows else {
             return (WebhookResponse::error(500, "no pages table"), "store_error");
         };
-        let at = delivery.received_at;
-        let result: Result<(Vec<String>, Vec<String>), StoreError> = async {
-            let (mut forgotten, mut restored) = (Vec::new(), Vec::new());
-            for (repo, why) in &change.gone {
-                if pages.forget_org_repo(repo, why, &delivery.id, at).await? {
-                    pages.mark_index_rebuild(repo.as_str(), at).await?;
-                    forgotten.push(repo.to_string());
-                }
+        let mut work = change
+            .gone
+            .iter()
+            .map(|(repo, why)| (repo.clone(), Some(why.clone())))
+            .chain(change.live.iter().map(|repo| (repo.clone(), None)));
+        let mut tasks = tokio::task::JoinSet::new();
+        let (mut forgotten, mut restored) = (Vec::new(), Vec::new());
+        let failed = loop {
+            while tasks.len() < LIFECYCLE_CONCURRENCY {
+                let Some((repo, why)) = work.next() else {
+                    break;
+                };
+                let (pages, id, at) = (pages.clone(), delivery.id.clone(), change.at);
+                let received = delivery.received_at;
+                tasks.spawn(async move {
+                    let changed =
+                        apply_name(&pages, &repo, why.as_deref(), &id, at, received).await;
+                    (repo, why.is_some(), changed)
+                });
             }
-            for repo in &change.live {
-                if pages.restore_org_repo(repo, &delivery.id, at).await? {
-                    pages.mark_index_rebuild(repo.as_str(), at).await?;
-                    restored.push(repo.to_string());
-                }
+            match tasks.join_next().await {
+                None => break None,
+                Some(Ok((repo, gone, Ok(true)))) => match gone {
+                    true => forgotten.push(repo.to_string()),
+                    false => restored.push(repo.to_string()),
+                },
+                Some(Ok((_, _, Ok(false)))) => {}
+                Some(Ok((_, _, Err(e)))) => break Some(e.to_string()),
+                Some(Err(e)) => break Some(e.to_string()),
             }
-            Ok((forgotten, restored))
+        };
+        if let Some(error) = failed {
+            tracing::error!(error, "applying the repository's lifecycle event failed");
+            return (
+                WebhookResponse::error(
+                    500,
+                    "storing the delivery failed; redeliver it from GitHub",
+                ),
+                "store_error",
+            );
         }
-        .await;
-        match result {
-            Ok((forgotten, restored)) => (
-                WebhookResponse::new(200, json!({ "forgotten": forgotten, "restored": restored })),
-                "lifecycle",
-            ),
-            Err(e) => {
-                tracing::error!(error = %e, "applying the repository's lifecycle event failed");
-                (
-                    WebhookResponse::error(
-                        500,
-                        "storing the delivery failed; redeliver it from GitHub",
-                    ),
-                    "store_error",
-                )
-            }
-        }
+        forgotten.sort();
+        restored.sort();
+        (
+            WebhookResponse::new(200, json!({ "forgotten": forgotten, "restored": restored })),
+            "lifecycle",
+        )
     }
 
     async fn store_pr(

@@ -1,59 +1,85 @@
 //! A repository name's life on its owner's organisation page, as the webhook learns it from
-//! GitHub (`repository` renamed / transferred / deleted / created, `installation_repositories`
-//! removed / added).
+//! GitHub (`repository` renamed / transferred / deleted / created, and
+//! `installation_repositories.added`).
 //!
-//! - A name that no longer exists (or that the App no longer sees) is forgotten: its row is
-//!   removed and a tombstone (`goneWhy`) is left on its item, so that a late build of that
-//!   name (a PR of the old name delivered after the rename) cannot write the row back:
-//!   [`PageStore::put_org_repo`] is conditional on it.
+//! - A name that no longer exists is forgotten: a tombstone (`goneWhy`) is put on its item.
+//!   Readers skip a tombstoned item ([`PageStore::org_repos`]), and a late build of that name
+//!   (a PR of the old name delivered after the rename) cannot write the row back:
+//!   [`PageStore::put_org_repo`] is conditional on it. The row itself is left in place: the
+//!   webhook's role may write only the tombstone's attributes, never a row's content.
 //! - A name that exists again (renamed back, a new repository of a deleted one's name, added
-//!   to the installation again) has its tombstone lifted; its next index build lists it.
-//! - Each write is conditional on the delivery not having been applied (`lifeDeliveries`, the
-//!   deliveries applied to this name) and on no later event of the name having been (`lifeAt`,
-//!   when the last one was received): a duplicate or late delivery changes nothing.
+//!   to the installation) has its tombstone lifted; its index is marked stale, and its build
+//!   writes the row afresh.
+//! - Events of one name are applied in the order they happened (`lifeAt`, the event's time
+//!   from its payload, recorded by every ordered event, a restore of a name never forgotten
+//!   included): an earlier event delivered late changes nothing. `lifeDelivery` is the last
+//!   delivery applied (one id, not a growing list), so a delivery applied again is told apart.
+//!   A tombstone's `goneWhy` names its delivery too.
 //!
 //! The webhook makes these writes; its role may write only these attributes, only in the
 //! `#org/` partitions (template.yaml, `ForgetOrgRows`).
 
-use super::org::{org_partition, ORG};
+use super::org::org_partition;
 use super::*;
 
 /// Why the name's row was forgotten; present while it is.
 pub(super) const GONE_WHY: &str = "goneWhy";
-/// When the last lifecycle event applied to the name was received.
+/// When the last ordered lifecycle event applied to the name happened.
 const LIFE_AT: &str = "lifeAt";
-/// The deliveries applied to the name (a handful over a repository's life).
-const LIFE_DELIVERIES: &str = "lifeDeliveries";
+/// The last delivery applied to the name, and when: `<delivery id> <time written>`.
+const LIFE_DELIVERY: &str = "lifeDelivery";
+
+/// A lifecycle write that was applied, and what the name's item held before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LifeApplied {
+    /// The name was forgotten before this write.
+    pub was_gone: bool,
+    /// This same delivery was the last one applied: it is delivered again (an earlier
+    /// attempt's later steps may have failed).
+    pub again: bool,
+}
 
 impl PageStore {
     /// Forgets `repo`'s row on its owner's organisation page (`why`: "renamed to …",
-    /// "deleted", …), for the delivery `delivery` received at `at`. `false`: that delivery, or
-    /// a later event of the name, was applied already; nothing was written.
+    /// "deleted", …), for the delivery `delivery` of an event that happened at `at`. `None`: a
+    /// later event of the name was applied already; nothing was written.
     pub async fn forget_org_repo(
         &self,
         repo: &chronicle_domain::RepoName,
         why: &str,
         delivery: &str,
         at: OffsetDateTime,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<Option<LifeApplied>, StoreError> {
         let mut u = Update::default();
-        u.remove(ORG);
-        u.set(GONE_WHY, AttributeValue::S(why.to_string()));
-        self.apply_life(u, repo, delivery, at, None).await
+        // Named with its delivery: only a repeat of it writes the same value (see apply_life).
+        let why = format!("{why} (delivery {delivery})");
+        u.set(GONE_WHY, AttributeValue::S(why));
+        self.apply_life(u, repo, delivery, Some(at), None).await
     }
 
-    /// Lifts the tombstone of `repo`'s row, if it has one: the name exists again (a delivery
-    /// received at `at`). `false`: no tombstone, or the delivery (or a later one) was applied.
+    /// Lifts the tombstone of `repo`'s row, if it has one: the name exists (again), by an
+    /// event that happened at `at`. `at` `None` (an event whose payload has no time): the
+    /// tombstone is lifted only if there is one (or this delivery lifted it), and no order is
+    /// recorded. `None`: a later event of the name was applied already, or (unordered) there
+    /// was nothing to lift.
     pub async fn restore_org_repo(
         &self,
         repo: &chronicle_domain::RepoName,
         delivery: &str,
-        at: OffsetDateTime,
-    ) -> Result<bool, StoreError> {
+        at: Option<OffsetDateTime>,
+    ) -> Result<Option<LifeApplied>, StoreError> {
         let mut u = Update::default();
         u.remove(GONE_WHY);
-        let gone = format!("attribute_exists({})", u.name(GONE_WHY));
-        self.apply_life(u, repo, delivery, at, Some(gone)).await
+        // Unordered: only a tombstone is lifted (or this delivery's own, delivered again).
+        let also = at.is_none().then(|| {
+            format!(
+                "(attribute_exists({}) OR begins_with({}, {}))",
+                u.name(GONE_WHY),
+                u.name(LIFE_DELIVERY),
+                u.value("delivery", Some(AttributeValue::S(format!("{delivery} "))))
+            )
+        });
+        self.apply_life(u, repo, delivery, at, also).await
     }
 
     async fn apply_life(
@@ -61,32 +87,49 @@ impl PageStore {
         mut u: Update,
         repo: &chronicle_domain::RepoName,
         delivery: &str,
-        at: OffsetDateTime,
+        at: Option<OffsetDateTime>,
         also: Option<String>,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<Option<LifeApplied>, StoreError> {
         let (owner, _) = repo.as_str().split_once('/').unwrap_or_default();
-        u.set(LIFE_AT, AttributeValue::S(rfc3339_millis(at)));
-        u.add(
-            LIFE_DELIVERIES,
-            AttributeValue::Ss(vec![delivery.to_string()]),
-        );
-        let mut condition = format!(
-            "(attribute_not_exists({life}) OR {life} <= {at}) AND NOT contains({deliveries}, {delivery})",
-            life = u.name(LIFE_AT),
-            at = u.value(LIFE_AT, None),
-            deliveries = u.name(LIFE_DELIVERIES),
-            delivery = u.value("delivery", Some(AttributeValue::S(delivery.to_string()))),
-        );
-        if let Some(also) = also {
-            condition = format!("{also} AND {condition}");
+        // UPDATED_OLD may leave out an attribute whose value a write does not change (the
+        // emulator does): the delivery is recorded with the write's own time, so its old value
+        // always comes back, and tells a repeat of this delivery from a first time.
+        let written = format!("{delivery} {}", rfc3339_millis(OffsetDateTime::now_utc()));
+        u.set(LIFE_DELIVERY, AttributeValue::S(written));
+        let mut conditions: Vec<String> = also.into_iter().collect();
+        if let Some(at) = at {
+            u.set(LIFE_AT, AttributeValue::S(rfc3339_millis(at)));
+            // Ties apply: two events of one name in the same second are both applied.
+            conditions.push(format!(
+                "(attribute_not_exists({life}) OR {life} <= {at})",
+                life = u.name(LIFE_AT),
+                at = u.value(LIFE_AT, None),
+            ));
         }
-        let result = u
+        let mut request = u
             .apply(self.update(&org_partition(owner), repo.as_str()))
-            .condition_expression(condition)
-            .send()
-            .await;
+            // Only the attributes this write changes, all of them its own.
+            .return_values(ReturnValue::UpdatedOld);
+        if !conditions.is_empty() {
+            request = request.condition_expression(conditions.join(" AND "));
+        }
+        let result = request.send().await;
         self.meter.write();
-        applied(&self.table, "UpdateItem", result)
+        match result {
+            Ok(out) => {
+                let old = out.attributes.unwrap_or_default();
+                Ok(Some(LifeApplied {
+                    was_gone: old.contains_key(GONE_WHY),
+                    again: old
+                        .get(LIFE_DELIVERY)
+                        .and_then(|v| v.as_s().ok())
+                        .and_then(|v| v.split_once(' '))
+                        .is_some_and(|(id, _)| id == delivery),
+                }))
+            }
+            // A refused condition is `None`; any other error is the caller's.
+            Err(e) => applied(&self.table, "UpdateItem", Err::<(), _>(e)).map(|_| None),
+        }
     }
 
     /// Marks `repo`'s index page stale, if it has one: its build records its row on its
