@@ -32,6 +32,7 @@ use crate::secret::SecretError;
 use crate::store::{
     attr, string, DeliveryState, HookRecord, HookStore, Known, PrStore, StoreError,
 };
+use chronicle_ingest::lifecycle;
 
 /// Listing pages read per hook per run (100 deliveries each).
 pub const MAX_PAGES_PER_HOOK: usize = 20;
@@ -404,6 +405,22 @@ impl Redeliverer {
         delivery: &HookDelivery,
         again: Option<&Known>,
     ) -> Result<(), RedeliverError> {
+        if delivery.event != "pull_request" {
+            // A repository's lifecycle event: applied again it changes no row, so it is asked
+            // again without reading its payload (`repo` names the event).
+            let action = delivery.action.as_deref().unwrap_or("-");
+            let line = Redelivered {
+                hook: hook.to_string(),
+                guid: guid.to_string(),
+                delivery_id: delivery.id,
+                repo: format!("{}.{action}", delivery.event),
+                pr: 0,
+                delivered_at: delivery.delivered_at.clone(),
+            };
+            return self
+                .ask(run, github, hook, guid, delivery, again, line)
+                .await;
+        }
         let payload = github
             .hook_delivery_payload(hook, delivery.id, run.deadline)
             .await;
@@ -449,6 +466,22 @@ impl Redeliverer {
             pr: pr.number,
             delivered_at: delivery.delivered_at.clone(),
         };
+        self.ask(run, github, hook, guid, delivery, again, line)
+            .await
+    }
+
+    /// Claims the delivery and asks GitHub to redeliver it (in a dry run, only reports it).
+    #[allow(clippy::too_many_arguments)]
+    async fn ask(
+        &self,
+        run: &mut Run,
+        github: &GitHubClient,
+        hook: &HookRef,
+        guid: &str,
+        delivery: &HookDelivery,
+        again: Option<&Known>,
+        line: Redelivered,
+    ) -> Result<(), RedeliverError> {
         if run.dry_run {
             run.report.redelivered.push(line);
             return Ok(());
@@ -708,8 +741,8 @@ fn redelivered_since(delivered_at: &str, asked_at: &str) -> bool {
 
 /// The deliveries worth a redelivery, oldest first (the closest to leaving the window): per GUID,
 /// `pull_request` deliveries of an action Chronicle stores (`closed`, and `edited` or label
-/// changes of a merged PR) none of whose attempts got a 2xx, the newest attempt within the
-/// window (it is the one asked again).
+/// changes of a merged PR) and repository lifecycle events ([`worth_redelivery`]) none of whose
+/// attempts got a 2xx, the newest attempt within the window (it is the one asked again).
 pub fn candidates(attempts: &[HookDelivery], cutoff: OffsetDateTime) -> Vec<(&str, &HookDelivery)> {
     let mut by_guid: HashMap<&str, Vec<&HookDelivery>> = HashMap::new();
     for attempt in attempts {
@@ -724,17 +757,26 @@ pub fn candidates(attempts: &[HookDelivery], cutoff: OffsetDateTime) -> Vec<(&st
                 .filter_map(|t| Some((parse_rfc3339(&t.delivered_at)?, *t)))
                 .max_by_key(|(at, t)| (*at, t.id))?;
             let (at, delivery) = newest;
-            (delivery.event == "pull_request"
-                && delivery
-                    .action
-                    .as_deref()
-                    .is_some_and(|a| payload::OUR_ACTIONS.contains(&a))
-                && at >= cutoff)
-                .then_some((guid, delivery, at))
+            (worth_redelivery(delivery) && at >= cutoff).then_some((guid, delivery, at))
         })
         .collect();
     chosen.sort_by_key(|(_, d, at)| (*at, d.id));
     chosen.into_iter().map(|(g, d, _)| (g, d)).collect()
+}
+
+/// A `pull_request` delivery of an action Chronicle stores, or a repository lifecycle event it
+/// applies (renamed, transferred, deleted, created; added to the installation).
+fn worth_redelivery(delivery: &HookDelivery) -> bool {
+    let actions = match delivery.event.as_str() {
+        "pull_request" => payload::OUR_ACTIONS,
+        "repository" => lifecycle::REPOSITORY_ACTIONS,
+        "installation_repositories" => lifecycle::INSTALLATION_REPOSITORIES_ACTIONS,
+        _ => return false,
+    };
+    delivery
+        .action
+        .as_deref()
+        .is_some_and(|a| actions.contains(&a))
 }
 
 /// The run's figures as one EMF line.
@@ -888,6 +930,40 @@ mod tests {
                 "opened",
             ),
             attempt(8, "push", "2026-12-02T00:00:00Z", 500, "push", "closed"),
+            // A repository's rename and an installation's added repositories: applied by the
+            // webhook, so worth healing; a removal or an edit is not (nothing is applied).
+            attempt(
+                12,
+                "renamed",
+                "2026-12-02T03:00:00Z",
+                500,
+                "repository",
+                "renamed",
+            ),
+            attempt(
+                13,
+                "added",
+                "2026-12-02T04:00:00Z",
+                502,
+                "installation_repositories",
+                "added",
+            ),
+            attempt(
+                14,
+                "removed",
+                "2026-12-02T04:00:00Z",
+                500,
+                "installation_repositories",
+                "removed",
+            ),
+            attempt(
+                15,
+                "edited",
+                "2026-12-02T04:00:00Z",
+                500,
+                "repository",
+                "edited",
+            ),
             // A label change of a merged PR: stored by Chronicle, so worth healing too.
             attempt(
                 11,
@@ -921,7 +997,14 @@ mod tests {
             .collect();
         assert_eq!(
             chosen,
-            vec![("early", 2), ("twice", 10), ("labeled", 11), ("late", 1)]
+            vec![
+                ("early", 2),
+                ("twice", 10),
+                ("labeled", 11),
+                ("renamed", 12),
+                ("added", 13),
+                ("late", 1)
+            ]
         );
     }
 }
