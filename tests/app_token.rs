@@ -214,7 +214,7 @@ async fn an_installation_without_issues_read_still_gets_its_prs_enriched() {
 }
 
 #[tokio::test]
-async fn an_installation_without_contents_read_is_skipped_naming_the_permission() {
+async fn an_installation_without_contents_read_is_skipped_until_it_grants_it() {
     let t = fresh_tables(&sdk().await).await;
     let repo = "lean-org/closed";
     let github = installed(&t, repo, 12, 42).await;
@@ -228,6 +228,19 @@ async fn an_installation_without_contents_read_is_skipped_naming_the_permission(
     let reason = text(&row, attr::ENRICH_SKIPPED_REASON).unwrap_or_default();
     assert!(reason.contains("contents: read"), "{row:?}");
     assert!(mints(&github).is_empty(), "no mint GitHub would refuse");
+
+    // An owner approves `contents`: the same warm handler reads the grant again (a grant
+    // lacking a required read is never kept), and the next PR is enriched.
+    github.set_installation_permissions(
+        42,
+        serde_json::json!({"contents": "read", "metadata": "read", "pull_requests": "read", "issues": "read"}),
+    );
+    store_pr(&t, repo, 13, 42).await;
+    github.put_pull(repo, standin_pull(repo, 13, 2));
+    run(&enrich, vec![insert_record(&t, repo, 13).await]).await;
+    let row = stored_row(&t.prs, repo, 13).await;
+    assert_eq!(text(&row, attr::ENRICH_SKIPPED_REASON), None, "{row:?}");
+    assert!(row.contains_key(attr::ENRICHED_AT), "{row:?}");
 }
 
 #[tokio::test]

@@ -3,7 +3,7 @@
 //! installation can see (`GET /installation/repositories`, paginated, with its token), and its
 //! short-lived tokens (`POST /app/installations/{id}/access_tokens`), each kept until shortly
 //! before it expires and minted again when GitHub refuses it. A token is asked for only the
-//! reads the installation granted (`GET /app/installations/{id}`, read once).
+//! reads the installation granted (`GET /app/installations/{id}`, kept an hour when complete).
 //!
 //! [`AppClient`] is a [`TokenSource`]; [`Auth`] (`crate::auth`, re-exported here) is what a REST
 //! or GraphQL client sends.
@@ -331,7 +331,8 @@ impl AppClient {
     }
 
     /// What installation `installation` granted the App (`GET /app/installations/{id}`, with
-    /// the JWT), read once per client: a token is asked for no more than that.
+    /// the JWT), kept for [`GRANTED_TTL`] when it holds every required read (else read again
+    /// at each mint): a token is asked for no more than that.
     pub async fn granted(
         &self,
         installation: u64,
@@ -363,10 +364,16 @@ impl AppClient {
         if detail.suspended_at.is_some() {
             return Err(InstallationError::Suspended(installation));
         }
-        self.state().permissions.insert(
-            installation,
-            (std::time::Instant::now(), detail.permissions.clone()),
-        );
+        // A grant lacking a required read is never kept: the owner approving it must not wait
+        // out the TTL, and a MissingPermission is only ever said from a fresh read.
+        if permissions_to_ask(installation, &detail.permissions).is_ok() {
+            self.state().permissions.insert(
+                installation,
+                (std::time::Instant::now(), detail.permissions.clone()),
+            );
+        } else {
+            self.state().permissions.remove(&installation);
+        }
         Ok(detail.permissions)
     }
 
