@@ -998,3 +998,77 @@ async fn a_tick_counts_the_organisation_page_once_built_failed_or_held() {
         "the organisation page waits, counted once: {report:?}"
     );
 }
+
+/// A publisher whose repository pages take a while (a large rebuild's pages), counting its
+/// organisation page's publishes.
+struct Slow(OrgCounting);
+
+impl Publisher for Slow {
+    fn publish<'a>(
+        &'a self,
+        set: &'a PageSet<'a>,
+    ) -> BoxFuture<'a, Result<Published, PublishError>> {
+        Box::pin(async move {
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            self.0.publish(set).await
+        })
+    }
+
+    fn name(&self) -> &'static str {
+        "slow"
+    }
+
+    fn publishes_org(&self) -> bool {
+        true
+    }
+
+    fn publish_org<'a>(
+        &'a self,
+        set: &'a stages::publish::OrgSet<'a>,
+    ) -> BoxFuture<'a, Result<Published, PublishError>> {
+        self.0.publish_org(set)
+    }
+}
+
+/// An organisation page stale for long is built first in a tick: a large rebuild whose
+/// repository pages take every tick's time never starves it.
+#[tokio::test]
+async fn an_organisation_page_stale_for_long_is_built_before_the_repositories() {
+    let t = fresh_tables(&sdk().await).await;
+    let dir = TempDir::new();
+    for (number, module) in ["a", "b", "c", "d"].into_iter().enumerate() {
+        put(
+            &t,
+            &entry(module, number as u64 + 1, "2024-06-01T10:00:00Z"),
+        )
+        .await;
+    }
+    let an_hour_ago = OffsetDateTime::now_utc() - time::Duration::hours(1);
+    t.pages
+        .mark_org_stale("acme", false, an_hour_ago)
+        .await
+        .unwrap();
+    let publisher = Arc::new(Slow(OrgCounting {
+        inner: MarkdownPublisher::new(&dir.0),
+        org: true,
+        publishes: Mutex::new(0),
+    }));
+    let b = builder(&t, publisher.clone(), Duration::ZERO)
+        .with_concurrency(1)
+        .with_deadline_margin(Duration::from_secs(10));
+    // Time for a module page or two before the deadline's margin (10 s).
+    let report = b
+        .tick(
+            OffsetDateTime::now_utc(),
+            Instant::now() + Duration::from_secs(12),
+            "short-tick",
+        )
+        .await
+        .unwrap();
+    assert!(report.too_soon > 0, "the time ran out: {report:?}");
+    assert_eq!(
+        *publisher.0.publishes.lock().unwrap(),
+        1,
+        "built first: {report:?}"
+    );
+}

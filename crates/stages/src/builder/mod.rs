@@ -211,6 +211,7 @@ impl PageBuilder {
         // Organisation pages counted above as too soon or held (a back-off): an index built
         // below does not try them again (nor count them twice).
         let mut waiting: BTreeSet<String> = BTreeSet::new();
+        let mut overdue: Vec<String> = Vec::new();
         for page in stale {
             let org = crate::store::org_owner(&page.repo);
             if page
@@ -228,12 +229,23 @@ impl PageBuilder {
                 report.held += 1;
                 waiting.extend(org.map(str::to_string));
             } else if let Some(org) = org {
-                orgs.insert(org.to_string());
+                // Stale for long (a large rebuild took every tick's time): built first, once.
+                if page.stale_since < rfc3339_millis(now - org::ORG_OVERDUE) {
+                    waiting.insert(org.to_string());
+                    overdue.push(org.to_string());
+                } else {
+                    orgs.insert(org.to_string());
+                }
             } else if page.is_index() {
                 indexes.insert(page.repo);
             } else {
                 modules.push(page);
             }
+        }
+        let mut early = Vec::new();
+        for org in overdue {
+            let outcome = self.build_org_if_time(&org, deadline, invocation).await;
+            early.push((org, outcome));
         }
         let outcomes: Vec<(String, BuildOutcome)> = futures::stream::iter(modules)
             .map(|page| async move {
@@ -251,6 +263,7 @@ impl PageBuilder {
             }
         }
         let mut all = outcomes;
+        all.extend(early);
         for repo in indexes {
             let outcome = self
                 .build_if_time(&repo, INDEX_MODULE, deadline, invocation)

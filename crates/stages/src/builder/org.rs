@@ -4,7 +4,8 @@
 //! - **Once per tick.** An index build records its row and marks the owner's page item
 //!   (`#org/<owner>` / `#index`) stale; the tick then builds each stale organisation page once,
 //!   however many of its repositories were built (a mass rebuild of N repositories reads the N
-//!   rows and replaces the page once, not N times).
+//!   rows and replaces the page once, not N times). One stale for longer than [`ORG_OVERDUE`]
+//!   is built first instead, so a rebuild that takes every tick's time never starves it.
 //! - **Best-effort.** Its failure is its own, never a repository's index's, which completes.
 //!   What happened decides what follows ([`OrgRetry`]):
 //!   - Notion's brief trouble (429/529, 409, 5xx, no answer, too little time left) is no
@@ -28,6 +29,9 @@ use crate::store::org_partition;
 const ORG_LEASE: Duration = Duration::from_secs(120);
 /// Kept back from the lease for the writes that follow the publish.
 const ORG_LEASE_MARGIN: Duration = Duration::from_secs(5);
+/// An organisation page stale longer than this is built at the start of a tick, before the
+/// repositories' pages (which could otherwise take every tick's time in a large rebuild).
+pub(super) const ORG_OVERDUE: Duration = Duration::from_secs(15 * 60);
 /// The longest a failed organisation page waits before it is tried again.
 const ORG_BACKOFF_MAX: Duration = Duration::from_secs(3600);
 
