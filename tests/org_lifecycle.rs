@@ -524,3 +524,51 @@ async fn a_delivery_of_hundreds_of_names_finishes_in_time() {
     // Half the webhook's time, against an emulator that answers one write at a time.
     assert!(took < Duration::from_secs(5), "{took:?}");
 }
+
+/// In Notion, a forgotten repository's index page stays under the organisation page (its
+/// history), named under "Earlier repositories", not among the pages people put there.
+#[tokio::test]
+async fn in_notion_a_forgotten_repositorys_index_is_an_earlier_repository() {
+    use stages::notion::NotionClient;
+    use stages::publish::NotionPublisher;
+    use support::notion_stub::NotionStub;
+    let t = fresh_tables(&sdk().await).await;
+    let (stub, parent) = NotionStub::start("ntn_lifecycle").await;
+    let client = NotionClient::new(&stub.url(), stages::secret::Secret::new("ntn_lifecycle"))
+        .with_retry(3, Duration::from_millis(50), Duration::from_secs(2));
+    let publisher = NotionPublisher::new(client, &parent, t.pages.clone())
+        .with_create_claim(Duration::from_secs(8));
+    let builder = t.builder(
+        Arc::new(publisher),
+        stages::tagging::ModulesConfig::empty(),
+        Duration::ZERO,
+    );
+    t.put_entry(&entry("acme/api", "core", 1, "2024-03-01T10:00:00Z"))
+        .await;
+    t.put_entry(&entry("acme/web", "ui", 2, "2024-04-01T10:00:00Z"))
+        .await;
+    settle(&builder, &t).await;
+    let org = stub
+        .child_pages(&parent)
+        .into_iter()
+        .find(|(_, title)| title == "acme · repositories")
+        .map(|(id, _)| id)
+        .expect("the organisation page");
+    assert!(stub.markdown(&org).contains("### acme/web"));
+
+    deliver(&webhook(&t), "repository", "guid-web", &deleted("acme/web")).await;
+    settle(&builder, &t).await;
+    let markdown = stub.markdown(&org);
+    assert!(!markdown.contains("### acme/web"), "{markdown}");
+    assert!(!markdown.contains("## Other pages"), "{markdown}");
+    let earlier = markdown
+        .split_once("## Earlier repositories")
+        .map(|(_, rest)| rest)
+        .unwrap_or_else(|| panic!("no earlier repositories:\n{markdown}"));
+    assert!(earlier.contains("acme/web · modules</page>"), "{markdown}");
+    let under: Vec<String> = stub.child_pages(&org).into_iter().map(|(_, t)| t).collect();
+    assert!(
+        under.contains(&"acme/web · modules".to_string()),
+        "{under:?}"
+    );
+}

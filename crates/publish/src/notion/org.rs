@@ -281,7 +281,8 @@ impl NotionPublisher {
             .filter(|i| children.contains(i))
             .collect();
         let (named, others) = self.others(&listed, &indexes, &page_set).await?;
-        let markdown = with_others(markdown, &named);
+        let (earlier, named) = self.earlier_indexes(set.org, named).await?;
+        let markdown = with_earlier(with_others(markdown, &named), &earlier);
         // Retried only until the deadline, which ends before the lease: no attempt of this
         // build is sent while another holds the page.
         match self
@@ -403,4 +404,47 @@ impl NotionPublisher {
         }
         Ok(())
     }
+}
+
+/// Index pages of repositories renamed, transferred or deleted (their rows forgotten, see
+/// `chronicle-store`'s `pages/lifecycle.rs`): their history, still under the organisation page.
+impl NotionPublisher {
+    /// Splits the organisation page's unexpected children into forgotten repositories' index
+    /// pages and the rest (pages people put there).
+    async fn earlier_indexes(
+        &self,
+        org: &str,
+        named: Vec<OtherPage>,
+    ) -> Result<(Vec<OtherPage>, Vec<OtherPage>), PublishError> {
+        if named.is_empty() {
+            return Ok((named, Vec::new()));
+        }
+        let forgotten: BTreeSet<String> = self
+            .pages
+            .forgotten_org_repos(org)
+            .await?
+            .iter()
+            .filter_map(|r| r.notion_index.as_ref().map(|p| normalize_id(&p.id)))
+            .collect();
+        Ok(named
+            .into_iter()
+            .partition(|p| forgotten.contains(&normalize_id(&p.id))))
+    }
+}
+
+/// The page's content with the forgotten repositories' index pages named under their own
+/// heading (Notion keeps a child page only if the content names it).
+fn with_earlier(mut markdown: String, earlier: &[OtherPage]) -> String {
+    if earlier.is_empty() {
+        return markdown;
+    }
+    markdown.push_str("\n## Earlier repositories\n");
+    for page in earlier {
+        markdown.push_str(&format!(
+            "\n<page url=\"{}\">{}</page>\n",
+            url_of_id(&page.id),
+            page.title.replace(['<', '>'], "")
+        ));
+    }
+    markdown
 }
