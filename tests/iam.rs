@@ -629,8 +629,8 @@ async fn every_function_calls_exactly_what_its_role_grants() {
         github.put_pull(&repo, support::standin_pull(&repo, n, 3));
     }
     // The full set's GitHub App, installed on the repository: enrichment reads it with the
-    // installation's token, which it asks of the token function (whose role alone reads the
-    // App's key; enrich's neither the key nor the token).
+    // installation's token, which it asks of the token function (whose role reads the
+    // App's key, as redeliver's does; enrich's neither the key nor the token).
     let app_public = std::fs::read_to_string(
         infra::emulator::repo_root().join("tests/fixtures/github/app-test-key.pub.pem"),
     )
@@ -1212,8 +1212,8 @@ fn the_webhook_lifecycle_writes_are_held_to_their_partitions_and_attributes() {
 /// The GitHub App's private key mints any token the App may have (its webhooks' write
 /// included): no role of a function that parses repository content can read it. Of the
 /// functions, only the token function's role and redelivery's can (redelivery lists the App's
-/// hook deliveries with the JWT and parses no repository content); enrich invokes the token
-/// function, and no other function.
+/// hook deliveries with the JWT and parses only their JSON, PR payloads included); enrich
+/// invokes the token function, and no other function.
 #[test]
 fn no_role_that_parses_repository_content_can_read_the_app_key() {
     let grants = granted();

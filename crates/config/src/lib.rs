@@ -85,8 +85,8 @@ pub const GITHUB_APP_ID: &str = "GITHUB_APP_ID";
 pub const GITHUB_APP_PRIVATE_KEY: &str = "GITHUB_APP_PRIVATE_KEY";
 pub const GITHUB_APP_PRIVATE_KEY_ARN: &str = "GITHUB_APP_PRIVATE_KEY_ARN";
 pub const GITHUB_APP_PRIVATE_KEY_PARAM: &str = "GITHUB_APP_PRIVATE_KEY_PARAM";
-/// The function that alone holds the App's private key and hands out installation tokens
-/// (`stages::token`): enrich asks it by Lambda `Invoke` instead of holding the key.
+/// The function that holds the App's private key for enrichment and hands out installation
+/// tokens (`stages::token`): enrich asks it by Lambda `Invoke` instead of holding the key.
 pub const TOKEN_FUNCTION_NAME: &str = "TOKEN_FUNCTION_NAME";
 /// Failed GitHub deliveries redelivered at most per run of the redelivery function.
 pub const REDELIVER_MAX_PER_RUN: &str = "REDELIVER_MAX_PER_RUN";

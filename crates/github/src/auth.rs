@@ -1,6 +1,6 @@
 //! What a GitHub client authenticates with ([`Auth`]): a fixed token, or an App installation's,
 //! from a [`TokenSource`]: `installation::AppClient` (the App's key in hand: the operator CLI,
-//! backfill, the local stack), or a client of a function that alone holds the key (enrich in
+//! backfill, the local stack), or a client of a function that holds the key for it (enrich in
 //! AWS, `stages::token`).
 
 use std::sync::Arc;
@@ -12,7 +12,7 @@ use chronicle_config::secret::Secret;
 pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
 
 /// Where an App's installation tokens come from: `AppClient`, the key in hand, or a client of
-/// a function that alone can use the key. Each keeps what it learnt (tokens until shortly before
+/// a function that holds the key for it. Each keeps what it learnt (tokens until shortly before
 /// they expire, which installation a repository has) and answers with [`InstallationError`].
 pub trait TokenSource: Send + Sync + std::fmt::Debug {
     /// The installation that can see `repo` (`owner/name`).

@@ -507,7 +507,15 @@ impl GraphQlClient {
     ) -> Result<(StatusCode, reqwest::header::HeaderMap, bytes::Bytes), GraphQlError> {
         let mut refreshed = false;
         loop {
-            let token = self.auth.bearer().await?;
+            // A token function slow to answer must not outlast the caller's deadline.
+            let token = match left {
+                Some(left) => tokio::time::timeout(left, self.auth.bearer())
+                    .await
+                    .map_err(|_| GraphQlError::OutOfTime {
+                        what: what.to_string(),
+                    })??,
+                None => self.auth.bearer().await?,
+            };
             let answer = self.send_with(body, left, what, &token).await?;
             // An installation token expired or was revoked: a new one, once.
             if answer.0 == StatusCode::UNAUTHORIZED && !refreshed && self.auth.refused(&token) {

@@ -1,6 +1,7 @@
-//! Lambda invoked by enrich (RequestResponse) for an installation token: the only function that
-//! reads the GitHub App's private key. Its role reads that one secret and nothing else; no event
-//! source triggers it.
+//! Lambda invoked by enrich (RequestResponse) for an installation token: it holds the GitHub
+//! App's private key so that enrich, which parses repository content, never does (redeliver
+//! holds it too, to list the App's hook deliveries). Its role reads that one secret and nothing
+//! else; no event source triggers it.
 //!
 //! Thin by design: the key is read once per cold start (and again after GitHub refused the
 //! JWT, as during a key rotation); each request goes to `stages::token::TokenHandler`, whose

@@ -449,7 +449,16 @@ impl EnrichHandler {
         // installation, which GitHub then says in so many words.
         let mut fetched = None;
         for asked in 0..2 {
-            let github = match access.for_repo(repo).await {
+            // Which installation (asked of the token function, perhaps): within the deadline.
+            let found = tokio::time::timeout_at(deadline.into(), access.for_repo(repo))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(crate::github::installation::InstallationError::Transport {
+                        what: format!("the installation of {repo}"),
+                        message: "no answer before the record's deadline".into(),
+                    })
+                });
+            let github = match found {
                 Ok(github) => github,
                 Err(e) if e.is_permanent() => {
                     fetched = Some(Fetched::Skip(e.to_string()));

@@ -19,9 +19,22 @@ use crate::secret::Secret;
 
 /// The Lambda client of a function's SDK configuration (its HTTPS client, its endpoint: in
 /// Lambda the Region's, or `AWS_ENDPOINT_URL_LAMBDA`).
+/// Its timeout per ask: the token function's own (`Timeout: 30` in template.yaml) and a
+/// margin, so a function that hangs is a transport error, not enrich's whole invocation. The
+/// GitHub clients bound each ask by the record's deadline too.
 pub fn lambda_client(sdk: &aws_config::SdkConfig) -> aws_sdk_lambda::Client {
-    aws_sdk_lambda::Client::new(sdk)
+    let timeouts = aws_config::timeout::TimeoutConfig::builder()
+        .operation_timeout(ASK_TIMEOUT)
+        .operation_attempt_timeout(ASK_TIMEOUT)
+        .build();
+    let config = aws_sdk_lambda::config::Builder::from(sdk)
+        .timeout_config(timeouts)
+        .build();
+    aws_sdk_lambda::Client::from_conf(config)
 }
+
+/// The longest one ask of the token function may take.
+pub const ASK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(35);
 
 struct Held {
     token: Secret,

@@ -1,4 +1,5 @@
-//! The token function: the one place that can use the GitHub App's private key. Enrich parses
+//! The token function: it uses the GitHub App's private key so enrich never does (redeliver
+//! holds the key too, to list the App's hook deliveries, and parses only their JSON). Enrich parses
 //! every contributor's PR body, manifests and CODEOWNERS; a compromise of it must not hold a key
 //! that mints any token the App can have (its webhooks' write included). So enrich asks this
 //! function, by Lambda `Invoke`, for an installation token scoped to at most the four reads
