@@ -394,7 +394,12 @@ impl GitHubClient {
                     path: path.to_string(),
                 });
             }
-            let token = self.auth.bearer().await?;
+            // A token function slow to answer must not outlast the record's deadline.
+            let token = tokio::time::timeout(left, self.auth.bearer())
+                .await
+                .map_err(|_| GitHubError::OutOfTime {
+                    path: path.to_string(),
+                })??;
             let mut request = self
                 .http
                 .get(url)
