@@ -660,8 +660,8 @@ async fn repositories_rebuilt_in_one_tick_replace_their_organisation_page_once()
 }
 
 /// A replace that outlives its lease (Notion was slow) can land after the next holder's
-/// replace: the hash recorded is then what Notion holds, or the page is marked to be built
-/// again, and the next tick publishes the rows as they are.
+/// replace: its late answer records nothing (the lease is the next holder's) and marks the page
+/// to be sent again whole, and the next tick publishes the rows as they are.
 #[tokio::test]
 async fn a_replace_that_lands_after_its_lease_never_leaves_old_content_recorded_as_new() {
     let sdk = sdk().await;
