@@ -90,8 +90,8 @@ pub struct RequestLog {
 pub enum Decision {
     Respond(WebhookResponse, &'static str),
     Store(Box<MergedPullRequest>, Delivery),
-    /// A repository renamed, transferred, deleted, created, or removed from or added to the
-    /// App's installation: its organisation rows.
+    /// A repository renamed, transferred, deleted, created, or added to the App's
+    /// installation: its organisation rows.
     Lifecycle(Lifecycle, Delivery),
 }
 

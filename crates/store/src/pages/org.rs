@@ -16,8 +16,8 @@ pub fn org_partition(owner: &str) -> String {
 impl PageStore {
     /// Records (replaces) one repository's row on its owner's index: one `UpdateItem` setting
     /// the row as one map attribute, as every other page item write is. Not while the name is
-    /// forgotten (renamed, transferred, deleted or removed from the installation: see
-    /// `lifecycle.rs`): a late build of the old name does not list it again.
+    /// forgotten (renamed, transferred or deleted: see `lifecycle.rs`): a late build of the
+    /// old name does not list it again.
     pub async fn put_org_repo(
         &self,
         owner: &str,
