@@ -414,9 +414,15 @@ async fn enrich_gets_its_tokens_from_the_token_function_and_holds_no_key() {
     assert!(row.contains_key(attr::ENRICHED_AT), "{row:?}");
     let invocations = lambda.invocations();
     assert_eq!(invocations.len(), 2, "{invocations:?}");
+    let first = stages::secret::Secret::new(
+        invocations[0].answer.as_ref().unwrap()["token"]
+            .as_str()
+            .unwrap(),
+    );
     assert_eq!(
         invocations[1].payload,
-        serde_json::json!({"installation": 71, "renew": true})
+        serde_json::json!({"installation": 71, "renew": true,
+            "refused": stages::token::fingerprint(&first)})
     );
     assert_eq!(github.installation_tokens_minted(), 2);
 }
@@ -595,4 +601,50 @@ async fn the_rest_path_enriches_a_pr_without_its_issues_when_issues_are_not_gran
             .any(|r| r.path == format!("/repos/{repo}/issues/5")),
         "the REST path asked for the issue"
     );
+}
+
+/// Two tasks see the same token refused (401) and each asks for a new one: the first renew
+/// mints, the second (naming the same refused token) gets that new token, not a third; a renew
+/// naming a token the function no longer holds never drops the newer one.
+#[tokio::test]
+async fn a_renew_mints_only_while_the_refused_token_is_the_one_held() {
+    let t = fresh_tables(&sdk().await).await;
+    let github = installed(&t, "renew-org/service", 71, 95).await;
+    let handler = stages::token::TokenHandler::new(
+        stages::github::installation::AppClient::new(
+            github.url(),
+            stages::github::app::AppCredentials::new(
+                APP_ID,
+                &stages::secret::Secret::new(fixture("app-test-key.pem")),
+            )
+            .unwrap(),
+            Duration::from_secs(10),
+        )
+        .unwrap(),
+    );
+    let token = |answer: stages::token::TokenResponse| match answer {
+        stages::token::TokenResponse::Token { token, .. } => token,
+        other => panic!("{other:?}"),
+    };
+    let first = token(
+        handler
+            .handle(serde_json::json!({"installation": 95}))
+            .await,
+    );
+    let renew = serde_json::json!({"installation": 95, "renew": true,
+        "refused": stages::token::fingerprint(&first)});
+    let second = token(handler.handle(renew.clone()).await);
+    assert_ne!(second.expose(), first.expose(), "renewed");
+    assert_eq!(github.installation_tokens_minted(), 2);
+    // The other task's renew, for the same refused token: the new one, no third mint.
+    let again = token(handler.handle(renew).await);
+    assert_eq!(again.expose(), second.expose());
+    assert_eq!(github.installation_tokens_minted(), 2);
+    // A renew without the refused token's fingerprint is refused.
+    assert!(matches!(
+        handler
+            .handle(serde_json::json!({"installation": 95, "renew": true}))
+            .await,
+        stages::token::TokenResponse::Refused(_)
+    ));
 }

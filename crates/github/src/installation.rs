@@ -387,13 +387,22 @@ impl AppClient {
         InstallationError::Uninstalled(installation)
     }
 
-    /// Drops the token in hand for `installation`, so the next [`AppClient::token`] mints anew
-    /// (a caller that cannot hand the refused token back says so this way).
-    pub fn renew(&self, installation: u64) {
+    /// Drops the token in hand for `installation` if `refused` says it is the one GitHub
+    /// refused, so the next [`AppClient::token`] mints anew; `false` if it is another (a newer
+    /// one, minted since: handed out as is). A caller that cannot hand the refused token back
+    /// names it this way (by a fingerprint).
+    pub fn renew_if(&self, installation: u64, refused: impl Fn(&Secret) -> bool) -> bool {
         let mut st = self.state();
-        if st.tokens.remove(&installation).is_some() {
-            *st.refreshed.entry(installation).or_default() += 1;
+        if !st
+            .tokens
+            .get(&installation)
+            .is_some_and(|c| refused(&c.token))
+        {
+            return false;
         }
+        st.tokens.remove(&installation);
+        *st.refreshed.entry(installation).or_default() += 1;
+        true
     }
 
     /// The installation's token: the one in hand until shortly before it expires, else a new one.

@@ -46,8 +46,9 @@ struct State {
     tokens: HashMap<u64, Held>,
     installations: HashMap<String, u64>,
     gone: HashSet<u64>,
-    /// Installations whose token GitHub refused: the next request asks for a new one.
-    renew: HashSet<u64>,
+    /// Installations whose token GitHub refused, with its fingerprint: the next request asks
+    /// for a new one, and no other answer replaces it meanwhile.
+    renew: HashMap<u64, String>,
     /// Repositories whose installation was forgotten: the function is told to ask GitHub
     /// again, not answer from its own memory.
     fresh: HashSet<String>,
@@ -142,6 +143,11 @@ impl LambdaTokens {
                 )
                 .unwrap_or(now);
                 let mut st = self.state();
+                // A repository's answer for an installation whose token was refused may be that
+                // very token (asked before the 401): only the renew's answer replaces it.
+                if !request.renew && st.renew.contains_key(&installation) {
+                    return Ok((installation, token));
+                }
                 st.renew.remove(&installation);
                 st.tokens.insert(
                     installation,
@@ -208,11 +214,12 @@ impl TokenSource for LambdaTokens {
             if let Some(token) = self.held(installation) {
                 return Ok(token);
             }
-            let renew = self.state().renew.contains(&installation);
+            let refused = self.state().renew.get(&installation).cloned();
             let (_, token) = self
                 .ask(TokenRequest {
                     installation: Some(installation),
-                    renew,
+                    renew: refused.is_some(),
+                    refused,
                     ..TokenRequest::default()
                 })
                 .await?;
@@ -228,7 +235,7 @@ impl TokenSource for LambdaTokens {
             .is_some_and(|h| h.token.expose() == used.expose())
         {
             st.tokens.remove(&installation);
-            st.renew.insert(installation);
+            st.renew.insert(installation, super::fingerprint(used));
         }
     }
 

@@ -36,9 +36,13 @@ pub struct TokenRequest {
     pub repo: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub installation: Option<u64>,
-    /// GitHub refused the token in hand (401): mint a new one rather than hand it back.
+    /// GitHub refused the token in hand (401): mint a new one rather than hand it back, if it
+    /// is still the one held ([`fingerprint`] in `refused`; a newer one is handed back as is).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub renew: bool,
+    /// The [`fingerprint`] of the token GitHub refused; with `renew` only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
     /// The repository's installation may have changed (its token could not see it): ask
     /// GitHub again rather than answer from memory.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -48,8 +52,15 @@ pub struct TokenRequest {
 /// A request that passed [`TokenRequest::validate`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Asked {
-    Repo { repo: RepoName, fresh: bool },
-    Installation { id: u64, renew: bool },
+    Repo {
+        repo: RepoName,
+        fresh: bool,
+    },
+    Installation {
+        id: u64,
+        /// The refused token's [`fingerprint`]: renew it if it is still the one held.
+        renew: Option<String>,
+    },
 }
 
 /// The longest login GitHub allows, and the longest repository name.
@@ -70,15 +81,37 @@ impl TokenRequest {
             (None, Some(_)) if self.fresh => {
                 Err("fresh goes with a repository, not an installation".into())
             }
-            (None, Some(id)) if id > 0 && id <= i64::MAX as u64 => Ok(Asked::Installation {
-                id,
-                renew: self.renew,
-            }),
+            (None, Some(id)) if id > 0 && id <= i64::MAX as u64 => {
+                let renew = match (self.renew, &self.refused) {
+                    (false, None) => None,
+                    (true, Some(f)) if is_fingerprint(f) => Some(f.clone()),
+                    _ => {
+                        return Err(
+                            "renew names the refused token's fingerprint (16 hex digits)".into(),
+                        )
+                    }
+                };
+                Ok(Asked::Installation { id, renew })
+            }
             (None, Some(id)) => Err(format!("{id} is not an installation id")),
             (Some(_), Some(_)) => Err("either a repository or an installation, not both".into()),
             (None, None) => Err("a repository or an installation is required".into()),
         }
     }
+}
+
+/// A short fingerprint of a token: the first 16 hex digits of its SHA-256. It tells which
+/// token GitHub refused without sending the token back; it cannot be turned into one.
+pub fn fingerprint(token: &Secret) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(token.expose().as_bytes());
+    hex::encode(&digest[..8])
+}
+
+fn is_fingerprint(f: &str) -> bool {
+    f.len() == 16
+        && f.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 fn valid_repo(repo: &str) -> Result<RepoName, String> {
@@ -394,8 +427,9 @@ impl TokenHandler {
                 app.installation_of(repo.as_str()).await?
             }
             Asked::Installation { id, renew } => {
-                if *renew {
-                    app.renew(*id);
+                // Only the token GitHub refused: another task's renew may have replaced it.
+                if let Some(refused) = renew {
+                    app.renew_if(*id, |held| fingerprint(held) == *refused);
                 }
                 *id
             }
@@ -482,10 +516,12 @@ mod tests {
             })
         );
         assert_eq!(
-            request(serde_json::json!({"installation": 42, "renew": true})),
+            request(
+                serde_json::json!({"installation": 42, "renew": true, "refused": "0123456789abcdef"})
+            ),
             Ok(Asked::Installation {
                 id: 42,
-                renew: true
+                renew: Some("0123456789abcdef".into())
             })
         );
         for bad in [
@@ -493,6 +529,9 @@ mod tests {
             serde_json::json!({"repo": "a/b", "installation": 1}),
             serde_json::json!({"repo": "a/b", "renew": true}),
             serde_json::json!({"installation": 3, "fresh": true}),
+            serde_json::json!({"installation": 3, "renew": true}),
+            serde_json::json!({"installation": 3, "refused": "0123456789abcdef"}),
+            serde_json::json!({"installation": 3, "renew": true, "refused": "ghs_token"}),
             serde_json::json!({"installation": 0}),
             serde_json::json!({"installation": -1}),
             serde_json::json!({"installation": u64::MAX}),
