@@ -648,3 +648,73 @@ async fn a_renew_mints_only_while_the_refused_token_is_the_one_held() {
         stages::token::TokenResponse::Refused(_)
     ));
 }
+
+/// A suspended installation (an owner's act; `suspended_at` on the installation): through the
+/// token function, the row ends with the reason, for good.
+#[tokio::test]
+async fn a_suspended_installation_skips_the_row_through_the_token_function() {
+    let t = fresh_tables(&sdk().await).await;
+    let repo = "paused-org/service";
+    let github = installed(&t, repo, 81, 96).await;
+    github.suspend_installation(96);
+    let lambda = token_function(&github).await;
+    let enrich = through_function(&t, &github, &lambda).await;
+    run(&enrich, vec![insert_record(&t, repo, 81).await]).await;
+    let row = stored_row(&t.prs, repo, 81).await;
+    let reason = text(&row, attr::ENRICH_SKIPPED_REASON).unwrap_or_default();
+    assert!(reason.contains("installation 96 is suspended"), "{row:?}");
+    assert_eq!(text(&row, attr::ENRICH_DEFERRED_UNTIL), None, "{row:?}");
+    assert!(
+        mints(&github).is_empty(),
+        "no mint of a suspended installation"
+    );
+}
+
+/// A plain 403 on the mint, without any rate-limit sign (suspended after its grant was read):
+/// a suspension, permanent; a secondary rate limit on the mint, through the token function:
+/// deferred, as with the key in hand.
+#[tokio::test]
+async fn the_token_function_tells_a_suspended_mint_from_a_rate_limited_one() {
+    let t = fresh_tables(&sdk().await).await;
+    let repo = "fickle-org/service";
+    let github = installed(&t, repo, 82, 97).await;
+    let lambda = token_function(&github).await;
+    let enrich = through_function(&t, &github, &lambda).await;
+    github.fail_next_mint(MintFault::Suspended);
+    run(&enrich, vec![insert_record(&t, repo, 82).await]).await;
+    let row = stored_row(&t.prs, repo, 82).await;
+    let reason = text(&row, attr::ENRICH_SKIPPED_REASON).unwrap_or_default();
+    assert!(reason.contains("installation 97 is suspended"), "{row:?}");
+
+    store_pr(&t, repo, 83, 97).await;
+    github.put_pull(repo, standin_pull(repo, 83, 2));
+    github.fail_next_mint(MintFault::SecondaryRateLimit {
+        retry_after_secs: 1,
+    });
+    run(&enrich, vec![insert_record(&t, repo, 83).await]).await;
+    let row = stored_row(&t.prs, repo, 83).await;
+    assert_eq!(text(&row, attr::ENRICH_SKIPPED_REASON), None, "{row:?}");
+    assert!(!row.contains_key(attr::ENRICHED_AT), "{row:?}");
+    assert!(
+        text(&row, attr::ENRICH_DEFERRED_UNTIL).is_some(),
+        "parked until GitHub's retry-after: {row:?}"
+    );
+    let refused: Vec<serde_json::Value> = lambda
+        .invocations()
+        .into_iter()
+        .filter_map(|i| i.answer)
+        .filter(|a| a["outcome"] == "refused")
+        .collect();
+    assert_eq!(refused.len(), 2, "{refused:?}");
+    assert_eq!(refused[0]["kind"], "suspended");
+    assert_eq!(refused[0]["permanent"], true);
+    assert_eq!(refused[1]["kind"], "rateLimited");
+    assert_eq!(refused[1]["permanent"], false);
+
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let report = enrich
+        .retry_deferred(time::OffsetDateTime::now_utc(), within(30), "inv-retry")
+        .await
+        .unwrap();
+    assert_eq!(report.enriched, 1, "{report:?}");
+}

@@ -41,6 +41,8 @@ struct Install {
     repos: Vec<InstalledSpec>,
     /// On a user account ([`GitHubStandIn::add_user_installation`]), not an organisation.
     user: bool,
+    /// Suspended by an owner ([`GitHubStandIn::suspend_installation`]).
+    suspended: bool,
 }
 
 impl Install {
@@ -79,6 +81,9 @@ pub enum MintFault {
     /// 401 "A JSON web token could not be decoded": a key GitHub does not (or no longer) know,
     /// as during a key rotation.
     BadJwt,
+    /// 403 "This installation has been suspended", no rate-limit header: suspended between the
+    /// installation's read and the mint.
+    Suspended,
 }
 
 impl Default for Installations {
@@ -162,6 +167,7 @@ impl GitHubStandIn {
                 account: account.to_string(),
                 repos,
                 user: false,
+                suspended: false,
             },
         );
     }
@@ -218,6 +224,17 @@ impl GitHubStandIn {
     pub fn set_installation_permissions(&self, id: u64, permissions: Value) {
         assert!(permissions.is_object(), "permissions are an object");
         self.installations().granted.insert(id, permissions);
+    }
+
+    /// Suspends installation `id`, as an owner can in its settings: `GET
+    /// /app/installations/{id}` shows `suspended_at`, a mint is refused 403, and its tokens are
+    /// revoked (401), as GitHub does.
+    pub fn suspend_installation(&self, id: u64) {
+        let mut inst = self.installations();
+        if let Some(i) = inst.by_id.get_mut(&id) {
+            i.suspended = true;
+        }
+        inst.issued.retain(|_, (of, _)| *of != id);
     }
 
     /// Scripts `fault` for the next token mint (any installation), after the JWT is checked.
@@ -279,8 +296,10 @@ pub(super) fn app_route(st: &mut State, method: &Method, path: &str) -> Option<A
     if let Some(fault) = inst.mint_faults.pop_front() {
         return Some(mint_fault(fault));
     }
-    if !inst.by_id.contains_key(&id) {
-        return Some(not_found());
+    match inst.by_id.get(&id) {
+        None => return Some(not_found()),
+        Some(i) if i.suspended => return Some(mint_fault(MintFault::Suspended)),
+        Some(_) => {}
     }
     let granted = inst.granted(id);
     let permissions = match asked.get("permissions") {
@@ -337,6 +356,10 @@ fn mint_fault(fault: MintFault) -> Answer {
             StatusCode::UNAUTHORIZED,
             "A JSON web token could not be decoded",
         ),
+        MintFault::Suspended => Answer::error(
+            StatusCode::FORBIDDEN,
+            "This installation has been suspended",
+        ),
     }
 }
 
@@ -354,26 +377,42 @@ fn installation_route(st: &State, method: &Method, id: &str) -> Answer {
         return not_found();
     };
     let base = &st.base_url;
+    let html_url = if install.user {
+        format!("https://github.com/settings/installations/{id}")
+    } else {
+        format!(
+            "https://github.com/organizations/{}/settings/installations/{id}",
+            install.account
+        )
+    };
+    let (suspended_by, suspended_at) = if install.suspended {
+        (
+            json!({"login": install.account, "id": 1, "type": "User"}),
+            json!("2024-06-01T00:00:00Z"),
+        )
+    } else {
+        (Value::Null, Value::Null)
+    };
     Answer::json(
         StatusCode::OK,
         json!({
             "id": id,
-            "account": {"login": install.account, "id": 1, "type": "Organization"},
+            "account": {"login": install.account, "id": 1, "type": install.kind()},
             "repository_selection": "selected",
             "access_tokens_url": format!("{base}/app/installations/{id}/access_tokens"),
             "repositories_url": format!("{base}/installation/repositories"),
-            "html_url": format!("https://github.com/organizations/{}/settings/installations/{id}", install.account),
+            "html_url": html_url,
             "app_id": 1,
             "app_slug": "chronicle",
             "target_id": 1,
-            "target_type": "Organization",
+            "target_type": install.kind(),
             "permissions": inst.granted(id),
             "events": ["pull_request"],
             "created_at": "2024-01-01T00:00:00Z",
             "updated_at": "2024-01-01T00:00:00Z",
             "single_file_name": null,
-            "suspended_by": null,
-            "suspended_at": null,
+            "suspended_by": suspended_by,
+            "suspended_at": suspended_at,
         }),
     )
 }
