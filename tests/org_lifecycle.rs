@@ -385,6 +385,10 @@ async fn a_repository_removed_from_the_installation_stays_listed() {
         org_names(&t, "acme").await,
         ["acme/api", "acme/ops", "acme/web"]
     );
+    // What the installation no longer sees is what status reports.
+    let (target, _github) = status_target(&t, &["acme/api"]).await;
+    let (report, _) = infra::ops_cli::status(&target, None).await.unwrap();
+    assert_eq!(report.installations[0].removed, ["acme/ops", "acme/web"]);
     let added = installation_repositories("added", &["acme/web"]);
     let answer = deliver(&webhook, "installation_repositories", "guid-added", &added).await;
     assert_eq!(answer["restored"], json!([]), "{answer}");
@@ -392,6 +396,50 @@ async fn a_repository_removed_from_the_installation_stays_listed() {
         org_names(&t, "acme").await,
         ["acme/api", "acme/ops", "acme/web"]
     );
+}
+
+/// `chronicle status`'s target over `t`, with a GitHub stand-in whose App installation on
+/// acme sees `seen` (the stand-in is kept alive with the target).
+async fn status_target(
+    t: &Tables,
+    seen: &[&str],
+) -> (
+    infra::ops_cli::OpsTarget,
+    infra::github_standin::GitHubStandIn,
+) {
+    use infra::github_standin::{GitHubStandIn, InstalledSpec};
+    let github = GitHubStandIn::start("ghp_lifecycle").await.unwrap();
+    let key = |name: &str| {
+        std::fs::read_to_string(
+            infra::emulator::repo_root()
+                .join("tests/fixtures/github")
+                .join(name),
+        )
+        .unwrap()
+    };
+    github.add_app_hook("7", &key("app-test-key.pub.pem"), 1, None);
+    let repos = seen
+        .iter()
+        .map(|r| InstalledSpec {
+            full_name: r.to_string(),
+            archived: false,
+            empty: false,
+        })
+        .collect();
+    github.add_installation(INSTALLATION, "acme", repos);
+    let target = infra::ops_cli::OpsTarget {
+        sdk: sdk().await,
+        table: t.prs.table().clone(),
+        pages_table: t.pages.table_name().to_string(),
+        queues: vec![],
+        guard: Default::default(),
+        app: Some((
+            github.url().to_string(),
+            "7".into(),
+            stages::secret::Secret::new(key("app-test-key.pem")),
+        )),
+    };
+    (target, github)
 }
 
 /// A delivery whose forget was applied but whose index mark was not (here: the index did not
