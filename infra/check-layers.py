@@ -6,7 +6,10 @@ non-test source, draws an edge from a top-level module to every other top-level 
 names (`crate::x`, `use crate::{x, y}`, `super::x` from the top level), and reports every
 strongly connected component of more than one module. Then it asks `cargo tree` for the
 webhook function's dependency closure, which must hold no HTTP client, GraphQL, Markdown, S3,
-SQS or LLM crate (invariant 1: the webhook calls nothing but DynamoDB). Run by `.ci/run`.
+SQS or LLM crate (invariant 1: the webhook calls nothing but DynamoDB), and for the token
+function's, which holds the GitHub App's key and so must link no Notion, LLM, Markdown,
+publishing or stage crate (the less code beside the key, the less to compromise). Run by
+`.ci/run`.
 """
 import os
 import re
@@ -195,9 +198,27 @@ WEBHOOK_FORBIDDEN = {
 }
 
 
-def webhook_closure():
-    """The crate names in the webhook function's normal dependencies, on every target."""
-    command = ["cargo", "tree", "-p", "chronicle-webhook", "-e", "normal", "--target", "all",
+# Crates the token function's closure must not hold: it holds the App's key.
+TOKEN_FORBIDDEN = {
+    "pulldown-cmark": "Markdown",
+    "pulldown-cmark-to-cmark": "Markdown",
+    "aws-sdk-bedrockruntime": "an LLM",
+    "aws-sdk-sqs": "SQS",
+    "globset": "tagging",
+    "chronicle-notion": "the Notion client",
+    "chronicle-summary": "summaries",
+    "chronicle-llm": "an LLM",
+    "chronicle-tagging": "tagging",
+    "chronicle-pages": "pages",
+    "chronicle-publish": "the publishers",
+    "chronicle-ingest": "the webhook's parsing",
+    "chronicle-stages": "the other stages",
+}
+
+
+def closure_of(package):
+    """The crate names in `package`'s normal dependencies, on every target."""
+    command = ["cargo", "tree", "-p", package, "-e", "normal", "--target", "all",
                "--prefix", "none", "--locked"]
     out = subprocess.run(command + ["--offline"], cwd=ROOT, capture_output=True, text=True)
     if out.returncode != 0:
@@ -210,11 +231,16 @@ def webhook_closure():
 
 def main():
     failed = False
-    closure = webhook_closure()
+    closure = closure_of("chronicle-webhook")
     for name, what in sorted(WEBHOOK_FORBIDDEN.items()):
         if name in closure:
             failed = True
             print(f"check-layers: chronicle-webhook depends on {name} ({what}); see `cargo tree -p chronicle-webhook -i {name}`")
+    token = closure_of("chronicle-token")
+    for name, what in sorted(TOKEN_FORBIDDEN.items()):
+        if name in token:
+            failed = True
+            print(f"check-layers: chronicle-token (the App's key) depends on {name} ({what}); see `cargo tree -p chronicle-token -i {name}`")
     for src in crates():
         graph = module_graph(os.path.join(ROOT, src))
         for component in cycles(graph):
@@ -224,7 +250,7 @@ def main():
     if failed:
         print("check-layers: see docs/ARCHITECTURE.md for the layers; move the shared piece down one")
         return 1
-    print(f"check-layers: no module cycle in any crate; the webhook's {len(closure)} crates hold none of {len(WEBHOOK_FORBIDDEN)} forbidden")
+    print(f"check-layers: no module cycle in any crate; the webhook's {len(closure)} crates hold none of {len(WEBHOOK_FORBIDDEN)} forbidden; the token function's {len(token)} none of {len(TOKEN_FORBIDDEN)}")
     return 0
 
 

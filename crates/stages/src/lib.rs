@@ -33,4 +33,4 @@ pub mod status;
 pub mod story;
 pub mod summarize;
 pub mod sweeper;
-pub mod token;
+pub use chronicle_tokens as token;

@@ -4,20 +4,20 @@
 //! else; no event source triggers it.
 //!
 //! Thin by design: the key is read once per cold start (and again after GitHub refused the
-//! JWT, as during a key rotation); each request goes to `stages::token::TokenHandler`, whose
+//! JWT, as during a key rotation); each request goes to `chronicle_tokens::TokenHandler`, whose
 //! answer (a token, or a typed refusal) is returned as is. The token is never logged.
 
 use std::sync::Arc;
 
+use chronicle_config::TokenConfig;
+use chronicle_tokens::{TokenHandler, TokenResponse};
 use lambda_runtime::{service_fn, Error, LambdaEvent};
-use stages::config::TokenConfig;
-use stages::token::{TokenHandler, TokenResponse};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    stages::telemetry::init_lambda();
+    chronicle_aws::telemetry::init_lambda();
     let config = TokenConfig::from_env()?;
-    let sdk = stages::aws::sdk_config().await;
+    let sdk = chronicle_aws::sdk_config().await;
     let handler = Arc::new(TokenHandler::from_config(&config, &sdk).await?);
     lambda_runtime::run(service_fn(move |event: LambdaEvent<serde_json::Value>| {
         let handler = Arc::clone(&handler);

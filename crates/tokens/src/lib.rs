@@ -9,7 +9,7 @@
 //! strictly: it comes from the function that parses untrusted content); the answer is a token
 //! with its expiry, installation and permissions, or a typed refusal that says whether it is
 //! permanent ([`TokenResponse`]). The token is never logged. [`client::LambdaTokens`] is enrich's
-//! end, a [`crate::github::installation::TokenSource`] like the [`AppClient`] the operator CLI, backfill and the local stack
+//! end, a [`chronicle_github::installation::TokenSource`] like the [`AppClient`] the operator CLI, backfill and the local stack
 //! still use with the key in hand.
 
 use std::sync::Arc;
@@ -18,11 +18,11 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
-use crate::config::TokenConfig;
-use crate::domain::RepoName;
-use crate::github::app::{AppCredentials, AppKeyError};
-use crate::github::installation::{AppClient, InstallationError, REQUIRED_PERMISSIONS};
-use crate::secret::{Resolve, Secret, SecretError, SecretSource};
+use chronicle_aws::secret::{Resolve, Secret, SecretError, SecretSource};
+use chronicle_config::TokenConfig;
+use chronicle_domain::RepoName;
+use chronicle_github::app::{AppCredentials, AppKeyError};
+use chronicle_github::installation::{AppClient, InstallationError, REQUIRED_PERMISSIONS};
 
 pub mod client;
 pub use client::{lambda_client, LambdaTokens};

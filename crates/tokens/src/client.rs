@@ -4,7 +4,7 @@
 //! installations are gone. A 401 from GitHub drops the token and the next request asks the
 //! function for a new one (`renew`).
 //!
-//! [`AppClient`]: crate::github::installation::AppClient
+//! [`AppClient`]: chronicle_github::installation::AppClient
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
@@ -14,8 +14,8 @@ use aws_sdk_lambda::types::InvocationType;
 use time::OffsetDateTime;
 
 use super::{TokenRequest, TokenResponse};
-use crate::github::installation::{renew_at, BoxFuture, InstallationError, TokenSource};
-use crate::secret::Secret;
+use chronicle_aws::secret::Secret;
+use chronicle_github::installation::{renew_at, BoxFuture, InstallationError, TokenSource};
 
 /// The Lambda client of a function's SDK configuration (its HTTPS client, its endpoint: in
 /// Lambda the Region's, or `AWS_ENDPOINT_URL_LAMBDA`).
@@ -108,7 +108,7 @@ impl LambdaTokens {
             .await
             .map_err(|e| InstallationError::Transport {
                 what: what.clone(),
-                message: crate::aws::error_message(&e),
+                message: chronicle_aws::error_message(&e),
             })?;
         let body = answer.payload().map(|b| b.as_ref()).unwrap_or_default();
         if let Some(kind) = answer.function_error() {
