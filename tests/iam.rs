@@ -1178,7 +1178,11 @@ fn the_webhook_lifecycle_writes_are_held_to_their_partitions_and_attributes() {
     for refused in [
         // A row's content: the webhook may tombstone a row, never write one.
         call("#org/acme", "acme/old", &["repo", "module", "org"]),
-        call("#org/acme", "acme/old", &["repo", "module", "org", "goneWhy"]),
+        call(
+            "#org/acme",
+            "acme/old",
+            &["repo", "module", "org", "goneWhy"],
+        ),
         call("acme/old", "#index", &tombstone),
         call("#hooks", "acme/old", &tombstone),
         call("#org/acme", "#index", &["repo", "module", "notion"]),
