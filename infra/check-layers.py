@@ -171,7 +171,6 @@ def crates():
     for base in ("crates", "functions"):
         for name in sorted(os.listdir(os.path.join(ROOT, base))):
             yield os.path.join(base, name, "src")
-    yield "infra/src"
 
 
 # Crates the webhook's closure must not hold, and what each would mean.

@@ -7,11 +7,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aws_lambda_events::event::dynamodb::{Event, EventRecord};
-use infra::github_standin::rest::installations::MintFault;
-use infra::github_standin::{GitHubStandIn, InstalledSpec};
 use stages::config::EnrichConfig;
 use stages::secret::SecretSource;
 use stages::store::attr;
+use standins::github_standin::rest::installations::MintFault;
+use standins::github_standin::{GitHubStandIn, InstalledSpec};
 use support::*;
 
 const TOKEN: &str = "ghp_app_token_test";
@@ -19,7 +19,7 @@ const APP_ID: &str = "7";
 
 pub fn fixture(name: &str) -> String {
     std::fs::read_to_string(
-        infra::emulator::repo_root()
+        devstack::emulator::repo_root()
             .join("tests/fixtures/github")
             .join(name),
     )
@@ -365,7 +365,7 @@ async fn enrich_gets_its_tokens_from_the_token_function_and_holds_no_key() {
         stages::enrich::EnrichHandler::from_configs(
             &config,
             &sdk().await,
-            &infra::emulator::sdk_config(lambda.url()).await,
+            &ops::stack::local_sdk_config(lambda.url()).await,
         )
         .await
         .unwrap(),
@@ -441,7 +441,7 @@ async fn a_repository_the_app_is_not_on_is_refused_by_the_token_function_and_ski
         stages::enrich::EnrichHandler::from_configs(
             &config,
             &sdk().await,
-            &infra::emulator::sdk_config(lambda.url()).await,
+            &ops::stack::local_sdk_config(lambda.url()).await,
         )
         .await
         .unwrap(),
@@ -495,7 +495,7 @@ async fn through_function(
         stages::enrich::EnrichHandler::from_configs(
             &config,
             &sdk().await,
-            &infra::emulator::sdk_config(lambda.url()).await,
+            &ops::stack::local_sdk_config(lambda.url()).await,
         )
         .await
         .unwrap(),
@@ -582,7 +582,7 @@ async fn the_rest_path_enriches_a_pr_without_its_issues_when_issues_are_not_gran
     github.add_pull(
         repo,
         14,
-        infra::github_standin::rest::PullSpec::with_files(3),
+        standins::github_standin::rest::PullSpec::with_files(3),
     );
     github.add_issue(repo, 5, "The issue it closes", "closed");
     store_unnamed_pr(&t, repo, 14, "Fixes #5").await;

@@ -1,5 +1,5 @@
 //! `chronicle backfill` against the emulator, with GitHub's GraphQL API played by the strict
-//! stand-in (`infra::github_standin`): every query validated against GitHub's published schema,
+//! stand-in (`standins::github_standin`): every query validated against GitHub's published schema,
 //! costed by GitHub's rule, and charged against a (compressed) hourly budget.
 
 use std::time::Duration;
@@ -13,8 +13,8 @@ use stages::store::{attr, CheckpointStore, PrStore};
 use support::*;
 use time::OffsetDateTime;
 
-use infra::github_standin::{history_pulls, pull_json, Fault, GitHubStandIn};
-use infra::synthetic::{HistorySpec, SyntheticPr};
+use standins::github_standin::{history_pulls, pull_json, Fault, GitHubStandIn};
+use standins::synthetic::{HistorySpec, SyntheticPr};
 
 const TOKEN: &str = "ghp_backfill_test_token";
 const REPO: &str = "Codertocat/Hello-World";
@@ -567,7 +567,7 @@ async fn bad_input_is_refused_clearly_before_any_write() {
     assert!(all_items(&run.store).await.is_empty(), "nothing written");
 
     // The command line: bad names and dates, and no stack, exit 2 before anything happens.
-    use infra::backfill_cli::{options as parse, BackfillArgs};
+    use ops::backfill::{options as parse, BackfillArgs};
     let args = |repo: &str, since: Option<&str>| BackfillArgs {
         repo: repo.into(),
         since: since.map(str::to_string),
@@ -583,10 +583,7 @@ async fn bad_input_is_refused_clearly_before_any_write() {
         stack: Some("no-such-chronicle-stack".into()),
         ..args(REPO, None)
     };
-    assert_eq!(
-        infra::backfill_cli::run(missing).await,
-        infra::backfill_cli::EXIT_USAGE
-    );
+    assert_eq!(ops::backfill::run(missing).await, ops::backfill::EXIT_USAGE);
 }
 
 #[tokio::test]
@@ -651,7 +648,7 @@ async fn items_in(sdk: &aws_config::SdkConfig, table: &str) -> usize {
 /// (the context refresh used to store a `#context` for a repository that does not exist).
 #[tokio::test]
 async fn the_command_writes_nothing_for_any_bad_input() {
-    use infra::backfill_cli::{run_with, BackfillArgs, Target, EXIT_USAGE};
+    use ops::backfill::{run_with, BackfillArgs, Target, EXIT_USAGE};
     let (stand_in, _) = standin(5).await;
     let sdk = sdk().await;
     let t = fresh_tables(&sdk).await;
@@ -735,7 +732,7 @@ async fn the_command_writes_nothing_for_any_bad_input() {
 
 fn fixture(name: &str) -> String {
     std::fs::read_to_string(
-        infra::emulator::repo_root()
+        devstack::emulator::repo_root()
             .join("tests/fixtures/github")
             .join(name),
     )
@@ -750,8 +747,8 @@ fn fixture(name: &str) -> String {
 /// never goes below the reserve. A run after a complete one writes nothing.
 #[tokio::test]
 async fn an_organisation_is_backfilled_through_its_app_installation() {
-    use infra::backfill_cli::{BackfillArgs, Target};
-    use infra::github_standin::InstalledSpec;
+    use ops::backfill::{BackfillArgs, Target};
+    use standins::github_standin::InstalledSpec;
     let stand_in = GitHubStandIn::start(TOKEN).await.unwrap();
     stand_in.add_app_hook("1", &fixture("app-test-key.pub.pem"), 1, None);
     let (api, web, old, empty) = ("acme/api", "acme/web", "acme/old", "acme/empty");
@@ -809,7 +806,7 @@ async fn an_organisation_is_backfilled_through_its_app_installation() {
     );
     let api_name = stages::domain::RepoName::parse(api).unwrap();
     {
-        let run = infra::backfill_org::run_org(&args, &target);
+        let run = ops::backfill_org::run_org(&args, &target);
         tokio::pin!(run);
         loop {
             tokio::select! {
@@ -831,7 +828,7 @@ async fn an_organisation_is_backfilled_through_its_app_installation() {
     // is refused with 401 and asked again with a new token.
     stand_in.expire_installation_tokens_at_graphql_request(stand_in.stats().graphql_requests + 2);
     let minted_before = stand_in.installation_tokens_minted();
-    let report = infra::backfill_org::run_org(&args, &target).await.unwrap();
+    let report = ops::backfill_org::run_org(&args, &target).await.unwrap();
     assert_eq!(report.installation, 4242);
     assert!(report.failed.is_empty(), "{report:?}");
     assert_eq!(
@@ -875,10 +872,10 @@ async fn an_organisation_is_backfilled_through_its_app_installation() {
     assert_eq!(stats.rate_limited, 0, "{stats:?}");
     assert!(stats.min_remaining.unwrap() >= 2, "{stats:?}");
     assert!(report.done.iter().any(|(_, r)| r.waited > Duration::ZERO));
-    println!("{}", infra::backfill_org::summary(&report));
+    println!("{}", ops::backfill_org::summary(&report));
 
     // A second run: every repository resumes at its checkpoint, and nothing is written.
-    let again = infra::backfill_org::run_org(&args, &target).await.unwrap();
+    let again = ops::backfill_org::run_org(&args, &target).await.unwrap();
     assert!(again.failed.is_empty(), "{again:?}");
     let names: Vec<&str> = again.done.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names, [api, web], "{again:?}");
@@ -892,7 +889,7 @@ async fn an_organisation_is_backfilled_through_its_app_installation() {
         repos: vec!["web".into()],
         ..args.clone()
     };
-    let filtered = infra::backfill_org::run_org(&only_web, &target)
+    let filtered = ops::backfill_org::run_org(&only_web, &target)
         .await
         .unwrap();
     let names: Vec<&str> = filtered.done.iter().map(|(n, _)| n.as_str()).collect();
@@ -908,7 +905,7 @@ async fn an_organisation_is_backfilled_through_its_app_installation() {
         org: None,
         ..args.clone()
     };
-    let r = infra::backfill_cli::run_with(&one, &target).await.unwrap();
+    let r = ops::backfill::run_with(&one, &target).await.unwrap();
     assert!(r.complete && r.resumed, "{r:?}");
     assert_eq!((r.imported, r.updated), (0, 0), "{r:?}");
 }
@@ -919,8 +916,8 @@ async fn an_organisation_is_backfilled_through_its_app_installation() {
 /// is written; with the account's own, it runs.
 #[tokio::test]
 async fn a_user_accounts_installation_is_backfilled_and_a_disagreeing_installation_refused() {
-    use infra::backfill_cli::{BackfillArgs, Target, EXIT_USAGE};
-    use infra::github_standin::InstalledSpec;
+    use ops::backfill::{BackfillArgs, Target, EXIT_USAGE};
+    use standins::github_standin::InstalledSpec;
     let stand_in = GitHubStandIn::start(TOKEN).await.unwrap();
     stand_in.add_app_hook("1", &fixture("app-test-key.pub.pem"), 1, None);
     let (tools, api) = ("octocat/tools", "acme/api");
@@ -956,7 +953,7 @@ async fn a_user_accounts_installation_is_backfilled_and_a_disagreeing_installati
         reserve_points: 2,
         ..Default::default()
     };
-    let (code, message) = infra::backfill_org::run_org(&disagreeing, &target)
+    let (code, message) = ops::backfill_org::run_org(&disagreeing, &target)
         .await
         .unwrap_err();
     assert_eq!(code, EXIT_USAGE, "{message}");
@@ -972,7 +969,7 @@ async fn a_user_accounts_installation_is_backfilled_and_a_disagreeing_installati
         installation: Some(5),
         ..disagreeing.clone()
     };
-    let (code, message) = infra::backfill_org::run_org(&unknown, &target)
+    let (code, message) = ops::backfill_org::run_org(&unknown, &target)
         .await
         .unwrap_err();
     assert_eq!(code, EXIT_USAGE, "{message}");
@@ -983,7 +980,7 @@ async fn a_user_accounts_installation_is_backfilled_and_a_disagreeing_installati
         installation: None,
         ..disagreeing.clone()
     };
-    let report = infra::backfill_org::run_org(&args, &target).await.unwrap();
+    let report = ops::backfill_org::run_org(&args, &target).await.unwrap();
     assert_eq!(report.installation, 77, "{report:?}");
     let names: Vec<&str> = report.done.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names, [tools], "{report:?}");
@@ -996,7 +993,7 @@ async fn a_user_accounts_installation_is_backfilled_and_a_disagreeing_installati
         installation: Some(77),
         ..disagreeing.clone()
     };
-    let again = infra::backfill_org::run_org(&agreeing, &target)
+    let again = ops::backfill_org::run_org(&agreeing, &target)
         .await
         .unwrap();
     assert_eq!(again.installation, 77);

@@ -5,8 +5,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use infra::github_standin::rest::Fault;
-use infra::github_standin::GitHubStandIn;
 use stages::context::{refresh, RepoContext};
 use stages::domain::RepoName;
 use stages::enrich::{EnrichHandler, GitHubApis};
@@ -14,6 +12,8 @@ use stages::github::graphql::GraphQlClient;
 use stages::github::GitHubClient;
 use stages::secret::Secret;
 use stages::store::ContextStore;
+use standins::github_standin::rest::Fault;
+use standins::github_standin::GitHubStandIn;
 use support::*;
 use time::OffsetDateTime;
 

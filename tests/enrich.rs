@@ -1,5 +1,5 @@
 //! The enrich stage against the emulator. GitHub is played by the strict stand-in
-//! (`infra::github_standin`): its GraphQL half (every query validated against GitHub's published
+//! (`standins::github_standin`): its GraphQL half (every query validated against GitHub's published
 //! schema) that enrichment uses, and its REST half (recorded responses) it falls back to where
 //! GraphQL cannot serve. A test may start two, one per half, to count each side's requests.
 
@@ -9,9 +9,6 @@ use std::time::{Duration, Instant};
 
 use aws_lambda_events::event::dynamodb::{Event, EventRecord};
 use aws_sdk_dynamodb::types::AttributeValue;
-use infra::github_standin::PullSpec;
-use infra::github_standin::{pull_json, Fault, GitHubStandIn};
-use infra::synthetic::SyntheticPr;
 use serde_json::json;
 use stages::domain::FileChange;
 use stages::enrich::{EnrichHandler, GitHubApis, RecordOutcome};
@@ -19,6 +16,9 @@ use stages::github::graphql::GraphQlClient;
 use stages::github::GitHubClient;
 use stages::secret::Secret;
 use stages::store::{attr, Item, PrStore, DEFERRED_SHARD};
+use standins::github_standin::PullSpec;
+use standins::github_standin::{pull_json, Fault, GitHubStandIn};
+use standins::synthetic::SyntheticPr;
 use support::*;
 
 const TOKEN: &str = "ghp_test_token_for_the_stand_in";
@@ -310,7 +310,7 @@ async fn no_token_means_no_http_call_and_success() {
 async fn sweep(store: &PrStore) -> stages::sweeper::SweepReport {
     let sdk = sdk().await;
     let sqs = aws_sdk_sqs::Client::new(&sdk);
-    let queue = infra::streams::ensure_queue(&sqs, &format!("{}-q", store.table_name()))
+    let queue = devstack::streams::ensure_queue(&sqs, &format!("{}-q", store.table_name()))
         .await
         .unwrap();
     let config = stages::config::SweeperConfig::from_lookup(&|k: &str| match k {
@@ -682,15 +682,16 @@ async fn a_deleted_row_and_a_broken_record_do_not_lose_the_others() {
 async fn the_schedule_event_runs_the_retry_and_a_stream_event_the_records() {
     let (store, github) = setup().await;
     let handler = enricher(&store, &github, 0);
-    let scheduled =
-        std::fs::read_to_string(infra::emulator::repo_root().join("events/enrich.scheduled.json"))
-            .unwrap();
+    let scheduled = std::fs::read_to_string(
+        devstack::emulator::repo_root().join("events/enrich.scheduled.json"),
+    )
+    .unwrap();
     let trigger: stages::enrich::EnrichTrigger = serde_json::from_str(&scheduled).unwrap();
     let answer = handler.invoke(trigger, within(10), "sched").await.unwrap();
     let answer = serde_json::to_value(answer).unwrap();
     assert_eq!(answer["seen"], 0, "{answer}");
     let stream = std::fs::read_to_string(
-        infra::emulator::repo_root().join("events/enrich.dynamodb-stream.json"),
+        devstack::emulator::repo_root().join("events/enrich.dynamodb-stream.json"),
     )
     .unwrap();
     let trigger: stages::enrich::EnrichTrigger = serde_json::from_str(&stream).unwrap();
@@ -699,19 +700,19 @@ async fn the_schedule_event_runs_the_retry_and_a_stream_event_the_records() {
 
 // ---- Through the real stream: moto's DynamoDB Streams, read by the local event source ----
 
-use infra::streams::{ensure_queue, EventSourceSettings, StreamEventSource};
+use devstack::streams::{ensure_queue, EventSourceSettings, StreamEventSource};
 
 async fn event_source(store: &PrStore, max_retry_attempts: u32) -> (StreamEventSource, String) {
     let sdk = sdk().await;
     let mut settings = EventSourceSettings::from_template(
-        &infra::template::Template::bundled().unwrap(),
+        &devstack::template::Template::bundled().unwrap(),
         "EnrichFunction",
         "PrStream",
     )
     .unwrap();
     assert_eq!(
         settings.filters[0],
-        infra::streams::FilterPattern::event_names(&["INSERT"]),
+        devstack::streams::FilterPattern::event_names(&["INSERT"]),
         "the template's filter"
     );
     settings.max_retry_attempts = max_retry_attempts;
@@ -736,7 +737,7 @@ async fn a_webhook_insert_is_enriched_from_the_real_stream_and_its_own_modify_do
     let (mut source, _) = event_source(&store, 5).await;
     stored_pr(&store, 2, Some("Fixes #1347")).await;
     github.add_pull(2, 5, &[(1347, "Found a bug")]);
-    let handler = infra::dev::enrich_batch_handler(enricher(&store, &github, 2));
+    let handler = devstack::dev::enrich_batch_handler(enricher(&store, &github, 2));
 
     let report = source.poll_once(&handler).await.unwrap();
     assert_eq!(
@@ -783,7 +784,7 @@ async fn a_poison_record_ends_in_the_stream_dlq_and_the_others_are_enriched() {
     );
     broken["mergedAt"] = json!("not a time");
     github.graphql.put_pull(REPO, broken);
-    let handler = infra::dev::enrich_batch_handler(enricher(&store, &github, 0));
+    let handler = devstack::dev::enrich_batch_handler(enricher(&store, &github, 0));
     let report = source.poll_once(&handler).await.unwrap();
     assert_eq!(report.dead_lettered, 1, "{report:?}");
     assert!(row(&store, 71).await.contains_key(attr::ENRICHED_AT));
@@ -819,7 +820,7 @@ async fn the_sample_stream_event_is_enriched_and_its_modify_ignored() {
     stored_pr(&store, 2, None).await;
     github.add_pull(2, 5, &[]);
     let text = std::fs::read_to_string(
-        infra::emulator::repo_root().join("events/enrich.dynamodb-stream.json"),
+        devstack::emulator::repo_root().join("events/enrich.dynamodb-stream.json"),
     )
     .unwrap();
     let sample: Event = serde_json::from_str(&text).unwrap();
@@ -851,7 +852,7 @@ fn with_failing_context(t: &Tables, github: &GitHub) -> Arc<EnrichHandler> {
     for _ in 0..2 {
         github.rest.fail_next(
             &format!("/repos/{REPO}/contents/.github"),
-            infra::github_standin::rest::Fault::ServerError,
+            standins::github_standin::rest::Fault::ServerError,
         );
     }
     Arc::new(

@@ -1,14 +1,14 @@
-//! Self-tests of the GitHub stand-in's REST half (`infra::github_standin::rest`), with a plain
+//! Self-tests of the GitHub stand-in's REST half (`standins::github_standin::rest`), with a plain
 //! reqwest client:
 //! that it refuses what GitHub refuses (and more), paginates like GitHub and plays its faults.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use infra::github_standin::rest::*;
-use infra::github_standin::GitHubStandIn;
 use reqwest::{Client, RequestBuilder, Response, StatusCode};
 use serde_json::Value;
+use standins::github_standin::rest::*;
+use standins::github_standin::GitHubStandIn;
 
 const TOKEN: &str = "ghp_stubtoken";
 const REPO: &str = "octo/chronicle";
@@ -737,20 +737,20 @@ async fn an_installation_token_is_minted_once_scoped_and_renewed_on_401() {
     use std::sync::Arc;
     let key = |name: &str| {
         std::fs::read_to_string(
-            infra::emulator::repo_root()
+            devstack::emulator::repo_root()
                 .join("tests/fixtures/github")
                 .join(name),
         )
         .unwrap()
     };
-    let stub = infra::github_standin::GitHubStandIn::start("ghp_owner")
+    let stub = standins::github_standin::GitHubStandIn::start("ghp_owner")
         .await
         .unwrap();
     stub.add_app_hook("9", &key("app-test-key.pub.pem"), 1, None);
     stub.add_installation(
         5,
         "acme",
-        vec![infra::github_standin::InstalledSpec {
+        vec![standins::github_standin::InstalledSpec {
             full_name: "acme/api".into(),
             archived: false,
             empty: false,
@@ -820,18 +820,18 @@ async fn an_installation_token_is_minted_once_scoped_and_renewed_on_401() {
 async fn an_installations_repositories_are_paged_and_another_apps_jwt_is_refused() {
     let key = |name: &str| {
         std::fs::read_to_string(
-            infra::emulator::repo_root()
+            devstack::emulator::repo_root()
                 .join("tests/fixtures/github")
                 .join(name),
         )
         .unwrap()
     };
-    let stub = infra::github_standin::GitHubStandIn::start("ghp_owner")
+    let stub = standins::github_standin::GitHubStandIn::start("ghp_owner")
         .await
         .unwrap();
     stub.add_app_hook("9", &key("app-test-key.pub.pem"), 1, None);
     let repos: Vec<_> = (0..150)
-        .map(|i| infra::github_standin::InstalledSpec {
+        .map(|i| standins::github_standin::InstalledSpec {
             full_name: format!("acme/repo-{i:03}"),
             archived: i % 50 == 7,
             empty: false,

@@ -134,7 +134,9 @@ fn years_of(
 }
 
 fn check(name: &str, rendered: &str) {
-    let path = infra::emulator::repo_root().join("tests/golden").join(name);
+    let path = devstack::emulator::repo_root()
+        .join("tests/golden")
+        .join(name);
     if std::env::var_os("UPDATE_GOLDEN").is_some() {
         std::fs::write(&path, rendered).unwrap();
     }
@@ -158,7 +160,7 @@ fn the_recorded_pr_as_its_root_module_page() {
         received_at: datetime!(2019-05-15 15:21:20 UTC),
     };
     let mut row: Item = new_item(&pr, &delivery, 4);
-    let root = infra::emulator::repo_root().join("tests/fixtures/github/rest");
+    let root = devstack::emulator::repo_root().join("tests/fixtures/github/rest");
     let read = |f: &str| -> serde_json::Value {
         serde_json::from_str(&std::fs::read_to_string(root.join(f)).unwrap()).unwrap()
     };
@@ -628,8 +630,8 @@ fn a_generated_history_on_its_module_page_its_archives_and_the_index() {
 /// `chronicle bench quality` builds them: read them by eye.
 #[test]
 fn a_synthetic_history_a_busy_module_a_removed_one_and_a_dependency_heavy_one() {
-    use infra::bench_quality::{entries, module_page};
-    let spec = infra::synthetic::HistorySpec {
+    use bench::quality::{entries, module_page};
+    let spec = standins::synthetic::HistorySpec {
         prs: 600,
         modules: 8,
         per_day: 0.4,
@@ -640,12 +642,12 @@ fn a_synthetic_history_a_busy_module_a_removed_one_and_a_dependency_heavy_one() 
     let config = ModulesConfig::from_yaml(stages::tagging::BUNDLED_MODULES_YAML).unwrap();
     let all = entries(
         &repo,
-        &infra::synthetic::history(&spec),
+        &standins::synthetic::history(&spec),
         config.for_repo(&repo),
     );
     let now = spec.end + time::Duration::days(1);
     // What enrichment would have read of the repository: READMEs, the removed directory gone.
-    let context = infra::synthetic::context(&spec);
+    let context = standins::synthetic::context(&spec);
     for (module, golden) in [
         ("api", "synthetic-busy-module.md"),
         ("core", "synthetic-removed-module.md"),

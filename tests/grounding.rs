@@ -89,7 +89,7 @@ fn entry(corpus: &Corpus, pr: &Pr) -> ModuleEntry {
 
 #[test]
 fn every_faithful_sentence_is_kept_and_every_unsupported_one_dropped() {
-    let dir = infra::emulator::repo_root().join("tests/fixtures/grounding");
+    let dir = devstack::emulator::repo_root().join("tests/fixtures/grounding");
     let mut paths: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())

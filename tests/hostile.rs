@@ -22,10 +22,10 @@ use bytes::Bytes;
 use http::{Request, Response};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use infra::github_standin::GitHubStandIn;
 use serde_json::json;
 use stages::domain::{FileChange, RepoName};
 use stages::store::attr;
+use standins::github_standin::GitHubStandIn;
 use support::*;
 use tokio::net::TcpListener;
 
@@ -209,7 +209,7 @@ fn hostile_history() -> History {
 struct Front {
     url: String,
     seen: Arc<Mutex<Vec<String>>>,
-    _server: infra::http_server::Serving,
+    _server: standins::http_server::Serving,
 }
 
 async fn front(graphql: String, rest: String) -> Front {
@@ -218,7 +218,7 @@ async fn front(graphql: String, rest: String) -> Front {
     let seen: Arc<Mutex<Vec<String>>> = Arc::default();
     let http = reqwest::Client::new();
     let recorded = seen.clone();
-    let server = infra::http_server::Serving::spawn(listener, move |req: Request<Incoming>| {
+    let server = standins::http_server::Serving::spawn(listener, move |req: Request<Incoming>| {
         let (http, graphql, rest, recorded) = (
             http.clone(),
             graphql.clone(),
@@ -294,7 +294,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 #[tokio::test]
 async fn a_hostile_repository_cannot_stall_misfile_leak_or_inject() {
     let history = hostile_history();
-    let graphql = infra::github_standin::GitHubStandIn::start(TOKEN)
+    let graphql = standins::github_standin::GitHubStandIn::start(TOKEN)
         .await
         .unwrap();
     let rest = GitHubStandIn::start(TOKEN).await.unwrap();
@@ -303,7 +303,7 @@ async fn a_hostile_repository_cannot_stall_misfile_leak_or_inject() {
     }
     rest.add_issue("other-org/private", 42, "Secret roadmap", "open");
     for pr in &history.prs {
-        let synthetic = infra::synthetic::SyntheticPr {
+        let synthetic = standins::synthetic::SyntheticPr {
             number: pr.number,
             title: pr.title.clone(),
             body: pr.body.clone(),
@@ -324,7 +324,7 @@ async fn a_hostile_repository_cannot_stall_misfile_leak_or_inject() {
         } else {
             &[]
         };
-        let mut pull = infra::github_standin::pull_json(
+        let mut pull = standins::github_standin::pull_json(
             REPO,
             &synthetic,
             time::macros::datetime!(2024-03-01 00:00 UTC),
@@ -343,7 +343,7 @@ async fn a_hostile_repository_cannot_stall_misfile_leak_or_inject() {
         "chronicle-hostile-out-{}",
         uuid::Uuid::new_v4().simple()
     ));
-    let options = infra::dev::DevOptions {
+    let options = devstack::dev::DevOptions {
         port: 0,
         endpoint: Some(endpoint()),
         emulator_port: None,
@@ -355,7 +355,7 @@ async fn a_hostile_repository_cannot_stall_misfile_leak_or_inject() {
         ],
         sweep_interval: Duration::from_millis(300),
     };
-    let stack = infra::dev::DevStack::start(options).await.unwrap();
+    let stack = devstack::dev::DevStack::start(options).await.unwrap();
     let secret = stack.secret().expect("the local stack signs").clone();
     let started = Instant::now();
     for pr in &history.prs {

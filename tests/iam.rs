@@ -407,7 +407,8 @@ fn routed(call: &Call) -> Vec<Call> {
 
 /// Each function's role statements under the full parameter set (every condition true).
 fn granted() -> BTreeMap<String, Vec<Statement>> {
-    let text = std::fs::read_to_string(infra::emulator::repo_root().join("template.yaml")).unwrap();
+    let text =
+        std::fs::read_to_string(devstack::emulator::repo_root().join("template.yaml")).unwrap();
     let template: Value = serde_yaml::from_str(&text).unwrap();
     let resources = &template["Resources"];
     let mut out = BTreeMap::new();
@@ -582,7 +583,7 @@ async fn every_function_calls_exactly_what_its_role_grants() {
     let redeliver_secret = secret(&admin, "redeliver", GITHUB_TOKEN).await;
     let notion_secret = secret(&admin, "notion", NOTION_TOKEN).await;
     let app_key = std::fs::read_to_string(
-        infra::emulator::repo_root().join("tests/fixtures/github/app-test-key.pem"),
+        devstack::emulator::repo_root().join("tests/fixtures/github/app-test-key.pem"),
     )
     .unwrap();
     let app_key_secret = secret(&admin, "github-app-key", &app_key).await;
@@ -622,7 +623,7 @@ async fn every_function_calls_exactly_what_its_role_grants() {
         .unwrap()
         .to_string();
     let (a, b) = (901_u64, 902_u64);
-    let github = infra::github_standin::GitHubStandIn::start(GITHUB_TOKEN)
+    let github = standins::github_standin::GitHubStandIn::start(GITHUB_TOKEN)
         .await
         .unwrap();
     for n in [a, b] {
@@ -632,14 +633,14 @@ async fn every_function_calls_exactly_what_its_role_grants() {
     // installation's token, which it asks of the token function (whose role reads the
     // App's key, as redeliver's does; enrich's neither the key nor the token).
     let app_public = std::fs::read_to_string(
-        infra::emulator::repo_root().join("tests/fixtures/github/app-test-key.pub.pem"),
+        devstack::emulator::repo_root().join("tests/fixtures/github/app-test-key.pub.pem"),
     )
     .unwrap();
     github.add_app_hook("424242", &app_public, 1, None);
     github.add_installation(
         31,
         repo.split('/').next().unwrap(),
-        vec![infra::github_standin::InstalledSpec {
+        vec![standins::github_standin::InstalledSpec {
             full_name: repo.clone(),
             archived: false,
             empty: false,
@@ -785,9 +786,10 @@ async fn every_function_calls_exactly_what_its_role_grants() {
         }
         other => panic!("{other:?}"),
     }
-    let scheduled =
-        std::fs::read_to_string(infra::emulator::repo_root().join("events/enrich.scheduled.json"))
-            .unwrap();
+    let scheduled = std::fs::read_to_string(
+        devstack::emulator::repo_root().join("events/enrich.scheduled.json"),
+    )
+    .unwrap();
     enrich
         .invoke(
             serde_json::from_str(&scheduled).unwrap(),
@@ -799,7 +801,7 @@ async fn every_function_calls_exactly_what_its_role_grants() {
 
     // A context refresh a day later finds the repository's layout changed (it has CODEOWNERS
     // now): the enrich function marks its index page for a rebuild.
-    let files = infra::github_standin::GitHubStandIn::start(GITHUB_TOKEN)
+    let files = standins::github_standin::GitHubStandIn::start(GITHUB_TOKEN)
         .await
         .unwrap();
     files.add_file(&repo, ".github/CODEOWNERS", "* @octo-org/everyone\n");
@@ -935,7 +937,7 @@ async fn every_function_calls_exactly_what_its_role_grants() {
     assert!(report.built >= 1, "{report:?}");
 
     // Redeliver: the recorded hook's failed delivery of a PR never stored is asked again.
-    let hooks_github = infra::github_standin::GitHubStandIn::start(GITHUB_TOKEN)
+    let hooks_github = standins::github_standin::GitHubStandIn::start(GITHUB_TOKEN)
         .await
         .unwrap();
     hooks_github.add_hook(&repo, HOOK_ID, None);
@@ -943,7 +945,7 @@ async fn every_function_calls_exactly_what_its_role_grants() {
     hooks_github.add_delivery(
         &repo,
         HOOK_ID,
-        infra::github_standin::rest::DeliverySpec {
+        standins::github_standin::rest::DeliverySpec {
             guid: "lost-903".into(),
             age_secs: 3600,
             status_code: 502,
@@ -991,7 +993,8 @@ async fn every_function_calls_exactly_what_its_role_grants() {
     // listed path).
     let tables_hash = hash_keys(
         &serde_yaml::from_str::<Value>(
-            &std::fs::read_to_string(infra::emulator::repo_root().join("template.yaml")).unwrap(),
+            &std::fs::read_to_string(devstack::emulator::repo_root().join("template.yaml"))
+                .unwrap(),
         )
         .unwrap(),
     );
@@ -1247,7 +1250,8 @@ fn no_role_that_parses_repository_content_can_read_the_app_key() {
     );
     // Whatever the parameters: no other role of the template names the key, under any
     // condition (the full set above takes one branch of each).
-    let text = std::fs::read_to_string(infra::emulator::repo_root().join("template.yaml")).unwrap();
+    let text =
+        std::fs::read_to_string(devstack::emulator::repo_root().join("template.yaml")).unwrap();
     let template: Value = serde_yaml::from_str(&text).unwrap();
     let mut naming = Vec::new();
     for (id, resource) in template["Resources"].as_mapping().unwrap() {
@@ -1299,7 +1303,8 @@ fn no_role_that_parses_repository_content_can_read_the_app_key() {
 /// Every bucket and queue has a resource policy that denies any request made without TLS.
 #[test]
 fn every_bucket_and_queue_refuses_requests_without_tls() {
-    let text = std::fs::read_to_string(infra::emulator::repo_root().join("template.yaml")).unwrap();
+    let text =
+        std::fs::read_to_string(devstack::emulator::repo_root().join("template.yaml")).unwrap();
     let template: Value = serde_yaml::from_str(&text).unwrap();
     let resources = template["Resources"].as_mapping().unwrap();
     let of_type = |t: &str| -> Vec<String> {

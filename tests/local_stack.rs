@@ -7,11 +7,11 @@ use stages::signature;
 use stages::store::attr;
 use support::*;
 
-async fn start() -> infra::dev::DevStack {
+async fn start() -> devstack::dev::DevStack {
     start_with(Vec::new()).await
 }
 
-async fn start_with(overrides: Vec<(String, String)>) -> infra::dev::DevStack {
+async fn start_with(overrides: Vec<(String, String)>) -> devstack::dev::DevStack {
     let table_name = Some(format!("dev-{}", uuid::Uuid::new_v4().simple()));
     let mut overrides = overrides;
     if !overrides.iter().any(|(k, _)| k == "OUTPUT_DIR") {
@@ -19,7 +19,7 @@ async fn start_with(overrides: Vec<(String, String)>) -> infra::dev::DevStack {
             std::env::temp_dir().join(format!("chronicle-out-{}", uuid::Uuid::new_v4().simple()));
         overrides.push(("OUTPUT_DIR".into(), out.display().to_string()));
     }
-    let options = infra::dev::DevOptions {
+    let options = devstack::dev::DevOptions {
         port: 0,
         endpoint: Some(endpoint()),
         emulator_port: None,
@@ -27,12 +27,15 @@ async fn start_with(overrides: Vec<(String, String)>) -> infra::dev::DevStack {
         overrides,
         sweep_interval: std::time::Duration::from_millis(300),
     };
-    infra::dev::DevStack::start(options).await.unwrap()
+    devstack::dev::DevStack::start(options).await.unwrap()
 }
 
 /// The local stack with a GitHub stand-in holding PR #2 (12 files under `src/`) and a token.
-async fn with_github() -> (infra::github_standin::GitHubStandIn, infra::dev::DevStack) {
-    let github = infra::github_standin::GitHubStandIn::start("local-token")
+async fn with_github() -> (
+    standins::github_standin::GitHubStandIn,
+    devstack::dev::DevStack,
+) {
+    let github = standins::github_standin::GitHubStandIn::start("local-token")
         .await
         .unwrap();
     github.put_pull(
@@ -51,8 +54,8 @@ async fn with_github() -> (infra::github_standin::GitHubStandIn, infra::dev::Dev
 async fn a_delivery_posted_to_the_local_stack_is_enriched_from_the_stream() {
     let (github, stack) = with_github().await;
     assert!(stack.enrich_enabled());
-    let dir = infra::emulator::repo_root().join("events");
-    infra::replay::replay(&dir, &stack.webhook_url(), stack.secret(), stack.store())
+    let dir = devstack::emulator::repo_root().join("events");
+    devstack::replay::replay(&dir, &stack.webhook_url(), stack.secret(), stack.store())
         .await
         .unwrap();
     let repo = RepoName::parse("Codertocat/Hello-World").unwrap();
@@ -162,8 +165,8 @@ async fn http_front_answers_wrong_routes_and_oversized_bodies() {
 #[tokio::test]
 async fn replaying_the_sample_events_stores_the_merged_pr_once() {
     let stack = start().await;
-    let dir = infra::emulator::repo_root().join("events");
-    let lines = infra::replay::replay(&dir, &stack.webhook_url(), stack.secret(), stack.store())
+    let dir = devstack::emulator::repo_root().join("events");
+    let lines = devstack::replay::replay(&dir, &stack.webhook_url(), stack.secret(), stack.store())
         .await
         .unwrap();
     let outcomes: Vec<(&str, u16, serde_json::Value)> = lines
@@ -215,8 +218,8 @@ async fn replaying_the_sample_events_stores_the_merged_pr_once() {
 async fn a_signed_delivery_ends_as_an_entry_in_the_modules_markdown_narrative() {
     // Files under src/ belong to the `core` module of config/modules.yaml.
     let (_github, stack) = with_github().await;
-    let dir = infra::emulator::repo_root().join("events");
-    infra::replay::replay(&dir, &stack.webhook_url(), stack.secret(), stack.store())
+    let dir = devstack::emulator::repo_root().join("events");
+    devstack::replay::replay(&dir, &stack.webhook_url(), stack.secret(), stack.store())
         .await
         .unwrap();
     let page = std::path::Path::new(stack.output_dir()).join("Codertocat/Hello-World/core.md");
@@ -288,8 +291,8 @@ async fn with_a_notion_token_and_parent_the_local_stack_publishes_to_notion_and_
         ("PUBLISH_MARKDOWN".into(), "1".into()),
     ])
     .await;
-    let dir = infra::emulator::repo_root().join("events");
-    infra::replay::replay(&dir, &stack.webhook_url(), stack.secret(), stack.store())
+    let dir = devstack::emulator::repo_root().join("events");
+    devstack::replay::replay(&dir, &stack.webhook_url(), stack.secret(), stack.store())
         .await
         .unwrap();
     // Enrichment is off (no GitHub token): the module is the repository itself. The events/
@@ -391,17 +394,17 @@ async fn an_edit_after_merge_reaches_the_entries_and_the_page() {
 /// knows it), not one named after the repository with "Paths: not known".
 #[tokio::test]
 async fn a_replay_without_a_token_shows_a_real_module_page() {
-    let dir = infra::emulator::repo_root().join("events");
-    let standin = infra::demo::standin_for(&dir)
+    let dir = devstack::emulator::repo_root().join("events");
+    let standin = devstack::demo::standin_for(&dir)
         .await
         .unwrap()
         .expect("events/ records the PR's files");
     let stack = start_with(vec![
         ("GITHUB_API_URL".into(), standin.url().to_string()),
-        ("GITHUB_TOKEN".into(), infra::demo::TOKEN.into()),
+        ("GITHUB_TOKEN".into(), devstack::demo::TOKEN.into()),
     ])
     .await;
-    infra::replay::replay(&dir, &stack.webhook_url(), stack.secret(), stack.store())
+    devstack::replay::replay(&dir, &stack.webhook_url(), stack.secret(), stack.store())
         .await
         .unwrap();
     let page = std::path::Path::new(stack.output_dir()).join("Codertocat/Hello-World/(root).md");

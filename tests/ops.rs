@@ -112,7 +112,7 @@ async fn status_and_failed_count_what_the_fixture_holds_without_a_scan() {
     let proxy = AuditProxy::start(endpoint()).await;
     let mut target = ops_target(&t, proxy.sdk().await);
     target.queues = queues;
-    let (report, code) = infra::ops_cli::status(&target, Some(REPO)).await.unwrap();
+    let (report, code) = ops::commands::status(&target, Some(REPO)).await.unwrap();
     assert_eq!(code, 1, "needs attention");
     // The JSON the CLI prints, parsed.
     let json: serde_json::Value =
@@ -175,7 +175,7 @@ async fn status_and_failed_count_what_the_fixture_holds_without_a_scan() {
     );
 
     // `failed`: exactly the two given-up rows, newest first, with why and how many attempts.
-    let rows = infra::ops_cli::failed(&target, None).await.unwrap();
+    let rows = ops::commands::failed(&target, None).await.unwrap();
     let listed: Vec<(u64, &str, u64)> = rows
         .iter()
         .map(|r| {
@@ -193,11 +193,11 @@ async fn status_and_failed_count_what_the_fixture_holds_without_a_scan() {
             (6, "summarize failed 5 times", 1)
         ]
     );
-    assert!(infra::ops_cli::failed(&target, Some("acme/other"))
+    assert!(ops::commands::failed(&target, Some("acme/other"))
         .await
         .unwrap()
         .is_empty());
-    assert!(infra::ops_cli::render_failed(&rows).contains("Codertocat/Hello-World#7"));
+    assert!(ops::commands::render_failed(&rows).contains("Codertocat/Hello-World#7"));
 
     let calls = proxy.calls();
     assert!(!calls.is_empty());
@@ -211,12 +211,12 @@ async fn status_and_failed_count_what_the_fixture_holds_without_a_scan() {
 
     // Bad input: a malformed repository, exit 2 and nothing read.
     let before = proxy.calls().len();
-    let (code, message) = infra::ops_cli::status(&target, Some("not-a-repo"))
+    let (code, message) = ops::commands::status(&target, Some("not-a-repo"))
         .await
         .unwrap_err();
     assert_eq!(code, 2);
     assert!(message.contains("OWNER/REPO"), "{message}");
-    let (code, _) = infra::ops_cli::failed(&target, Some("a/b/c"))
+    let (code, _) = ops::commands::failed(&target, Some("a/b/c"))
         .await
         .unwrap_err();
     assert_eq!(code, 2);
@@ -234,37 +234,30 @@ async fn status_and_failed_count_what_the_fixture_holds_without_a_scan() {
         .send()
         .await
         .unwrap();
+    assert_eq!(ops::commands::failed(&target, None).await.unwrap().len(), 2);
+    assert_eq!(ops::commands::index_old_failed(&target).await.unwrap(), 1);
     assert_eq!(
-        infra::ops_cli::failed(&target, None).await.unwrap().len(),
-        2
-    );
-    assert_eq!(infra::ops_cli::index_old_failed(&target).await.unwrap(), 1);
-    assert_eq!(
-        infra::ops_cli::index_old_failed(&target).await.unwrap(),
+        ops::commands::index_old_failed(&target).await.unwrap(),
         0,
         "once"
     );
-    assert_eq!(
-        infra::ops_cli::failed(&target, None).await.unwrap().len(),
-        3
-    );
+    assert_eq!(ops::commands::failed(&target, None).await.unwrap().len(), 3);
 }
 
 #[tokio::test]
 async fn an_unknown_stack_is_a_usage_error() {
     let _ = sdk().await; // the emulator's endpoint in the environment
-    let code = infra::ops_cli::run_status(Some("no-such-chronicle-stack"), None, true).await;
+    let code = ops::commands::run_status(Some("no-such-chronicle-stack"), None, true).await;
     assert_eq!(code, 2);
-    let code =
-        infra::ops_cli::run_failed(Some("no-such-chronicle-stack"), None, false, false).await;
+    let code = ops::commands::run_failed(Some("no-such-chronicle-stack"), None, false, false).await;
     assert_eq!(code, 2);
-    let code = infra::ops_cli::run_redeliver(Some("no-such-chronicle-stack"), true, true).await;
+    let code = ops::commands::run_redeliver(Some("no-such-chronicle-stack"), true, true).await;
     assert_eq!(code, 2);
     if std::env::var("GITHUB_TOKEN").is_err() {
         // The local stack without a token: nothing can be listed, said clearly, exit 2.
-        assert_eq!(infra::ops_cli::run_redeliver(None, true, true).await, 2);
+        assert_eq!(ops::commands::run_redeliver(None, true, true).await, 2);
     }
-    match infra::ops_cli::target(Some("no-such-chronicle-stack")).await {
+    match ops::commands::target(Some("no-such-chronicle-stack")).await {
         Err(e) => assert!(
             e.to_string()
                 .contains("no CloudFormation stack named no-such-chronicle-stack"),
@@ -297,8 +290,8 @@ async fn local_queues(sqs: &aws_sdk_sqs::Client, table: &str) -> Vec<QueueRef> {
     queues
 }
 
-fn ops_target(t: &Tables, sdk: aws_config::SdkConfig) -> infra::ops_cli::OpsTarget {
-    infra::ops_cli::OpsTarget {
+fn ops_target(t: &Tables, sdk: aws_config::SdkConfig) -> ops::commands::OpsTarget {
+    ops::commands::OpsTarget {
         app: None,
         sdk,
         table: stages::config::TableConfig {
@@ -330,13 +323,13 @@ async fn a_bulk_change_to_a_deployed_stack_needs_yes_and_changes_nothing_without
         .await;
     }
     let mut target = ops_target(&t, sdk.clone());
-    target.guard = infra::confirm::Guard {
+    target.guard = ops::confirm::Guard {
         stack: Some("prod".into()),
         yes: false,
     };
     let failed_now = || async { t.prs.failed_rows(Some(REPO)).await.unwrap().len() };
     let (code, message) =
-        infra::ops_cli::reprocess(&target, &[], true, Some(REPO), None, false, false)
+        ops::commands::reprocess(&target, &[], true, Some(REPO), None, false, false)
             .await
             .unwrap_err();
     assert_eq!(code, 2);
@@ -345,13 +338,13 @@ async fn a_bulk_change_to_a_deployed_stack_needs_yes_and_changes_nothing_without
         "{message}"
     );
     assert_eq!(failed_now().await, 12, "nothing was changed");
-    let preview = infra::ops_cli::reprocess(&target, &[], true, Some(REPO), None, false, true)
+    let preview = ops::commands::reprocess(&target, &[], true, Some(REPO), None, false, true)
         .await
         .unwrap();
     assert_eq!(preview.len(), 12);
     assert_eq!(failed_now().await, 12);
     // A few named PRs need no confirmation.
-    let lines = infra::ops_cli::reprocess(
+    let lines = ops::commands::reprocess(
         &target,
         &[format!("{REPO}#1"), format!("{REPO}#2")],
         false,
@@ -364,7 +357,7 @@ async fn a_bulk_change_to_a_deployed_stack_needs_yes_and_changes_nothing_without
     .unwrap();
     assert!(lines.iter().all(|l| l.outcome == "pending"), "{lines:?}");
     target.guard.yes = true;
-    let lines = infra::ops_cli::reprocess(&target, &[], true, Some(REPO), None, false, false)
+    let lines = ops::commands::reprocess(&target, &[], true, Some(REPO), None, false, false)
         .await
         .unwrap();
     assert_eq!(lines.len(), 10);
@@ -406,7 +399,7 @@ async fn reprocess_summarizes_again_without_duplicating_and_bad_input_changes_no
     let target = ops_target(&t, sdk.clone());
 
     // Bad input first: nothing changes.
-    let (code, message) = infra::ops_cli::reprocess(
+    let (code, message) = ops::commands::reprocess(
         &target,
         &[format!("{REPO}#3"), format!("{REPO}#999")],
         false,
@@ -421,16 +414,16 @@ async fn reprocess_summarizes_again_without_duplicating_and_bad_input_changes_no
     assert!(message.contains("#999 is not in the table"), "{message}");
     for bad in ["nope#x", "a/b", "a/b#0", "#3"] {
         let (code, _) =
-            infra::ops_cli::reprocess(&target, &[bad.into()], false, None, None, false, false)
+            ops::commands::reprocess(&target, &[bad.into()], false, None, None, false, false)
                 .await
                 .unwrap_err();
         assert_eq!(code, 2, "{bad}");
     }
-    let (code, _) = infra::ops_cli::reprocess(&target, &[], false, None, None, false, false)
+    let (code, _) = ops::commands::reprocess(&target, &[], false, None, None, false, false)
         .await
         .unwrap_err();
     assert_eq!(code, 2, "neither PRs nor --failed");
-    let (code, _) = infra::ops_cli::reprocess(
+    let (code, _) = ops::commands::reprocess(
         &target,
         &[format!("{REPO}#3")],
         false,
@@ -449,7 +442,7 @@ async fn reprocess_summarizes_again_without_duplicating_and_bad_input_changes_no
     );
 
     // A dry run says what it would do.
-    let lines = infra::ops_cli::reprocess(
+    let lines = ops::commands::reprocess(
         &target,
         &[format!("{REPO}#3")],
         false,
@@ -466,7 +459,7 @@ async fn reprocess_summarizes_again_without_duplicating_and_bad_input_changes_no
         .contains_key(stages::store::attr::SUMMARIZED_AT));
 
     // For real: pending again, then summarized again with one entry, its page stale again.
-    let lines = infra::ops_cli::reprocess(
+    let lines = ops::commands::reprocess(
         &target,
         &[format!("{REPO}#3")],
         false,
@@ -497,7 +490,7 @@ async fn reprocess_summarizes_again_without_duplicating_and_bad_input_changes_no
         .claim_summary(&repo, 5, "worker", now, now + Duration::minutes(5))
         .await
         .unwrap();
-    let lines = infra::ops_cli::reprocess(
+    let lines = ops::commands::reprocess(
         &target,
         &[format!("{REPO}#5")],
         false,
@@ -518,7 +511,7 @@ async fn reprocess_summarizes_again_without_duplicating_and_bad_input_changes_no
         "2026-12-01T10:00:00.000Z",
     )
     .await;
-    let lines = infra::ops_cli::reprocess(
+    let lines = ops::commands::reprocess(
         &target,
         &[],
         true,
@@ -609,17 +602,17 @@ async fn rebuild_of_one_module_marks_only_that_module() {
     assert!(t.pages.stale_pages().await.unwrap().is_empty(), "built");
     let target = ops_target(&t, sdk.clone());
 
-    let (code, message) = infra::ops_cli::rebuild(&target, REPO, Some("nope"), false)
+    let (code, message) = ops::commands::rebuild(&target, REPO, Some("nope"), false)
         .await
         .unwrap_err();
     assert_eq!(code, 2);
     assert!(message.contains("no page for module"), "{message}");
-    let (code, _) = infra::ops_cli::rebuild(&target, "not a repo", None, false)
+    let (code, _) = ops::commands::rebuild(&target, "not a repo", None, false)
         .await
         .unwrap_err();
     assert_eq!(code, 2);
     assert_eq!(
-        infra::ops_cli::rebuild(&target, REPO, Some("api"), true)
+        ops::commands::rebuild(&target, REPO, Some("api"), true)
             .await
             .unwrap(),
         ["api"],
@@ -630,7 +623,7 @@ async fn rebuild_of_one_module_marks_only_that_module() {
         "a dry run marks nothing"
     );
 
-    let marked = infra::ops_cli::rebuild(&target, REPO, Some("api"), false)
+    let marked = ops::commands::rebuild(&target, REPO, Some("api"), false)
         .await
         .unwrap();
     assert_eq!(marked, ["api"]);
@@ -652,7 +645,7 @@ async fn rebuild_of_one_module_marks_only_that_module() {
 #[tokio::test]
 async fn redrive_moves_every_dlq_message_once_and_a_redriven_given_up_row_is_summarized() {
     use aws_sdk_sqs::types::MessageAttributeValue;
-    use infra::ops_cli::{redrive, RedriveQueue};
+    use ops::commands::{redrive, RedriveQueue};
     let sdk = sdk().await;
     let t = fresh_tables(&sdk).await;
     let sqs = aws_sdk_sqs::Client::new(&sdk);
@@ -838,7 +831,7 @@ async fn stream_records(
 /// record that names no batch stays, with why. A dry run changes nothing.
 #[tokio::test]
 async fn redrive_enrich_re_enriches_the_prs_the_stream_dlq_names() {
-    use infra::ops_cli::redrive_enrich;
+    use ops::commands::redrive_enrich;
     let sdk = sdk().await;
     let t = fresh_tables(&sdk).await;
     let now = OffsetDateTime::now_utc();
@@ -913,7 +906,7 @@ async fn redrive_enrich_re_enriches_the_prs_the_stream_dlq_names() {
     }
 
     const TOKEN: &str = "ghp_redrive_enrich";
-    let github = infra::github_standin::GitHubStandIn::start(TOKEN)
+    let github = standins::github_standin::GitHubStandIn::start(TOKEN)
         .await
         .unwrap();
     for n in [4, 5, 6] {

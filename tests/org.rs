@@ -8,16 +8,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aws_lambda_events::event::dynamodb::{Event, EventRecord};
-use infra::github_standin::{GitHubStandIn, InstalledSpec};
 use stages::config::{EnrichConfig, SummarizeConfig};
 use stages::secret::SecretSource;
+use standins::github_standin::{GitHubStandIn, InstalledSpec};
 use support::*;
 
 const TOKEN: &str = "ghp_org_test";
 
 fn fixture(name: &str) -> String {
     std::fs::read_to_string(
-        infra::emulator::repo_root()
+        devstack::emulator::repo_root()
             .join("tests/fixtures/github")
             .join(name),
     )
@@ -342,7 +342,7 @@ async fn two_repositories_of_one_installation_land_on_their_own_pages_and_the_or
 
     // `chronicle status`: each installation's token health and what it sees, and why acme/web
     // is no longer enriched.
-    let target = infra::ops_cli::OpsTarget {
+    let target = ops::commands::OpsTarget {
         sdk: sdk.clone(),
         table: t.prs.table().clone(),
         pages_table: t.pages.table_name().to_string(),
@@ -354,7 +354,7 @@ async fn two_repositories_of_one_installation_land_on_their_own_pages_and_the_or
             stages::secret::Secret::new(fixture("app-test-key.pem")),
         )),
     };
-    let (report, code) = infra::ops_cli::status(&target, Some(web)).await.unwrap();
+    let (report, code) = ops::commands::status(&target, Some(web)).await.unwrap();
     assert_eq!(code, 1, "needs attention: {report:?}");
     let health = &report.installations[0];
     assert_eq!((health.id, health.account.as_str()), (32, "acme"));
@@ -371,7 +371,7 @@ async fn two_repositories_of_one_installation_land_on_their_own_pages_and_the_or
     );
     assert!(!text.contains("ghs_"), "never a token: {text}");
     // Without --repo: the repositories with pages the installation no longer sees.
-    let (report, code) = infra::ops_cli::status(&target, None).await.unwrap();
+    let (report, code) = ops::commands::status(&target, None).await.unwrap();
     assert_eq!(code, 1, "needs attention: {report:?}");
     assert_eq!(report.installations[0].removed, [web]);
     assert!(

@@ -298,7 +298,7 @@ async fn a_transferred_repository_is_listed_under_one_owner_only() {
 /// nothing changes. A new repository of the same name, created later, is listed again.
 #[tokio::test]
 async fn a_deleted_repository_is_gone_from_the_org_rows_and_from_status() {
-    use infra::github_standin::{GitHubStandIn, InstalledSpec};
+    use standins::github_standin::{GitHubStandIn, InstalledSpec};
     let sdk = sdk().await;
     let t = fresh_tables(&sdk).await;
     put_row(&t, "acme/api").await;
@@ -306,7 +306,7 @@ async fn a_deleted_repository_is_gone_from_the_org_rows_and_from_status() {
     let github = GitHubStandIn::start("ghp_lifecycle").await.unwrap();
     let key = |name: &str| {
         std::fs::read_to_string(
-            infra::emulator::repo_root()
+            devstack::emulator::repo_root()
                 .join("tests/fixtures/github")
                 .join(name),
         )
@@ -322,7 +322,7 @@ async fn a_deleted_repository_is_gone_from_the_org_rows_and_from_status() {
             empty: false,
         }],
     );
-    let target = infra::ops_cli::OpsTarget {
+    let target = ops::commands::OpsTarget {
         sdk: sdk.clone(),
         table: t.prs.table().clone(),
         pages_table: t.pages.table_name().to_string(),
@@ -334,14 +334,14 @@ async fn a_deleted_repository_is_gone_from_the_org_rows_and_from_status() {
             stages::secret::Secret::new(key("app-test-key.pem")),
         )),
     };
-    let (report, _) = infra::ops_cli::status(&target, None).await.unwrap();
+    let (report, _) = ops::commands::status(&target, None).await.unwrap();
     assert_eq!(report.installations[0].removed, ["acme/gone"]);
 
     let webhook = webhook(&t);
     let answer = deliver(&webhook, "repository", "guid-delete", &deleted("acme/gone")).await;
     assert_eq!(answer["forgotten"], json!(["acme/gone"]), "{answer}");
     assert_eq!(org_names(&t, "acme").await, ["acme/api"]);
-    let (report, code) = infra::ops_cli::status(&target, None).await.unwrap();
+    let (report, code) = ops::commands::status(&target, None).await.unwrap();
     assert!(report.installations[0].removed.is_empty(), "{report:?}");
     assert_eq!(code, 0, "{:?}", report.attention);
     assert!(!stages::status::render(&report).contains("acme/gone"));

@@ -1,4 +1,4 @@
-//! The local stack's emulation of Lambda's SQS event source mapping (`infra::queues`), against
+//! The local stack's emulation of Lambda's SQS event source mapping (`devstack::queues`), against
 //! moto: queues created with their redrive policy as the template defines them, messages sent
 //! with the SDK, polled and fed to closures standing in for the summarize handler. Visibility and
 //! the moves to the DLQ are moto's own.
@@ -9,11 +9,11 @@ use std::time::{Duration, Instant};
 
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsMessage};
 use aws_sdk_sqs::types::{MessageAttributeValue, MessageSystemAttributeName, QueueAttributeName};
-use infra::queues::{
+use devstack::queues::{
     ensure_queue_with_dlq, queue_arn, QueuePollReport, QueueSettings, SqsBatchHandler,
     SqsEventSource,
 };
-use infra::template::{QueueDefinition, SqsEventDefinition, Template};
+use devstack::template::{QueueDefinition, SqsEventDefinition, Template};
 use support::*;
 
 struct Fixture {

@@ -7,13 +7,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use infra::github_standin::{DeliverySpec, GitHubStandIn};
 use serde_json::{json, Value};
 use stages::config::RedeliverConfig;
 use stages::github::GitHubClient;
 use stages::redeliver::{RedeliverError, Redeliverer};
 use stages::secret::{Secret, SecretSource};
 use stages::store::{attr, HookStore, PrStore};
+use standins::github_standin::{DeliverySpec, GitHubStandIn};
 use support::*;
 
 const TOKEN: &str = "ghp_redeliver_token";
@@ -43,7 +43,7 @@ struct World {
     prs: PrStore,
     hooks: HookStore,
     stub: GitHubStandIn,
-    server: infra::http_server::ServerHandle,
+    server: standins::http_server::ServerHandle,
 }
 
 impl World {
@@ -53,7 +53,7 @@ impl World {
         let client = aws_sdk_dynamodb::Client::new(&sdk);
         let hooks = HookStore::new(client, tables.pages.table_name());
         let webhook = Arc::new(handler(tables.prs.clone()).with_hooks(hooks.clone()));
-        let server = infra::http_server::serve(webhook, "127.0.0.1:0".parse().unwrap())
+        let server = standins::http_server::serve(webhook, "127.0.0.1:0".parse().unwrap())
             .await
             .unwrap();
         let stub = GitHubStandIn::start(TOKEN).await.unwrap();
@@ -146,7 +146,7 @@ impl World {
     }
 
     /// Waits (up to 10 s) until the stand-in recorded a redelivery attempt of `guid`.
-    async fn redelivery_attempt(&self, guid: &str) -> infra::github_standin::rest::StubAttempt {
+    async fn redelivery_attempt(&self, guid: &str) -> standins::github_standin::rest::StubAttempt {
         for _ in 0..200 {
             if let Some(a) = self
                 .stub
@@ -586,7 +586,7 @@ async fn a_pr_stored_in_a_newer_state_is_not_redelivered() {
 
 #[tokio::test]
 async fn github_failures_on_the_request_release_or_keep_the_claim_as_they_must() {
-    use infra::github_standin::rest::Fault;
+    use standins::github_standin::rest::Fault;
     let w = World::recorded(true, 70).await;
     let five_hundred = w.stub.add_delivery(
         REPO,
@@ -700,7 +700,7 @@ async fn a_claim_never_confirmed_is_reported_and_asked_again_once_the_log_settle
 /// did not act; a newer failed attempt means it acted and failed. Both are asked again.
 #[tokio::test]
 async fn an_unknown_redelivery_is_settled_by_the_delivery_log_and_asked_again() {
-    use infra::github_standin::rest::Fault;
+    use standins::github_standin::rest::Fault;
     let attempts = |id: u64| format!("/repos/{REPO}/hooks/{HOOK}/deliveries/{id}/attempts");
     // GitHub did not act on the 502.
     let w = World::recorded(true, 90).await;
@@ -758,7 +758,7 @@ async fn an_unknown_redelivery_is_settled_by_the_delivery_log_and_asked_again() 
 
 fn app_key(name: &str) -> String {
     std::fs::read_to_string(
-        infra::emulator::repo_root()
+        devstack::emulator::repo_root()
             .join("tests/fixtures/github")
             .join(name),
     )

@@ -1,5 +1,5 @@
 //! The local stack's emulation of Lambda's DynamoDB-stream event source mapping
-//! (`infra::streams`), against moto: records written with the SDK to a table created from
+//! (`devstack::streams`), against moto: records written with the SDK to a table created from
 //! template.yaml, read back from moto's stream and fed to closures standing in for the handler.
 
 use std::collections::HashMap;
@@ -9,11 +9,11 @@ use std::time::{Duration, Instant};
 use aws_lambda_events::event::dynamodb::EventRecord;
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
 use aws_sdk_dynamodb::types::AttributeValue;
-use infra::streams::{
+use devstack::streams::{
     ensure_queue, BatchHandler, EventSourceSettings, FilterPattern, PollReport, StreamEventSource,
     DEFAULT_RETRY_BACKOFF,
 };
-use infra::template::Template;
+use devstack::template::Template;
 use serde_json::{json, Value};
 use stages::store::PrStore;
 use support::*;
@@ -143,7 +143,7 @@ fn settings(
         batch_size,
         max_retry_attempts,
         bisect_on_error,
-        filters: vec![infra::streams::FilterPattern::event_names(&["INSERT"])],
+        filters: vec![devstack::streams::FilterPattern::event_names(&["INSERT"])],
         retry_backoff: Duration::from_millis(5),
     }
 }

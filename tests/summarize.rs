@@ -682,7 +682,7 @@ async fn a_poison_row_killed_mid_work_five_times_ends_failed_with_its_message_in
 
 #[tokio::test]
 async fn poison_messages_end_in_the_moto_dlq_and_the_failing_row_is_marked_failed() {
-    use infra::queues::{ensure_queue_with_dlq, queue_arn, QueueSettings, SqsEventSource};
+    use devstack::queues::{ensure_queue_with_dlq, queue_arn, QueueSettings, SqsEventSource};
     let sdk = sdk().await;
     let t = fresh_tables(&sdk).await;
     pending(&t, 12).await;
@@ -726,7 +726,7 @@ async fn poison_messages_end_in_the_moto_dlq_and_the_failing_row_is_marked_faile
         queue_arn(&sqs, &url).await.unwrap(),
         settings,
     );
-    let batch_handler = infra::dev::summarize_batch_handler(handler);
+    let batch_handler = devstack::dev::summarize_batch_handler(handler);
     let mut dead = Vec::new();
     for _ in 0..40 {
         source.poll_once(&batch_handler).await.unwrap();
@@ -900,7 +900,7 @@ async fn summarizing_again_with_other_modules_deletes_the_entries_left_behind() 
 async fn the_sample_sqs_event_is_handled_by_the_worker() {
     let (t, handler) = setup(5).await;
     pending(&t, 2).await;
-    let root = infra::emulator::repo_root();
+    let root = devstack::emulator::repo_root();
     let sample: SqsEvent = serde_json::from_str(
         &std::fs::read_to_string(root.join("events/summarize.sqs.json")).unwrap(),
     )

@@ -258,7 +258,7 @@ async fn a_sweep_reads_the_backlog_not_the_table() {
 #[tokio::test]
 async fn a_big_import_with_slow_summaries_ends_with_no_dlq_message_and_no_duplicate() {
     let sdk = sdk().await;
-    let scenario = |max_queued| infra::bench_backpressure::Scenario {
+    let scenario = |max_queued| bench::backpressure::Scenario {
         rows: 150,
         delay: Duration::from_millis(300),
         // Compressed: claims expire while rows still wait, as 15 min do under an LLM's pace.
@@ -268,7 +268,7 @@ async fn a_big_import_with_slow_summaries_ends_with_no_dlq_message_and_no_duplic
         sweep_interval: Duration::from_millis(300),
         limit: Duration::from_secs(240),
     };
-    let bounded = infra::bench_backpressure::run(&sdk, &scenario(Some(10)))
+    let bounded = bench::backpressure::run(&sdk, &scenario(Some(10)))
         .await
         .unwrap();
     println!("bounded: {bounded:?}");
@@ -292,7 +292,7 @@ async fn a_big_import_with_slow_summaries_ends_with_no_dlq_message_and_no_duplic
     // The same import without the bound: every row queued at once, claims expiring on queued
     // messages, which are sent again. Still no DLQ message and no double summary (duplicates are
     // dropped), but the work the bound saves shows.
-    let unbounded = infra::bench_backpressure::run(&sdk, &scenario(None))
+    let unbounded = bench::backpressure::run(&sdk, &scenario(None))
         .await
         .unwrap();
     println!("unbounded: {unbounded:?}");

@@ -740,14 +740,14 @@ async fn twenty_concurrent_deliveries_of_one_pr_end_in_one_item_with_the_newest_
 #[tokio::test]
 async fn sample_events_are_validly_signed_and_accepted_by_the_lambda_path() {
     let (handler, store) = setup().await;
-    let root = infra::emulator::repo_root();
+    let root = devstack::emulator::repo_root();
     let text = std::fs::read_to_string(root.join("events/webhook.apigw.json")).unwrap();
     let event: aws_lambda_events::apigw::ApiGatewayV2httpRequest =
         serde_json::from_str(&text).unwrap();
     // The samples are signed with chronicle dev's local secret.
     let dev = WebhookHandler::new(
         store.clone(),
-        Verifier::Secret(Secret::new(infra::dev::DEV_SECRET)),
+        Verifier::Secret(Secret::new(devstack::dev::DEV_SECRET)),
         1024 * 1024,
     );
     let response = dev.handle_apigw(event).await;
@@ -761,12 +761,12 @@ async fn sample_events_are_validly_signed_and_accepted_by_the_lambda_path() {
         "c4295bd74fb0f4fda03689c3df3f2803b658fd85"
     );
 
-    for path in infra::replay::delivery_files(&root.join("events")).unwrap() {
-        let d = infra::replay::RecordedDelivery::load(&path).unwrap();
+    for path in devstack::replay::delivery_files(&root.join("events")).unwrap() {
+        let d = devstack::replay::RecordedDelivery::load(&path).unwrap();
         let sig = d.headers.get("X-Hub-Signature-256").unwrap();
         assert_eq!(
             *sig,
-            signature::sign(infra::dev::DEV_SECRET.as_bytes(), d.body.as_bytes()),
+            signature::sign(devstack::dev::DEV_SECRET.as_bytes(), d.body.as_bytes()),
             "{}",
             path.display()
         );

@@ -35,7 +35,7 @@ pub struct Call {
 pub struct AuditProxy {
     endpoint: String,
     calls: Arc<Mutex<Vec<Call>>>,
-    _server: infra::http_server::Serving,
+    _server: standins::http_server::Serving,
 }
 
 impl AuditProxy {
@@ -60,7 +60,7 @@ impl AuditProxy {
         let calls: Arc<Mutex<Vec<Call>>> = Arc::default();
         let http = reqwest::Client::new();
         let recorded = calls.clone();
-        let server = infra::http_server::Serving::spawn(listener, move |req| {
+        let server = standins::http_server::Serving::spawn(listener, move |req| {
             let path = req.uri().path();
             let upstream = match (&bedrock, &lambda) {
                 (Some(b), _) if path.starts_with("/model/") => b.clone(),
@@ -78,7 +78,7 @@ impl AuditProxy {
 
     /// An SDK configuration whose every request goes through this proxy.
     pub async fn sdk(&self) -> aws_config::SdkConfig {
-        infra::emulator::sdk_config(&self.endpoint).await
+        ops::stack::local_sdk_config(&self.endpoint).await
     }
 
     pub fn calls(&self) -> Vec<Call> {
@@ -108,7 +108,7 @@ fn call_of(parts: &http::request::Parts, body: &[u8]) -> Call {
             .path()
             .strip_prefix("/model/")
             .and_then(|p| p.strip_suffix("/converse"))
-            .map(infra::github_standin::rest::percent_decode)
+            .map(standins::github_standin::rest::percent_decode)
             .unwrap_or_default();
         let resource = if id.starts_with("arn:") {
             id

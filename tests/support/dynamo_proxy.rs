@@ -36,7 +36,7 @@ pub struct DynamoProxy {
     rules: Arc<Mutex<Vec<Rule>>>,
     /// Notified when a request is held.
     pub held: Arc<Notify>,
-    _server: infra::http_server::Serving,
+    _server: standins::http_server::Serving,
 }
 
 impl DynamoProxy {
@@ -47,7 +47,7 @@ impl DynamoProxy {
         let held = Arc::new(Notify::new());
         let http = reqwest::Client::new();
         let (r, h) = (rules.clone(), held.clone());
-        let server = infra::http_server::Serving::spawn(listener, move |req| {
+        let server = standins::http_server::Serving::spawn(listener, move |req| {
             forward(http.clone(), upstream.clone(), r.clone(), h.clone(), req)
         });
         DynamoProxy {
@@ -73,7 +73,7 @@ impl DynamoProxy {
 
     /// An SDK configuration that talks to DynamoDB through this proxy.
     pub async fn sdk(&self) -> aws_config::SdkConfig {
-        infra::emulator::sdk_config(&self.endpoint).await
+        ops::stack::local_sdk_config(&self.endpoint).await
     }
 }
 

@@ -53,7 +53,7 @@ struct State {
 pub struct LambdaStandIn {
     url: String,
     state: Arc<Mutex<State>>,
-    _server: infra::http_server::Serving,
+    _server: standins::http_server::Serving,
 }
 
 /// The payload limit of a synchronous invocation.
@@ -65,7 +65,7 @@ impl LambdaStandIn {
         let url = format!("http://{}", listener.local_addr().unwrap());
         let state: Arc<Mutex<State>> = Arc::default();
         let served = state.clone();
-        let server = infra::http_server::Serving::spawn(listener, move |req| {
+        let server = standins::http_server::Serving::spawn(listener, move |req| {
             let state = served.clone();
             async move { Ok::<_, Infallible>(handle(state, req).await) }
         });
@@ -145,7 +145,7 @@ async fn handle(state: Arc<Mutex<State>>, req: Request<Incoming>) -> Response<Fu
     let raw = path
         .strip_prefix("/2015-03-31/functions/")
         .and_then(|p| p.strip_suffix("/invocations"))
-        .map(infra::github_standin::rest::percent_decode);
+        .map(standins::github_standin::rest::percent_decode);
     let (Some(raw), true) = (raw, parts.method == http::Method::POST) else {
         return error(
             StatusCode::NOT_FOUND,

@@ -16,16 +16,16 @@ use stages::store::{Item, PrStore};
 use stages::webhook::{Verifier, WebhookHandler, WebhookRequest};
 
 pub mod audit_proxy;
-/// The Converse stand-in lives in `infra` (`chronicle bench story` uses it too).
-pub use infra::converse_standin as converse_stub;
+/// The Converse stand-in lives in `standins` (`chronicle bench story` uses it too).
+pub use standins::converse_standin as converse_stub;
 pub mod dynamo_proxy;
 pub mod lambda_standin;
 pub mod messages_stub;
-/// The Notion stand-in lives in `infra` (the benches use it too).
-pub use infra::notion_standin as notion_stub;
+/// The Notion stand-in lives in `standins` (the benches use it too).
+pub use standins::notion_standin as notion_stub;
 pub mod openai_stub;
 pub mod relay;
-pub use infra::samples;
+pub use devstack::samples;
 
 pub const SECRET: &str = "test-webhook-secret";
 
@@ -47,7 +47,7 @@ fn start_private_emulator() -> String {
         .local_addr()
         .unwrap()
         .port();
-    let script = infra::emulator::repo_root().join("infra/emulator.sh");
+    let script = devstack::emulator::repo_root().join("infra/emulator.sh");
     // A watchdog: python holds moto and ends it when our end of its stdin closes (process exit).
     let watchdog = r#"
 import subprocess, sys, threading
@@ -84,16 +84,16 @@ p.terminate()
 
 /// SDK configuration for the emulator, made in the calling test's runtime.
 pub async fn sdk() -> SdkConfig {
-    infra::emulator::sdk_config(&endpoint()).await
+    ops::stack::local_sdk_config(&endpoint()).await
 }
 
 /// A table of its own for one test, created from `template.yaml`'s definition.
 pub async fn fresh_table(sdk: &SdkConfig) -> PrStore {
     let name = format!("prs-{}", uuid::Uuid::new_v4().simple());
     let client = aws_sdk_dynamodb::Client::new(sdk);
-    infra::template::Template::bundled()
+    devstack::template::Template::bundled()
         .unwrap()
-        .table(infra::template::PR_TABLE)
+        .table(devstack::template::PR_TABLE)
         .unwrap()
         .create(&client, &name)
         .await
@@ -197,10 +197,13 @@ pub async fn fresh_tables(sdk: &SdkConfig) -> Tables {
     let prs = fresh_table(sdk).await;
     let client = aws_sdk_dynamodb::Client::new(sdk);
     let id = uuid::Uuid::new_v4().simple().to_string();
-    let template = infra::template::Template::bundled().unwrap();
+    let template = devstack::template::Template::bundled().unwrap();
     for (logical, name) in [
-        (infra::template::ENTRIES_TABLE_ID, format!("entries-{id}")),
-        (infra::template::PAGES_TABLE_ID, format!("pages-{id}")),
+        (
+            devstack::template::ENTRIES_TABLE_ID,
+            format!("entries-{id}"),
+        ),
+        (devstack::template::PAGES_TABLE_ID, format!("pages-{id}")),
     ] {
         template
             .table(logical)
@@ -364,8 +367,8 @@ pub fn av_s(v: &str) -> AttributeValue {
     AttributeValue::S(v.to_string())
 }
 
-/// A merged pull request as GitHub's GraphQL API shapes it (for `infra::github_standin`), with
+/// A merged pull request as GitHub's GraphQL API shapes it (for `standins::github_standin`), with
 /// `files` files under `src/mod0` … `src/mod6`, merged at the recorded fixture's time.
 pub fn standin_pull(repo: &str, number: u64, files: usize) -> serde_json::Value {
-    infra::github_standin::standin_pull(repo, number, files)
+    standins::github_standin::standin_pull(repo, number, files)
 }

@@ -104,7 +104,7 @@ struct State {
 pub struct MessagesStub {
     addr: SocketAddr,
     state: Arc<Mutex<State>>,
-    server: infra::http_server::Serving,
+    server: standins::http_server::Serving,
 }
 
 impl MessagesStub {
@@ -123,7 +123,7 @@ impl MessagesStub {
         }));
         let shared = state.clone();
         let server =
-            infra::http_server::Serving::spawn(listener, move |req| handle(shared.clone(), req));
+            standins::http_server::Serving::spawn(listener, move |req| handle(shared.clone(), req));
         MessagesStub {
             addr,
             state,

@@ -31,7 +31,7 @@ struct State {
 pub struct OpenAiStub {
     url: String,
     state: Arc<Mutex<State>>,
-    _server: infra::http_server::Serving,
+    _server: standins::http_server::Serving,
 }
 
 impl OpenAiStub {
@@ -46,7 +46,7 @@ impl OpenAiStub {
         }));
         let shared = state.clone();
         let server =
-            infra::http_server::Serving::spawn(listener, move |req| handle(shared.clone(), req));
+            standins::http_server::Serving::spawn(listener, move |req| handle(shared.clone(), req));
         OpenAiStub {
             url,
             state,
