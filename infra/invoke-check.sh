@@ -54,7 +54,7 @@ PY="$ROOT/.venv-moto/bin/python"
 log "cargo build of the seven functions and the chronicle CLI"
 cargo build --quiet --bin webhook --bin enrich --bin sweeper --bin summarize --bin page-builder \
   --bin redeliver --bin token
-cargo build --quiet -p chronicle-infra --bin chronicle
+cargo build --quiet -p chronicle-cli --bin chronicle
 
 # The GitHub stand-in (GraphQL validated against the vendored schema) serving the samples' PR.
 TOKEN="ghp_invoke_check"
