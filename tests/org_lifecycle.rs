@@ -387,7 +387,7 @@ async fn a_repository_removed_from_the_installation_stays_listed() {
     );
     // What the installation no longer sees is what status reports.
     let (target, _github) = status_target(&t, &["acme/api"]).await;
-    let (report, _) = infra::ops_cli::status(&target, None).await.unwrap();
+    let (report, _) = ops::commands::status(&target, None).await.unwrap();
     assert_eq!(report.installations[0].removed, ["acme/ops", "acme/web"]);
     let added = installation_repositories("added", &["acme/web"]);
     let answer = deliver(&webhook, "installation_repositories", "guid-added", &added).await;
@@ -404,14 +404,14 @@ async fn status_target(
     t: &Tables,
     seen: &[&str],
 ) -> (
-    infra::ops_cli::OpsTarget,
-    infra::github_standin::GitHubStandIn,
+    ops::commands::OpsTarget,
+    standins::github_standin::GitHubStandIn,
 ) {
-    use infra::github_standin::{GitHubStandIn, InstalledSpec};
+    use standins::github_standin::{GitHubStandIn, InstalledSpec};
     let github = GitHubStandIn::start("ghp_lifecycle").await.unwrap();
     let key = |name: &str| {
         std::fs::read_to_string(
-            infra::emulator::repo_root()
+            devstack::emulator::repo_root()
                 .join("tests/fixtures/github")
                 .join(name),
         )
@@ -427,7 +427,7 @@ async fn status_target(
         })
         .collect();
     github.add_installation(INSTALLATION, "acme", repos);
-    let target = infra::ops_cli::OpsTarget {
+    let target = ops::commands::OpsTarget {
         sdk: sdk().await,
         table: t.prs.table().clone(),
         pages_table: t.pages.table_name().to_string(),
