@@ -58,7 +58,7 @@ cargo build --quiet -p chronicle-cli --bin chronicle
 
 # The GitHub stand-in (GraphQL validated against the vendored schema) serving the samples' PR.
 TOKEN="ghp_invoke_check"
-target/debug/chronicle standin --token "$TOKEN" --pull Codertocat/Hello-World#2 \
+"${CARGO_TARGET_DIR:-target}/debug/chronicle" standin --token "$TOKEN" --pull Codertocat/Hello-World#2 \
   >"$WORK/standin.out" 2>"$WORK/standin.err" &
 standin_pid=$!
 for _ in $(seq 1 100); do
