@@ -141,11 +141,7 @@ impl PageStore {
         now: OffsetDateTime,
     ) -> Result<bool, StoreError> {
         let mut u = Update::default();
-        u.set(a::STALE, AttributeValue::S(STALE_MARK.into()));
-        let since = u.name(a::STALE_SINCE);
-        let now_value = u.value("now", Some(AttributeValue::S(rfc3339_millis(now))));
-        u.sets
-            .push(format!("{since} = if_not_exists({since}, {now_value})"));
+        super::set_stale(&mut u, now);
         u.add(a::VERSION, AttributeValue::N("1".into()));
         let exists = format!("attribute_exists({})", u.name(a::MODULE));
         let result = u

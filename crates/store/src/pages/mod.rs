@@ -235,11 +235,7 @@ impl PageStore {
             a::LAYOUT_CHANGED_AT,
             AttributeValue::S(checked_at.to_string()),
         );
-        u.set(a::STALE, AttributeValue::S(STALE_MARK.into()));
-        let since = u.name(a::STALE_SINCE);
-        let now_value = u.value("now", Some(AttributeValue::S(rfc3339_millis(now))));
-        u.sets
-            .push(format!("{since} = if_not_exists({since}, {now_value})"));
+        set_stale(&mut u, now);
         u.add(a::VERSION, AttributeValue::N("1".into()));
         let exists = format!("attribute_exists({})", u.name(a::MODULE));
         let result = u
@@ -300,11 +296,7 @@ impl PageStore {
         full: bool,
         now: OffsetDateTime,
     ) -> Result<(), StoreError> {
-        u.set(a::STALE, AttributeValue::S(STALE_MARK.into()));
-        let since = u.name(a::STALE_SINCE);
-        let now_value = u.value("now", Some(AttributeValue::S(rfc3339_millis(now))));
-        u.sets
-            .push(format!("{since} = if_not_exists({since}, {now_value})"));
+        set_stale(&mut u, now);
         // The maps nested writes go into must exist.
         for map in [a::NOTION, a::YEARS] {
             let name = u.name(map);
@@ -770,4 +762,13 @@ fn refused(err: &aws_sdk_dynamodb::error::SdkError<UpdateItemError>) -> Option<O
         }
         _ => None,
     }
+}
+
+/// The stale marker's clauses: `stale` set, `staleSince` kept from the first mark.
+pub(crate) fn set_stale(u: &mut Update, now: OffsetDateTime) {
+    u.set(a::STALE, AttributeValue::S(STALE_MARK.into()));
+    let since = u.name(a::STALE_SINCE);
+    let now_value = u.value("now", Some(AttributeValue::S(rfc3339_millis(now))));
+    u.sets
+        .push(format!("{since} = if_not_exists({since}, {now_value})"));
 }
